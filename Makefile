@@ -1,0 +1,59 @@
+# Composition Lens — everything a newcomer needs is `make run` and `make test`.
+SHELL := /bin/bash
+PYTHON ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CHROMIUM ?= /usr/bin/chromium
+HOST ?= 127.0.0.1
+PORT ?= 8000
+# pytest-xdist workers; the suite is I/O-light, so one per core.
+WORKERS ?= 2
+
+export DEBUG ?= 1
+
+.PHONY: run test test-fast bench lint format chromium clean
+
+$(STAMP): pyproject.toml
+	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(BIN)/python manage.py migrate --no-input -v0
+	$(BIN)/python manage.py seed_demo
+	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C to stop)"
+	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+chromium:
+	@if [ ! -x "$(CHROMIUM)" ]; then \
+		echo "Installing Chromium from Debian for the browser tests"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq chromium >/dev/null; fi; \
+	fi
+	@"$(CHROMIUM)" --version
+
+test: $(STAMP) chromium
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/python manage.py makemigrations --check --dry-run -v0
+	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -n $(WORKERS) $(PYTEST_ARGS)
+
+test-fast: $(STAMP)
+	$(BIN)/pytest -n $(WORKERS) -m "not browser" $(PYTEST_ARGS)
+
+bench: $(STAMP)
+	$(BIN)/python -m bench
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+format: $(STAMP)
+	$(BIN)/ruff check --fix .
+	$(BIN)/ruff format .
+
+clean:
+	rm -rf $(VENV) staticfiles

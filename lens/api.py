@@ -1,0 +1,118 @@
+"""The JSON HTTP API: one NinjaAPI, bearer-authenticated, with the error envelope."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+from ninja import NinjaAPI, Router
+from ninja.parser import Parser
+from pydantic import BaseModel
+
+from lens import apierrors
+from lens.agents import config_of, store_config, with_config, with_counts
+from lens.apiauth import TeamToken, team_of
+from lens.apierrors import ApiError
+from lens.composition import compose
+from lens.core.composition import Composition
+from lens.core.config import AgentConfig, is_agent_slug
+from lens.core.counts import Counts
+from lens.models import Agent
+from memory.registry import known_spec_keys
+
+
+class _JsonParser(Parser):
+    def parse_body(self, request: HttpRequest) -> Any:
+        try:
+            return super().parse_body(request)
+        except ValueError as exc:
+            raise ApiError(
+                422, "invalid_request", f"Request body is not valid JSON: {exc}"
+            ) from exc
+
+
+api = NinjaAPI(
+    title="Composition Lens API",
+    version="1",
+    description="Agents, their composed prompts, memories and the versioned key/value store.",
+    auth=TeamToken(),
+    parser=_JsonParser(),
+    docs_url="/docs",
+    openapi_url="/openapi.json",
+)
+apierrors.install(api)
+
+
+class AgentSummary(BaseModel):
+    slug: str
+    name: str
+    routing_spec: str | None
+    counts: Counts
+
+
+class AgentList(BaseModel):
+    agents: list[AgentSummary]
+
+
+agents = Router(tags=["agents"])
+
+
+def get_agent(request: HttpRequest, slug: str, *, full: bool = True) -> Agent:
+    """The token's team's agent, or 404 — another team's agent does not exist here."""
+    queryset = Agent.objects.filter(team=team_of(request), slug=slug)
+    agent = (with_config(queryset) if full else queryset).first()
+    if agent is None:
+        raise ApiError(404, "agent_not_found", f"No agent {slug!r} in this team.")
+    return agent
+
+
+@agents.get("", response=AgentList)
+def list_agents(request: HttpRequest) -> AgentList:
+    rows = with_counts(Agent.objects.filter(team=team_of(request)).order_by("slug"))
+    return AgentList(
+        agents=[
+            AgentSummary(
+                slug=agent.slug,
+                name=agent.name,
+                routing_spec=agent.routing_spec,
+                counts=Counts(sections=agent.section_count, entries=agent.authored_entry_count),
+            )
+            for agent in rows
+        ]
+    )
+
+
+@agents.get("/{slug}", response=AgentConfig)
+def get_agent_config(request: HttpRequest, slug: str) -> AgentConfig:
+    return config_of(get_agent(request, slug))
+
+
+@agents.put("/{slug}", response={200: AgentConfig, 201: AgentConfig})
+def put_agent_config(
+    request: HttpRequest, slug: str, config: AgentConfig
+) -> tuple[int, AgentConfig]:
+    if not is_agent_slug(slug):
+        raise ApiError(
+            422,
+            "invalid_slug",
+            f"Agent slug {slug!r} must be 1-64 lowercase letters, digits or '-', "
+            "starting with a letter or digit.",
+        )
+    if config.routing_spec is not None and config.routing_spec not in known_spec_keys():
+        raise ApiError(
+            422,
+            "unknown_routing_spec",
+            f"Unknown routing spec {config.routing_spec!r}.",
+            known=sorted(known_spec_keys()),
+        )
+    agent, created = store_config(team_of(request), slug, config)
+    return (201 if created else 200), config_of(with_config(Agent.objects).get(pk=agent.pk))
+
+
+@agents.get("/{slug}/composition", response=Composition)
+def get_composition(request: HttpRequest, slug: str) -> Composition:
+    """The agent's composed prompt as it would be delivered now. Records nothing."""
+    return compose(get_agent(request, slug))
+
+
+api.add_router("/agents", agents)

@@ -1,0 +1,25 @@
+"""Bearer-token authentication: a token belongs to one team and is stored hashed."""
+
+from __future__ import annotations
+
+from django.http import HttpRequest
+from ninja.security import HttpBearer
+
+from lens.models import ApiToken, Team, hash_token
+
+
+class TeamToken(HttpBearer):
+    def authenticate(self, request: HttpRequest, token: str) -> Team | None:
+        if not token:
+            return None
+        found = (
+            ApiToken.objects.select_related("team")
+            .filter(digest=hash_token(token), revoked_at__isnull=True)
+            .first()
+        )
+        return found.team if found else None
+
+
+def team_of(request: HttpRequest) -> Team:
+    """The team the request's token belongs to (set by ``TeamToken``)."""
+    return request.auth  # type: ignore[attr-defined,no-any-return]

@@ -1,0 +1,15 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import HttpRequest
+
+from lens.teams import teams_of
+
+
+def current_team(request: HttpRequest) -> dict[str, Any]:
+    """The team switcher's data, for pages whose view resolved a current team."""
+    team = getattr(request, "lens_team", None)
+    if team is None:
+        return {}
+    return {"current_team": team, "user_teams": teams_of(request)}

@@ -1,0 +1,55 @@
+"""Prompt sections as lists of attributed fragments; the text is always derived."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+FragmentSource = Literal["authored", "memory"]
+SectionSource = Literal["role", "instance"]
+SECTION_SEPARATOR = "\n\n"
+
+
+class PromptFragment(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    source: FragmentSource
+    text: str = Field(min_length=1)
+    memory_ids: tuple[str, ...] = ()
+
+    @model_validator(mode="after")
+    def _ids_iff_memory(self) -> PromptFragment:
+        if (self.source == "memory") != bool(self.memory_ids):
+            raise ValueError("memory_ids must be non-empty exactly when source is 'memory'")
+        return self
+
+
+class PromptSection(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    name: str
+    source: SectionSource
+    fragments: tuple[PromptFragment, ...] = Field(min_length=1)
+
+    @property
+    def text(self) -> str:
+        # Readers join: there is no stored text that could disagree with the fragments.
+        return "".join(fragment.text for fragment in self.fragments)
+
+    @property
+    def memory_ids(self) -> tuple[str, ...]:
+        return tuple(mid for fragment in self.fragments for mid in fragment.memory_ids)
+
+
+def authored(text: str) -> PromptFragment:
+    return PromptFragment.model_construct(source="authored", text=text, memory_ids=())
+
+
+def memory(text: str, memory_ids: Iterable[str]) -> PromptFragment:
+    return PromptFragment(source="memory", text=text, memory_ids=tuple(memory_ids))
+
+
+def prompt_text(sections: Iterable[PromptSection]) -> str:
+    return SECTION_SEPARATOR.join(section.text for section in sections)

@@ -1,0 +1,124 @@
+"""Rendering an agent's configuration into attributed prompt sections."""
+
+from __future__ import annotations
+
+from lens.core.background import Background, BackgroundEntry, BackgroundSection
+from lens.core.config import AgentConfig, AwarenessSource
+from lens.core.fragments import PromptFragment, PromptSection, authored, memory
+from lens.core.text import collapse, value_text
+
+AWARENESS_HEADING = "### Available Information Sources\n"
+
+
+def entry_line(entry: BackgroundEntry) -> str:
+    return f"- **{collapse(entry.key)}**: {collapse(value_text(entry.value))}\n"
+
+
+def entry_fragment(entry: BackgroundEntry) -> PromptFragment:
+    line = entry_line(entry)
+    return memory(line, entry.memory_ids) if entry.memory_ids else authored(line)
+
+
+def background_fragments(section: BackgroundSection) -> list[PromptFragment]:
+    """One section's heading and entry lines; nothing at all when it has no entries."""
+    if not section.entries:
+        return []
+    fragments = [authored(f"### {collapse(section.title)}\n")]
+    fragments.extend(entry_fragment(entry) for entry in section.entries)
+    return fragments
+
+
+def awareness_line(source: AwarenessSource) -> str:
+    line = f"- **{collapse(source.name)}**"
+    if source.description:
+        line += f": {collapse(source.description)}"
+    if source.access_method:
+        line += f" (access: {collapse(source.access_method)})"
+    return line + "\n"
+
+
+def _prose(text: str) -> str:
+    # Authored prose keeps its own line structure; only the edges are trimmed so the
+    # "\n\n" section separator stays the single blank line between sections.
+    return text.strip()
+
+
+def _persona(config: AgentConfig) -> PromptSection | None:
+    persona, tone = _prose(config.persona), _prose(config.tone)
+    if not persona and not tone:
+        return None
+    parts = ["## Persona"]
+    if persona:
+        parts.append(persona)
+    if tone:
+        parts.append(f"\n### Tone\n{tone}")
+    return _single("Persona", "role", "\n".join(parts))
+
+
+def _mission(config: AgentConfig) -> PromptSection | None:
+    objective = _prose(config.objective)
+    if not objective:
+        return None
+    return _single("Mission", "role", f"## Mission\n### Objective\n{objective}")
+
+
+def _capabilities(config: AgentConfig) -> PromptSection | None:
+    if not config.capabilities:
+        return None
+    blocks = []
+    for capability in config.capabilities:
+        block = f"### {collapse(capability.name)}"
+        if description := _prose(capability.description):
+            block += f"\n{description}"
+        blocks.append(block)
+    return _single("Capabilities", "role", "## Capabilities\n" + "\n\n".join(blocks))
+
+
+def _manual(config: AgentConfig) -> PromptSection | None:
+    manual = _prose(config.manual)
+    if not manual:
+        return None
+    return _single("Manual", "role", f"## Manual\n{manual}")
+
+
+def _context(
+    config: AgentConfig, background: Background, recall_text: str | None
+) -> PromptSection | None:
+    blocks: list[list[PromptFragment]] = [
+        fragments for section in background.sections if (fragments := background_fragments(section))
+    ]
+    if config.awareness:
+        lines = "".join(awareness_line(source) for source in config.awareness)
+        blocks.append([authored(AWARENESS_HEADING + lines)])
+    if recall_text:
+        blocks.append([authored(recall_text if recall_text.endswith("\n") else recall_text + "\n")])
+    if not blocks:
+        return None
+    fragments = [authored("## Context\n\n")]
+    for index, block in enumerate(blocks):
+        if index:
+            fragments.append(authored("\n"))
+        fragments.extend(block)
+    return PromptSection(name="Context", source="instance", fragments=tuple(fragments))
+
+
+def _single(name: str, source: str, text: str) -> PromptSection:
+    return PromptSection(name=name, source=source, fragments=(authored(text),))
+
+
+def render_sections(
+    config: AgentConfig, background: Background | None = None, recall_text: str | None = None
+) -> tuple[PromptSection, ...]:
+    """The non-empty prompt sections, in order: Persona, Mission, Capabilities, Manual,
+    Context. ``background`` is the composed Background (authored plus any memory
+    overlay); it defaults to the authored one.
+    """
+    composed = config.background if background is None else background
+    candidates = (
+        _persona(config),
+        _mission(config),
+        _capabilities(config),
+        _manual(config),
+        _context(config, composed, recall_text),
+    )
+    return tuple(section for section in candidates if section is not None)

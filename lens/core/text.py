@@ -1,0 +1,40 @@
+"""Text primitives shared by every renderer: line-break collapse and scalar formatting."""
+
+from __future__ import annotations
+
+import math
+import re
+
+# Everything str.splitlines() breaks on. A run starting with one of these and
+# continuing with any whitespace becomes one space, so interpolated data can never
+# begin a line of the prompt.
+LINE_BREAKS = "\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+# Python's \s on str patterns is exactly str.isspace(); tests pin that equivalence.
+_BREAK_RUN = re.compile(f"[{re.escape(LINE_BREAKS)}]\\s*")
+
+
+def collapse(text: str) -> str:
+    """Replace each line break (and the whitespace after it) by a single space."""
+    return _BREAK_RUN.sub(" ", text)
+
+
+def has_line_break(text: str) -> bool:
+    return _BREAK_RUN.search(text) is not None
+
+
+def value_text(value: str | int | float | bool) -> str:
+    """The text a Background value renders as.
+
+    Booleans are ``true``/``false``; numbers use the shortest decimal that round-trips
+    (``3``, ``2.5``), so ``3.0`` and ``3`` read the same to the model.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e16:
+            return str(int(value))
+        return repr(value)
+    return value

@@ -1,0 +1,50 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+
+from lens.agents import config_of, with_config
+from lens.models import Agent, ApiToken, AuthoredEntry, SectionDeclaration, Team
+
+
+class Command(BaseCommand):
+    help = "Check the database and stores, print counts; exit 0 when healthy."
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        problems: list[str] = []
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+        except Exception as exc:  # any driver error means the database is unusable
+            raise CommandError(f"database: unreachable ({exc})") from exc
+        self.stdout.write(f"database: ok ({connection.vendor}, {connection.settings_dict['NAME']})")
+
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        if pending:
+            problems.append(f"{len(pending)} unapplied migration(s): run manage.py migrate")
+        self.stdout.write(f"migrations: {'ok' if not pending else f'{len(pending)} pending'}")
+
+        self.stdout.write(
+            f"teams: {Team.objects.count()}  agents: {Agent.objects.count()}  "
+            f"sections: {SectionDeclaration.objects.count()}  "
+            f"authored entries: {AuthoredEntry.objects.count()}  "
+            f"api tokens: {ApiToken.objects.filter(revoked_at__isnull=True).count()}"
+        )
+        invalid = 0
+        for agent in with_config(Agent.objects.all()).iterator(chunk_size=200):
+            try:
+                config_of(agent)
+            except ValueError as exc:
+                invalid += 1
+                problems.append(f"agent {agent.team_id}/{agent.slug} does not validate: {exc}")
+        self.stdout.write(f"agent configs: {'ok' if not invalid else f'{invalid} invalid'}")
+
+        if problems:
+            for problem in problems:
+                self.stderr.write(f"problem: {problem}")
+            raise CommandError(f"{len(problems)} problem(s) found")
+        self.stdout.write("healthy")

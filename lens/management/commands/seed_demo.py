@@ -1,0 +1,40 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand
+from django.db import transaction
+
+from lens.agents import store_config
+from lens.core.config import AgentConfig
+from lens.demo.agents import DEMO_AGENTS
+from lens.models import Membership, Team
+
+DEMO_TEAM = "demo"
+DEMO_USER = "demo"
+DEMO_PASSWORD = "demo"
+
+
+class Command(BaseCommand):
+    help = "Create (or refresh) the demo team, user and agents. Safe to run repeatedly."
+
+    @transaction.atomic
+    def handle(self, *args: Any, **opts: Any) -> None:
+        User = get_user_model()
+        user, created = User.objects.get_or_create(
+            username=DEMO_USER, defaults={"is_staff": True, "is_superuser": True}
+        )
+        if created:
+            user.set_password(DEMO_PASSWORD)
+            user.save()
+        team, _ = Team.objects.get_or_create(slug=DEMO_TEAM, defaults={"name": "Demo Team"})
+        Membership.objects.get_or_create(team=team, user=user)
+        for slug, raw in DEMO_AGENTS.items():
+            store_config(team, slug, AgentConfig.model_validate(raw))
+        self.stdout.write(
+            f"Demo team '{team.slug}' with agents: {', '.join(DEMO_AGENTS)}.\n"
+            f"Log in at http://127.0.0.1:8000/accounts/login/ as "
+            f"{DEMO_USER} / {DEMO_PASSWORD}"
+            + ("" if created else " (unless you changed that password)")
+        )

@@ -1,0 +1,196 @@
+"""Teams, API tokens, agents and their authored declarations."""
+
+from __future__ import annotations
+
+import hashlib
+import secrets
+
+from django.conf import settings
+from django.core.exceptions import ValidationError
+from django.core.validators import RegexValidator
+from django.db import models
+
+from lens.core.background import (
+    KEY_MAX,
+    PROMOTION_TIERS,
+    SECTION_ID_MAX,
+    TITLE_MAX,
+    section_id_problem,
+    title_problem,
+)
+from lens.core.config import AGENT_SLUG_PATTERN, NAME_MAX
+
+TOKEN_PREFIX = "cl_"
+
+
+class Team(models.Model):
+    slug = models.SlugField(max_length=64, unique=True)
+    name = models.CharField(max_length=200)
+    members = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, through="Membership", related_name="teams", blank=True
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["slug"]
+
+    def __str__(self) -> str:
+        return self.name or self.slug
+
+
+class Membership(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    joined_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["team", "user"], name="membership_unique_user")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user} in {self.team}"
+
+
+def hash_token(raw: str) -> str:
+    # Tokens are 256 random bits, so a plain SHA-256 is enough: there is nothing to
+    # brute-force, and an indexed equality lookup on the digest stays O(1).
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class ApiTokenManager(models.Manager["ApiToken"]):
+    def issue(self, team: Team, name: str = "") -> tuple[ApiToken, str]:
+        """Create a token and return it with its raw value, which is never stored."""
+        raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+        token = self.create(team=team, name=name, prefix=raw[:10], digest=hash_token(raw))
+        return token, raw
+
+
+class ApiToken(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="tokens")
+    name = models.CharField(max_length=200, blank=True)
+    prefix = models.CharField(max_length=16, help_text="The first characters, to recognise it")
+    digest = models.CharField(max_length=64, unique=True, editable=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    objects = ApiTokenManager()
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({self.team.slug})"
+
+
+class Agent(models.Model):
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="agents")
+    slug = models.CharField(
+        max_length=64,
+        validators=[RegexValidator(AGENT_SLUG_PATTERN, "Lowercase letters, digits and '-'.")],
+    )
+    name = models.CharField(max_length=NAME_MAX)
+    persona = models.TextField(blank=True)
+    tone = models.TextField(blank=True)
+    objective = models.TextField(blank=True)
+    manual = models.TextField(
+        blank=True, help_text="How the agent should use memory_save: kinds and labels."
+    )
+    routing_spec = models.CharField(max_length=100, null=True, blank=True)
+    recall_pinned_candidates = models.BooleanField(default=False)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["team", "slug"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "slug"], name="agent_unique_slug_per_team")
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Capability(models.Model):
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="capabilities")
+    name = models.CharField(max_length=NAME_MAX)
+    description = models.TextField(blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+        verbose_name_plural = "capabilities"
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class AwarenessSource(models.Model):
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="awareness_sources")
+    name = models.CharField(max_length=NAME_MAX)
+    description = models.TextField(blank=True)
+    access_method = models.CharField(max_length=NAME_MAX * 5, blank=True)
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+def _validate_section_id(value: str) -> None:
+    if problem := section_id_problem(value):
+        raise ValidationError(problem)
+
+
+def _validate_title(value: str) -> None:
+    if problem := title_problem(value):
+        raise ValidationError(problem)
+
+
+class SectionDeclaration(models.Model):
+    """A declared Background section. Promotion rows refer to it by its string id."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sections")
+    section_id = models.CharField(
+        "id", max_length=SECTION_ID_MAX, validators=[_validate_section_id]
+    )
+    title = models.CharField(max_length=TITLE_MAX, validators=[_validate_title])
+    promotion = models.CharField(
+        max_length=8, choices=[(tier, tier) for tier in PROMOTION_TIERS], default="locked"
+    )
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["agent", "section_id"], name="section_unique_id_per_agent"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.title} ({self.section_id})"
+
+
+class AuthoredEntry(models.Model):
+    section = models.ForeignKey(
+        SectionDeclaration, on_delete=models.CASCADE, related_name="entries"
+    )
+    key = models.CharField(max_length=KEY_MAX)
+    # JSON keeps the scalar's type (string, integer, float, boolean) on both backends.
+    value = models.JSONField()
+    position = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["position", "id"]
+        verbose_name_plural = "authored entries"
+        constraints = [
+            models.UniqueConstraint(fields=["section", "key"], name="entry_unique_key_per_section")
+        ]
+
+    def __str__(self) -> str:
+        return self.key
