@@ -51,5 +51,35 @@ def memory(text: str, memory_ids: Iterable[str]) -> PromptFragment:
     return PromptFragment(source="memory", text=text, memory_ids=tuple(memory_ids))
 
 
+class FragmentBuilder:
+    """Accumulates a section's text, coalescing adjacent authored runs into one fragment.
+
+    Only memory-derived lines need their own fragment (they carry ids); merging the
+    authored text between them keeps a 2,000-entry authored Background at one
+    fragment per section instead of thousands.
+    """
+
+    def __init__(self) -> None:
+        self._fragments: list[PromptFragment] = []
+        self._authored: list[str] = []
+
+    def authored(self, text: str) -> None:
+        if text:
+            self._authored.append(text)
+
+    def memory(self, text: str, memory_ids: Iterable[str]) -> None:
+        self._flush()
+        self._fragments.append(memory(text, memory_ids))
+
+    def _flush(self) -> None:
+        if self._authored:
+            self._fragments.append(authored("".join(self._authored)))
+            self._authored = []
+
+    def build(self) -> tuple[PromptFragment, ...]:
+        self._flush()
+        return tuple(self._fragments)
+
+
 def prompt_text(sections: Iterable[PromptSection]) -> str:
     return SECTION_SEPARATOR.join(section.text for section in sections)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lens.core.background import Background, BackgroundEntry, BackgroundSection
 from lens.core.config import AgentConfig, AwarenessSource
-from lens.core.fragments import PromptFragment, PromptSection, authored, memory
+from lens.core.fragments import FragmentBuilder, PromptSection, authored
 from lens.core.text import collapse, value_text
 
 AWARENESS_HEADING = "### Available Information Sources\n"
@@ -14,18 +14,16 @@ def entry_line(entry: BackgroundEntry) -> str:
     return f"- **{collapse(entry.key)}**: {collapse(value_text(entry.value))}\n"
 
 
-def entry_fragment(entry: BackgroundEntry) -> PromptFragment:
-    line = entry_line(entry)
-    return memory(line, entry.memory_ids) if entry.memory_ids else authored(line)
-
-
-def background_fragments(section: BackgroundSection) -> list[PromptFragment]:
-    """One section's heading and entry lines; nothing at all when it has no entries."""
-    if not section.entries:
-        return []
-    fragments = [authored(f"### {collapse(section.title)}\n")]
-    fragments.extend(entry_fragment(entry) for entry in section.entries)
-    return fragments
+def add_background_section(out: FragmentBuilder, section: BackgroundSection) -> None:
+    """Append one section's heading and entry lines (callers skip empty sections:
+    a section without entries renders no heading).
+    """
+    out.authored(f"### {collapse(section.title)}\n")
+    for entry in section.entries:
+        if entry.memory_ids:
+            out.memory(entry_line(entry), entry.memory_ids)
+        else:
+            out.authored(entry_line(entry))
 
 
 def awareness_line(source: AwarenessSource) -> str:
@@ -84,22 +82,21 @@ def _manual(config: AgentConfig) -> PromptSection | None:
 def _context(
     config: AgentConfig, background: Background, recall_text: str | None
 ) -> PromptSection | None:
-    blocks: list[list[PromptFragment]] = [
-        fragments for section in background.sections if (fragments := background_fragments(section))
-    ]
-    if config.awareness:
-        lines = "".join(awareness_line(source) for source in config.awareness)
-        blocks.append([authored(AWARENESS_HEADING + lines)])
-    if recall_text:
-        blocks.append([authored(recall_text if recall_text.endswith("\n") else recall_text + "\n")])
-    if not blocks:
+    has_entries = any(section.entries for section in background.sections)
+    if not has_entries and not config.awareness and not recall_text:
         return None
-    fragments = [authored("## Context\n\n")]
-    for index, block in enumerate(blocks):
-        if index:
-            fragments.append(authored("\n"))
-        fragments.extend(block)
-    return PromptSection(name="Context", source="instance", fragments=tuple(fragments))
+    out = FragmentBuilder()
+    out.authored("## Context\n")
+    for section in background.sections:
+        if section.entries:
+            out.authored("\n")  # blank line before each block
+            add_background_section(out, section)
+    if config.awareness:
+        out.authored("\n" + AWARENESS_HEADING)
+        out.authored("".join(awareness_line(source) for source in config.awareness))
+    if recall_text:
+        out.authored("\n" + (recall_text if recall_text.endswith("\n") else recall_text + "\n"))
+    return PromptSection(name="Context", source="instance", fragments=out.build())
 
 
 def _single(name: str, source: str, text: str) -> PromptSection:
