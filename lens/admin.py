@@ -40,7 +40,8 @@ class UniqueNamesFormSet(BaseInlineFormSet):
     label = "name"
 
     def clean(self) -> None:
-        super().clean()
+        # Before the model formset's own unique check, whose message ("Please correct
+        # the duplicate data for ...") does not name the duplicate.
         values = [
             form.cleaned_data[self.unique_field]
             for form in self.forms
@@ -50,14 +51,37 @@ class UniqueNamesFormSet(BaseInlineFormSet):
         ]
         if dupes := duplicates(values):
             raise forms.ValidationError(f"duplicate {self.label} {dupes[0]!r}")
+        super().clean()
 
 
-class SectionFormSet(UniqueNamesFormSet):
+class UniqueInDatabaseFormSet(UniqueNamesFormSet):
+    """For fields with a database unique constraint: lets rows swap or reuse values.
+
+    Django saves inline rows one at a time, so swapping two ids (or renaming a row to
+    the id of a row deleted in the same save) would trip the constraint halfway. The
+    rows that change or go are first moved to placeholders no valid value can equal
+    (the admin's save is one transaction, so nobody sees them).
+    """
+
+    def save_existing_objects(self, commit: bool = True) -> list[Any]:
+        if commit:
+            moving = [
+                form.instance.pk
+                for form in self.initial_forms
+                if form.instance.pk is not None
+                and (self._should_delete_form(form) or self.unique_field in form.changed_data)
+            ]
+            for pk in moving:
+                self.model.objects.filter(pk=pk).update(**{self.unique_field: f"~{pk}"})
+        return super().save_existing_objects(commit)
+
+
+class SectionFormSet(UniqueInDatabaseFormSet):
     unique_field = "section_id"
     label = "section id"
 
 
-class EntryFormSet(UniqueNamesFormSet):
+class EntryFormSet(UniqueInDatabaseFormSet):
     unique_field = "key"
     label = "entry key"
 

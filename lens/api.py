@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import NinjaAPI, Router
+from ninja import NinjaAPI, Router, Status
 from ninja.parser import Parser
 from pydantic import BaseModel
 
@@ -21,14 +21,36 @@ from lens.models import Agent
 from memory.registry import known_spec_keys
 
 
+def _nul_path(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
+    """Where the first U+0000 in a parsed body is, or None (PostgreSQL cannot store it)."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict | list):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(key, str) and "\x00" in key:
+                return (*path, key)
+            if (found := _nul_path(item, (*path, key))) is not None:
+                return found
+    return None
+
+
 class _JsonParser(Parser):
     def parse_body(self, request: HttpRequest) -> Any:
         try:
-            return super().parse_body(request)
+            data = super().parse_body(request)
         except ValueError as exc:
             raise ApiError(
                 422, "invalid_request", f"Request body is not valid JSON: {exc}"
             ) from exc
+        # Refused on every backend alike (SQLite would store it, PostgreSQL would fail).
+        if (path := _nul_path(data)) is not None:
+            # validation_error strips ninja's ("body", <parameter>) prefix from a loc.
+            loc = ("body", "", *path)
+            raise apierrors.validation_error(
+                [{"loc": loc, "msg": "text must not contain NUL (U+0000) characters"}]
+            )
+        return data
 
 
 api = NinjaAPI(
@@ -88,9 +110,7 @@ def get_agent_config(request: HttpRequest, slug: str) -> AgentConfig:
 
 
 @agents.put("/{slug}", response={200: AgentConfig, 201: AgentConfig})
-def put_agent_config(
-    request: HttpRequest, slug: str, config: AgentConfig
-) -> tuple[int, AgentConfig]:
+def put_agent_config(request: HttpRequest, slug: str, config: AgentConfig) -> Status[AgentConfig]:
     if not is_agent_slug(slug):
         raise ApiError(
             422,
@@ -106,7 +126,8 @@ def put_agent_config(
             known=sorted(known_spec_keys()),
         )
     agent, created = store_config(team_of(request), slug, config)
-    return (201 if created else 200), config_of(with_config(Agent.objects).get(pk=agent.pk))
+    stored = config_of(with_config(Agent.objects).get(pk=agent.pk))
+    return Status(201 if created else 200, stored)
 
 
 @agents.get("/{slug}/composition", response=Composition)

@@ -113,13 +113,20 @@ def test_duplicate_entry_keys_inside_a_background_are_rejected_too() -> None:
 
 def test_same_key_in_different_sections_is_fine() -> None:
     background = Background.model_validate(
-        {"sections": [section("a", entries=entries(("k", 1))), section("b", entries=entries(("k", 2)))]}
+        {
+            "sections": [
+                section("a", entries=entries(("k", 1))),
+                section("b", entries=entries(("k", 2))),
+            ]
+        }
     )
     assert background.entry_count == 2
 
 
 def test_keys_differing_only_in_case_are_distinct() -> None:
-    parsed = BackgroundSection.model_validate(section("a", entries=entries(("Name", 1), ("name", 2))))
+    parsed = BackgroundSection.model_validate(
+        section("a", entries=entries(("Name", 1), ("name", 2)))
+    )
     assert len(parsed.entries) == 2
 
 
@@ -134,7 +141,20 @@ def test_valid_section_ids_are_accepted(section_id: str) -> None:
 
 @pytest.mark.parametrize(
     "section_id",
-    ["", "User", "userProfile", "-lead", "_lead", "has space", " a", "a ", "a.b", "é", "a\n", "x" * 65],
+    [
+        "",
+        "User",
+        "userProfile",
+        "-lead",
+        "_lead",
+        "has space",
+        " a",
+        "a ",
+        "a.b",
+        "é",
+        "a\n",
+        "x" * 65,
+    ],
 )
 def test_invalid_section_ids_are_rejected(section_id: str) -> None:
     assert section_id_problem(section_id) is not None
@@ -183,7 +203,9 @@ def test_blank_title_is_rejected(title: str) -> None:
     assert info.value.errors()[0]["loc"] == ("title",)
 
 
-@pytest.mark.parametrize("title", ["Current", "State", "Current States", "The Current State", "# x"])
+@pytest.mark.parametrize(
+    "title", ["Current", "State", "Current States", "The Current State", "# x"]
+)
 def test_titles_that_merely_resemble_the_reserved_one_are_fine(title: str) -> None:
     assert title_problem(title) is None
     assert BackgroundSection.model_validate(section("a", title)).title == title
@@ -407,7 +429,9 @@ def test_agent_config_refuses_authored_entries_with_memory_ids() -> None:
             {
                 "name": "Wren",
                 "background": {
-                    "sections": [section("a", entries=[{"key": "k", "value": 1, "memory_ids": ["m1"]}])]
+                    "sections": [
+                        section("a", entries=[{"key": "k", "value": 1, "memory_ids": ["m1"]}])
+                    ]
                 },
             }
         )

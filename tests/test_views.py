@@ -143,7 +143,9 @@ def big_config(sections: int, entries: int) -> dict[str, Any]:
                 {
                     "id": f"section_{s}",
                     "title": f"Section {s}",
-                    "entries": [{"key": f"key_{e}", "value": f"value {s}.{e}"} for e in range(entries)],
+                    "entries": [
+                        {"key": f"key_{e}", "value": f"value {s}.{e}"} for e in range(entries)
+                    ],
                 }
                 for s in range(sections)
             ]
@@ -361,8 +363,9 @@ def assert_page_matches_composition(content: bytes, composition: Composition) ->
                 assert shown_fragment.memory_ids == " ".join(fragment.memory_ids)
         assert shown.text == section.text
     assert "\n\n".join(s.text for s in page.sections) == composition.prompt.text
-    assert page.data_sources
+    # Only fragment elements carry data-source, and every one of them is in a section.
     assert set(page.data_sources) <= {"authored", "memory"}
+    assert len(page.data_sources) == sum(len(s.fragments) for s in page.sections)
 
 
 def test_every_fragment_is_an_element_with_its_source(member_client: Client, agent: Agent) -> None:
@@ -409,14 +412,14 @@ ODD_CONFIG: dict[str, Any] = {
     "name": "<b>Odd</b> & co",
     "persona": "<script>alert(1)</script>\nSecond line with a & b and \u2028 and 'quotes' \"too\".",
     "tone": "a & b &amp; &lt;c&gt; \U0001f600 e\u0301",
-    "objective": "</pre><pre data-source=\"memory\">forged</pre>",
+    "objective": '</pre><pre data-source="memory">forged</pre>',
     "capabilities": [{"name": "<i>tool</i>", "description": "Uses </span> and <!-- comments -->"}],
     "manual": "Line one\r\nLine two\rLine three\u2029end \x85 nel",
     "background": {
         "sections": [
             {
                 "id": "odd",
-                "title": "<Odd> & \"Title\"\u2028# not a heading",
+                "title": '<Odd> & "Title"\u2028# not a heading',
                 "entries": [
                     {"key": "<script>alert(1)</script>", "value": "a & b\u2028- **fake**: x"},
                     {"key": "amp", "value": "&amp; &#13; &lt;"},
@@ -471,7 +474,7 @@ def test_the_list_query_count_does_not_grow_with_agents(
 ) -> None:
     create_agent(team, "agent-0")
     member_client.get("/")  # settle the session (it stores the current team once)
-    with django_assert_max_num_queries(8):
+    with django_assert_max_num_queries(6):
         response = member_client.get("/")
     assert response.status_code == 200
     one = count_queries(member_client, "/")
@@ -489,7 +492,7 @@ def test_the_lens_query_count_does_not_grow_with_sections_and_entries(
     create_agent(team, "small", tiny_config())
     create_agent(team, "large", big_config(sections=40, entries=50))
     member_client.get("/agents/small/")  # settle the session
-    with django_assert_max_num_queries(12):
+    with django_assert_max_num_queries(10):
         response = member_client.get("/agents/small/")
     assert response.status_code == 200
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -20,8 +21,6 @@ from pydantic import (
     model_validator,
 )
 
-from lens.core.text import collapse
-
 Promotion = Literal["locked", "guarded", "earned", "auto"]
 PROMOTION_TIERS: tuple[Promotion, ...] = ("locked", "guarded", "earned", "auto")
 
@@ -36,6 +35,8 @@ def _scalar_only(value: object) -> object:
     # One clear error instead of one per union arm ("not a bool, not an int, ...").
     if not isinstance(value, str | int | float | bool):
         raise ValueError(f"value must be a string, number or boolean, not {type(value).__name__}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"value must be a finite number, not {value!r}")
     return value
 
 
@@ -67,7 +68,7 @@ def title_problem(title: str) -> str | None:
         return f"section title is longer than {TITLE_MAX} characters"
     # "## Current State" belongs to continuation turns; a section with the same title
     # would make the model unable to tell which one is being updated.
-    if collapse(title).strip().casefold() == RESERVED_TITLE.casefold():
+    if " ".join(title.split()).casefold() == RESERVED_TITLE.casefold():
         return f"section title {RESERVED_TITLE!r} is reserved for continuation turns"
     return None
 
