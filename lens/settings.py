@@ -84,6 +84,9 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
         "timeout": 20,
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
+    # Tests use a real file too, so threads and live servers exercise WAL and the
+    # busy timeout exactly as production does (an in-memory database cannot).
+    _db["TEST"] = {"NAME": env_str("SQLITE_TEST_NAME", str(BASE_DIR / "var" / "test.sqlite3"))}
 elif _db["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point at SQLite or PostgreSQL")
 DATABASES = {"default": _db}
