@@ -29,6 +29,11 @@ from lens.models import (
 from memory.registry import known_spec_keys
 
 
+admin.site.site_header = "Composition Lens administration"
+admin.site.site_title = "Composition Lens"
+admin.site.index_title = "Teams, agents and their declarations"
+
+
 def _first_message(error: PydanticValidationError) -> str:
     return str(error.errors()[0]["msg"]).removeprefix("Value error, ")
 
@@ -109,7 +114,7 @@ class AuthoredEntryForm(forms.ModelForm):
 
     value_type = forms.ChoiceField(choices=VALUE_TYPES, initial="text")
     value_text = forms.CharField(
-        label="Value", required=False, widget=forms.Textarea(attrs={"rows": 1, "cols": 50})
+        label="Value", required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 60})
     )
 
     class Meta:

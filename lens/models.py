@@ -156,7 +156,7 @@ class SectionDeclaration(models.Model):
 
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="sections")
     section_id = models.CharField(
-        "id", max_length=SECTION_ID_MAX, validators=[_validate_section_id]
+        "section id", max_length=SECTION_ID_MAX, validators=[_validate_section_id]
     )
     title = models.CharField(max_length=TITLE_MAX, validators=[_validate_title])
     promotion = models.CharField(
