@@ -28,7 +28,6 @@ from lens.models import (
 )
 from memory.registry import known_spec_keys
 
-
 admin.site.site_header = "Composition Lens administration"
 admin.site.site_title = "Composition Lens"
 admin.site.index_title = "Teams, agents and their declarations"
