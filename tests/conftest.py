@@ -14,6 +14,7 @@ from django.test import Client
 from lens.agents import store_config
 from lens.core.config import AgentConfig
 from lens.models import Agent, ApiToken, Membership, Team
+from tests.samples import SAMPLE_CONFIG
 
 PASSWORD = "correct horse battery staple"
 
@@ -62,35 +63,6 @@ def stranger_client(stranger: User) -> Client:
     client = Client()
     client.force_login(stranger)
     return client
-
-
-SAMPLE_CONFIG: dict[str, Any] = {
-    "name": "Wren",
-    "persona": "You are Wren, a companion.",
-    "tone": "Warm.",
-    "objective": "Help the user.",
-    "capabilities": [{"name": "memory_save", "description": "Save what you learn."}],
-    "manual": "Save profile memories with a label.",
-    "routing_spec": None,
-    "background": {
-        "sections": [
-            {"id": "user_profile", "title": "About the User", "promotion": "auto"},
-            {
-                "id": "ground_rules",
-                "title": "Ground Rules",
-                "promotion": "locked",
-                "entries": [
-                    {"key": "privacy", "value": "Never share what the user says."},
-                    {"key": "check_in_hour", "value": 9},
-                    {"key": "ratio", "value": 2.5},
-                    {"key": "proactive", "value": True},
-                ],
-            },
-        ]
-    },
-    "awareness": [{"name": "Calendar", "description": "Next 14 days", "access_method": "tool"}],
-    "recall_pinned_candidates": False,
-}
 
 
 def create_agent(team: Team, slug: str = "wren", config: dict[str, Any] | None = None) -> Agent:

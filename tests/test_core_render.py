@@ -22,33 +22,11 @@ from lens.core.counts import Counts, format_counts
 from lens.core.fragments import PromptFragment, PromptSection, authored, memory, prompt_text
 from lens.core.render import render_sections
 from lens.core.text import collapse, value_text
+from tests.samples import SAMPLE_CONFIG, SPEC_LINE_BREAKS
 
 SECTION_ORDER = ["Persona", "Mission", "Capabilities", "Manual", "Context"]
 
-SMALL_CONFIG: dict[str, Any] = {
-    "name": "Wren",
-    "persona": "You are Wren, a companion.",
-    "tone": "Warm.",
-    "objective": "Help the user.",
-    "capabilities": [{"name": "memory_save", "description": "Save what you learn."}],
-    "manual": "Save profile memories with a label.",
-    "background": {
-        "sections": [
-            {"id": "user_profile", "title": "About the User", "promotion": "auto"},
-            {
-                "id": "ground_rules",
-                "title": "Ground Rules",
-                "entries": [
-                    {"key": "privacy", "value": "Never share what the user says."},
-                    {"key": "check_in_hour", "value": 9},
-                    {"key": "ratio", "value": 2.5},
-                    {"key": "proactive", "value": True},
-                ],
-            },
-        ]
-    },
-    "awareness": [{"name": "Calendar", "description": "Next 14 days", "access_method": "tool"}],
-}
+SMALL_CONFIG = SAMPLE_CONFIG
 
 SMALL_PROMPT = (
     "## Persona\n"
@@ -554,19 +532,7 @@ def test_counts_serialise_with_sections_and_entries_keys() -> None:
 
 # --- property tests -------------------------------------------------------------------
 
-LINE_BREAK_PIECES = [
-    "\n",
-    "\r",
-    "\r\n",
-    "\v",
-    "\f",
-    "\x1c",
-    "\x1d",
-    "\x1e",
-    "\x85",
-    "\u2028",
-    "\u2029",
-]
+LINE_BREAK_PIECES = SPEC_LINE_BREAKS
 MARKDOWN_PIECES = [
     "#",
     "# ",

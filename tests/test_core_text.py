@@ -13,21 +13,8 @@ from hypothesis import strategies as st
 
 from lens.core import text as text_module
 from lens.core.text import LINE_BREAKS, collapse, has_line_break, value_text
+from tests.samples import SPEC_LINE_BREAKS
 
-# Every line break SPEC §4.2 lists: \n, \r, \r\n, \v, \f, \x1c–\x1e, \x85, \u2028, \u2029.
-SPEC_LINE_BREAKS = [
-    "\n",
-    "\r",
-    "\r\n",
-    "\v",
-    "\f",
-    "\x1c",
-    "\x1d",
-    "\x1e",
-    "\x85",
-    "\u2028",
-    "\u2029",
-]
 SINGLE_BREAK_CHARS = [b for b in SPEC_LINE_BREAKS if len(b) == 1]
 
 # Text with a heavy dose of line breaks, other whitespace and markdown line prefixes.
