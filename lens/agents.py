@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from typing import Any
+
 from django.db import transaction
 from django.db.models import Count, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -19,8 +22,30 @@ from lens.models import (
 
 
 def with_config(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
-    """Prefetch everything ``config_of`` reads: a fixed number of queries per page."""
-    return queryset.prefetch_related("capabilities", "awareness_sources", "sections__entries")
+    """Prefetch the small relations ``config_of`` reads; entries come in one more query
+    (``_entry_values``), so a page costs a fixed number of queries whatever its size.
+    """
+    return queryset.prefetch_related("capabilities", "awareness_sources", "sections")
+
+
+def _entry_values(agent: Agent) -> dict[int, list[tuple[str, Any]]]:
+    """Authored entries by section pk, in order, as plain tuples.
+
+    Thousands of entries are read as values, not model instances: building instances
+    cost several times the query itself.
+    """
+    cached: dict[int, list[tuple[str, Any]]] | None = getattr(agent, "_lens_entries", None)
+    if cached is None:
+        cached = defaultdict(list)
+        rows = (
+            AuthoredEntry.objects.filter(section__agent=agent)
+            .order_by("section_id", "position", "id")
+            .values_list("section_id", "key", "value")
+        )
+        for section_pk, key, value in rows:
+            cached[section_pk].append((key, value))
+        agent._lens_entries = cached  # type: ignore[attr-defined]
+    return cached
 
 
 def with_counts(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
@@ -46,6 +71,7 @@ def with_counts(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
 
 
 def background_of(agent: Agent) -> Background:
+    entries = _entry_values(agent)
     return Background.model_validate(
         {
             "sections": [
@@ -53,9 +79,7 @@ def background_of(agent: Agent) -> Background:
                     "id": section.section_id,
                     "title": section.title,
                     "promotion": section.promotion,
-                    "entries": [
-                        {"key": entry.key, "value": entry.value} for entry in section.entries.all()
-                    ],
+                    "entries": [{"key": key, "value": value} for key, value in entries[section.pk]],
                 }
                 for section in agent.sections.all()
             ]
