@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import transaction
-from django.db.models import Count, OuterRef, QuerySet, Subquery
-from django.db.models.functions import Coalesce
+from django.db.models import QuerySet
 
 from lens.core.background import Background
 from lens.core.config import AgentConfig
@@ -28,46 +28,30 @@ def with_config(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
     return queryset.prefetch_related("capabilities", "awareness_sources", "sections")
 
 
-def _entry_values(agent: Agent) -> dict[int, list[tuple[str, Any]]]:
-    """Authored entries by section pk, in order, as plain tuples.
+def load_entry_values(agents: Sequence[Agent]) -> None:
+    """Load the authored entries of ``agents`` in one query, as plain values.
 
-    Thousands of entries are read as values, not model instances: building instances
+    Thousands of entries are read as tuples, not model instances: building instances
     cost several times the query itself.
     """
-    cached: dict[int, list[tuple[str, Any]]] | None = getattr(agent, "_lens_entries", None)
-    if cached is None:
-        cached = defaultdict(list)
-        rows = (
-            AuthoredEntry.objects.filter(section__agent=agent)
-            .order_by("section_id", "position", "id")
-            .values_list("section_id", "key", "value")
-        )
-        for section_pk, key, value in rows:
-            cached[section_pk].append((key, value))
-        agent._lens_entries = cached  # type: ignore[attr-defined]
-    return cached
+    missing = [agent for agent in agents if not hasattr(agent, "_lens_entries")]
+    if not missing:
+        return
+    by_section: dict[int, list[tuple[str, Any]]] = defaultdict(list)
+    rows = (
+        AuthoredEntry.objects.filter(section__agent__in=[agent.pk for agent in missing])
+        .order_by("section_id", "position", "id")
+        .values_list("section_id", "key", "value")
+    )
+    for section_pk, key, value in rows:
+        by_section[section_pk].append((key, value))
+    for agent in missing:
+        agent._lens_entries = by_section  # type: ignore[attr-defined]
 
 
-def with_counts(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
-    """Annotate declared sections and authored entries without loading them."""
-    sections = (
-        SectionDeclaration.objects.filter(agent=OuterRef("pk"))
-        .order_by()
-        .values("agent")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    entries = (
-        AuthoredEntry.objects.filter(section__agent=OuterRef("pk"))
-        .order_by()
-        .values("section__agent")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
-    return queryset.annotate(
-        section_count=Coalesce(Subquery(sections), 0),
-        authored_entry_count=Coalesce(Subquery(entries), 0),
-    )
+def _entry_values(agent: Agent) -> dict[int, list[tuple[str, Any]]]:
+    load_entry_values([agent])
+    return agent._lens_entries  # type: ignore[attr-defined,no-any-return]
 
 
 def background_of(agent: Agent) -> Background:

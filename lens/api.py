@@ -10,14 +10,15 @@ from ninja.parser import Parser
 from pydantic import BaseModel
 
 from lens import apierrors
-from lens.agents import config_of, store_config, with_config, with_counts
-from lens.apiauth import TeamToken, team_of
+from lens.agents import config_of, store_config, with_config
+from lens.apiauth import TeamToken, get_agent, team_of
 from lens.apierrors import ApiError
-from lens.composition import compose
+from lens.composition import compose, compose_many
 from lens.core.composition import Composition
 from lens.core.config import AgentConfig, is_agent_slug
 from lens.core.counts import Counts
 from lens.models import Agent
+from memory.api import router as memory_router
 from memory.registry import known_spec_keys
 
 
@@ -79,27 +80,19 @@ class AgentList(BaseModel):
 agents = Router(tags=["agents"])
 
 
-def get_agent(request: HttpRequest, slug: str, *, full: bool = True) -> Agent:
-    """The token's team's agent, or 404 — another team's agent does not exist here."""
-    queryset = Agent.objects.filter(team=team_of(request), slug=slug)
-    agent = (with_config(queryset) if full else queryset).first()
-    if agent is None:
-        raise ApiError(404, "agent_not_found", f"No agent {slug!r} in this team.")
-    return agent
-
-
 @agents.get("", response=AgentList)
 def list_agents(request: HttpRequest) -> AgentList:
-    rows = with_counts(Agent.objects.filter(team=team_of(request)).order_by("slug"))
+    agents = list(with_config(Agent.objects.filter(team=team_of(request))).order_by("slug"))
+    compositions = compose_many(agents)
     return AgentList(
         agents=[
             AgentSummary(
                 slug=agent.slug,
                 name=agent.name,
                 routing_spec=agent.routing_spec,
-                counts=Counts(sections=agent.section_count, entries=agent.authored_entry_count),
+                counts=compositions[agent.pk].counts,
             )
-            for agent in rows
+            for agent in agents
         ]
     )
 
@@ -137,3 +130,4 @@ def get_composition(request: HttpRequest, slug: str) -> Composition:
 
 
 api.add_router("/agents", agents)
+api.add_router("/agents", memory_router)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
-from lens.models import ApiToken, Team, hash_token
+from lens.agents import with_config
+from lens.apierrors import ApiError
+from lens.models import Agent, ApiToken, Team, hash_token
 
 
 class TeamToken(HttpBearer):
@@ -17,9 +19,29 @@ class TeamToken(HttpBearer):
             .filter(digest=hash_token(token), revoked_at__isnull=True)
             .first()
         )
-        return found.team if found else None
+        if found is None:
+            return None
+        request.api_token = found  # type: ignore[attr-defined]  # for event actors
+        return found.team
 
 
 def team_of(request: HttpRequest) -> Team:
     """The team the request's token belongs to (set by ``TeamToken``)."""
     return request.auth  # type: ignore[attr-defined,no-any-return]
+
+
+def token_of(request: HttpRequest) -> ApiToken:
+    """The token that authenticated the request."""
+    return request.api_token  # type: ignore[attr-defined,no-any-return]
+
+
+def get_agent(request: HttpRequest, slug: str, *, full: bool = True) -> Agent:
+    """The token's team's agent, or 404 — another team's agent does not exist here.
+
+    ``full`` prefetches the authored configuration for composition.
+    """
+    queryset = Agent.objects.filter(team=team_of(request), slug=slug)
+    agent = (with_config(queryset) if full else queryset).first()
+    if agent is None:
+        raise ApiError(404, "agent_not_found", f"No agent {slug!r} in this team.")
+    return agent

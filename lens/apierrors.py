@@ -61,7 +61,14 @@ def _clean_msg(msg: str) -> str:
 
 
 # Field paths whose failures earn a more specific code than invalid_request.
-SPECIFIC_CODES: dict[str, str] = {"background": "invalid_background"}
+SPECIFIC_CODES: dict[str, str] = {
+    "background": "invalid_background",
+    "kind": "invalid_kind",
+    "content": "invalid_content",
+    "tags": "invalid_tags",
+    "label": "invalid_label",
+    "supersedes": "invalid_supersedes",
+}
 
 
 def validation_error(errors: list[dict[str, Any]]) -> ApiError:

@@ -2,23 +2,61 @@
 
 from __future__ import annotations
 
-from lens.agents import config_of
-from lens.core.composition import Composition, Prompt
+from collections.abc import Sequence
+
+from django.conf import settings
+
+from lens.agents import config_of, load_entry_values
+from lens.core.composition import Composition, Prompt, SpecRef
 from lens.core.counts import Counts
 from lens.core.render import render_sections
 from lens.models import Agent
-from memory.report import RoutingReport
+from memory.overlay import apply_memory_overlay
+from memory.queries import placed_records, promotion_states
+from memory.registry import get_spec
+from memory.report import PromotionState, routing_report
+from memory.routing import PlacedRecord
 
 
 def compose(agent: Agent) -> Composition:
     """Compose ``agent`` (load it with ``lens.agents.with_config`` to stay query-flat)."""
+    return compose_many([agent])[agent.pk]
+
+
+def compose_many(agents: Sequence[Agent]) -> dict[int, Composition]:
+    """Compose several agents with a fixed number of queries, whatever their sizes."""
+    ids = [agent.pk for agent in agents]
+    load_entry_values(agents)
+    placed = placed_records(ids)
+    states = promotion_states(ids)
+    return {
+        agent.pk: _compose(agent, placed.get(agent.pk, []), states.get(agent.pk, []))
+        for agent in agents
+    }
+
+
+def _compose(agent: Agent, placed: list[PlacedRecord], states: list[PromotionState]) -> Composition:
     config = config_of(agent)
-    background = config.background
+    spec = get_spec(agent.routing_spec)
+    background, fold = apply_memory_overlay(
+        config.background, placed, spec, settings.MEMORY_OVERLAY_BUDGET_CHARS
+    )
     return Composition(
         agent=agent.slug,
-        spec=None,
+        spec=SpecRef(key=spec.key, version=spec.version) if spec is not None else None,
         background=background,
         prompt=Prompt(sections=render_sections(config, background)),
-        report=RoutingReport(),
+        report=routing_report(states, fold),
         counts=Counts.of(config.background, background),
     )
+
+
+def summarise(composition: Composition) -> dict[str, object]:
+    """The one-line facts the agents list shows: counts, pending and dropped memories."""
+    by_reason = composition.report.stats.drops_by_reason
+    return {
+        "counts": composition.counts,
+        "pending": by_reason.get("awaiting-approval", 0),
+        "dropped": sum(by_reason.values()),
+        "composed": composition.report.stats.composed,
+    }

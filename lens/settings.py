@@ -127,7 +127,12 @@ API_MAX_BODY_BYTES = 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 
 # Routing specs the deployment offers, by import path (memory.routing).
-MEMORY_ROUTING_SPECS: list[str] = env_list("MEMORY_ROUTING_SPECS", [])
+MEMORY_ROUTING_SPECS: list[str] = env_list(
+    "MEMORY_ROUTING_SPECS", ["memory.presets.USER_BACKGROUND", "memory.presets.PROJECT"]
+)
+# Code points of memory-derived Background lines, prefix and newline included.
+MEMORY_OVERLAY_BUDGET_CHARS = env_int("MEMORY_OVERLAY_BUDGET_CHARS", 3000, minimum=0)
+MEMORY_RECALL_BUDGET_CHARS = env_int("MEMORY_RECALL_BUDGET_CHARS", 4000, minimum=0)
 
 LOGGING = {
     "version": 1,

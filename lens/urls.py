@@ -5,10 +5,13 @@ from django.urls import include, path
 
 from lens import views
 from lens.api import api
+from memory import views as memory_views
 
 urlpatterns = [
     path("", views.agent_list, name="agent-list"),
     path("agents/<str:slug>/", views.agent_lens, name="agent-lens"),
+    path("memories/", memory_views.memory_list, name="memory-list"),
+    path("memories/<str:record_id>/", memory_views.memory_detail, name="memory-detail"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
+from collections import defaultdict
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from lens.agents import with_counts
-from lens.composition import compose
-from lens.core.counts import Counts
+from lens.agents import with_config
+from lens.composition import compose, compose_many, summarise
 from lens.models import Agent
 from lens.teams import current_team, get_agent_for_user
+from memory.queries import record_briefs
+from memory.report import DROP_REASON_HELP, DROP_REASONS
 
 
 @require_GET
@@ -19,11 +23,11 @@ from lens.teams import current_team, get_agent_for_user
 def agent_list(request: HttpRequest) -> HttpResponse:
     team = current_team(request)
     agents = (
-        list(with_counts(Agent.objects.filter(team=team)).order_by("name", "slug")) if team else []
+        list(with_config(Agent.objects.filter(team=team)).order_by("name", "slug")) if team else []
     )
-    for agent in agents:
-        agent.counts = Counts(sections=agent.section_count, entries=agent.authored_entry_count)
-    return render(request, "lens/agent_list.html", {"team": team, "agents": agents})
+    compositions = compose_many(agents)
+    rows = [{"agent": agent, "summary": summarise(compositions[agent.pk])} for agent in agents]
+    return render(request, "lens/agent_list.html", {"team": team, "rows": rows, "nav": "agents"})
 
 
 @require_GET
@@ -31,9 +35,25 @@ def agent_list(request: HttpRequest) -> HttpResponse:
 def agent_lens(request: HttpRequest, slug: str) -> HttpResponse:
     agent = get_agent_for_user(request, slug)
     composition = compose(agent)
+    briefs = record_briefs(agent)
     sections = [
-        {"section": section, "text_length": len(section.text)}
+        {
+            "section": section,
+            "text_length": len(section.text),
+            "fragments": [
+                {"fragment": fragment, "tip": _tip(fragment.memory_ids, briefs)}
+                for fragment in section.fragments
+            ],
+        }
         for section in composition.prompt.sections
+    ]
+    grouped: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for drop in composition.report.drops:
+        grouped[drop.reason].append({"id": drop.memory_id, "brief": briefs.get(drop.memory_id)})
+    drop_groups = [
+        {"reason": reason, "help": DROP_REASON_HELP[reason], "drops": grouped[reason]}
+        for reason in DROP_REASONS
+        if grouped.get(reason)
     ]
     context = {
         "agent": agent,
@@ -41,5 +61,21 @@ def agent_lens(request: HttpRequest, slug: str) -> HttpResponse:
         "sections": sections,
         "prompt_length": len(composition.prompt.text),
         "declared": composition.background.sections,
+        "drop_groups": drop_groups,
+        "memory_total": len(briefs),
+        "nav": "agents",
     }
     return render(request, "lens/agent_lens.html", context)
+
+
+def _tip(memory_ids: tuple[str, ...], briefs: dict[str, Any]) -> str:
+    """The hover/focus text of a memory fragment: which memories produced it."""
+    lines = []
+    for memory_id in memory_ids:
+        brief = briefs.get(memory_id)
+        if brief is None:
+            lines.append(f"memory {memory_id}")
+            continue
+        label = f" · label “{brief['label']}”" if brief["label"] else ""
+        lines.append(f"memory {memory_id} · {brief['kind']}{label}: {brief['snippet']}")
+    return "\n".join(lines)

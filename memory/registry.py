@@ -3,24 +3,35 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
+
+from memory.routing import RoutingSpec
 
 
 @cache
-def _specs(paths: tuple[str, ...]) -> dict[str, Any]:
-    specs: dict[str, Any] = {}
+def _specs(paths: tuple[str, ...]) -> dict[str, RoutingSpec]:
+    specs: dict[str, RoutingSpec] = {}
     for path in paths:
         spec = import_string(path)
+        if not isinstance(spec, RoutingSpec):
+            raise ImproperlyConfigured(f"{path} is not a routing spec (needs key, version, route)")
+        if spec.key in specs:
+            raise ImproperlyConfigured(f"two routing specs are registered as {spec.key!r}")
         specs[spec.key] = spec
     return specs
 
 
-def specs() -> dict[str, Any]:
+def specs() -> dict[str, RoutingSpec]:
     return _specs(tuple(settings.MEMORY_ROUTING_SPECS))
 
 
 def known_spec_keys() -> frozenset[str]:
     return frozenset(specs())
+
+
+def get_spec(key: str | None) -> RoutingSpec | None:
+    """The registered spec named ``key``; None for no key or one no longer registered."""
+    return specs().get(key) if key else None

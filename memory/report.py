@@ -5,6 +5,8 @@ Pure: ids and reasons only, never memory content.
 
 from __future__ import annotations
 
+from collections import Counter
+from collections.abc import Iterable
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -21,6 +23,32 @@ DropReason = Literal[
     "reconciled",
     "over-budget",
 ]
+
+DROP_REASONS: tuple[DropReason, ...] = (
+    "superseded",
+    "spec-declined",
+    "undeclared-section",
+    "locked-section",
+    "earned-inert",
+    "awaiting-approval",
+    "rejected",
+    "authored-wins",
+    "reconciled",
+    "over-budget",
+)
+
+DROP_REASON_HELP: dict[str, str] = {
+    "superseded": "A newer memory replaced it.",
+    "spec-declined": "The routing spec does not place this kind of memory; it stays recall-only.",
+    "undeclared-section": "Its section is not declared on this agent.",
+    "locked-section": "Its section is locked: memory never fills it.",
+    "earned-inert": "Its section's tier is earned, which is inert in v1.",
+    "awaiting-approval": "Its section is guarded: a person must approve it.",
+    "rejected": "A reviewer rejected it.",
+    "authored-wins": "An authored entry holds the same key.",
+    "reconciled": "Another memory at the same address won.",
+    "over-budget": "The memory budget of the Background was full.",
+}
 
 
 class Drop(BaseModel):
@@ -44,3 +72,51 @@ class RoutingReport(BaseModel):
 
     drops: tuple[Drop, ...] = ()
     stats: ReportStats = ReportStats()
+
+
+PromotionStatus = Literal["pending", "approved", "rejected", "declined", "superseded"]
+
+
+class PromotionState(BaseModel):
+    """What the report needs of one record's promotion row: its id, status and reason."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory_id: str
+    status: PromotionStatus
+    # The save-time outcome for a declined row (spec-declined, undeclared-section, ...).
+    reason: str = ""
+
+
+def routing_report(states: Iterable[PromotionState], fold: RoutingReport) -> RoutingReport:
+    """Every record not composed, with exactly one reason (SPEC §5.6 precedence).
+
+    Superseded first; then the promotion's own outcome (declined at save time,
+    awaiting approval, rejected); then the fold's reason for an approved record.
+    """
+    fold_reasons = {drop.memory_id: drop.reason for drop in fold.drops}
+    drops: list[Drop] = []
+    for state in states:
+        reason: str | None
+        if state.status == "superseded":
+            reason = "superseded"
+        elif state.status == "declined":
+            reason = state.reason if state.reason in _SAVE_TIME_REASONS else "spec-declined"
+        elif state.status == "pending":
+            reason = "awaiting-approval"
+        elif state.status == "rejected":
+            reason = "rejected"
+        else:
+            reason = fold_reasons.get(state.memory_id)
+        if reason is not None:
+            drops.append(Drop(memory_id=state.memory_id, reason=reason))  # type: ignore[arg-type]
+    drops.sort(key=lambda d: (d.memory_id, d.reason))
+    stats = fold.stats.model_copy(
+        update={"drops_by_reason": dict(sorted(Counter(d.reason for d in drops).items()))}
+    )
+    return RoutingReport(drops=tuple(drops), stats=stats)
+
+
+_SAVE_TIME_REASONS = frozenset(
+    {"spec-declined", "undeclared-section", "locked-section", "earned-inert"}
+)

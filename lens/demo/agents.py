@@ -34,10 +34,18 @@ COMPANION: dict[str, Any] = {
         "Give every profile or preference memory a short `label` naming the thing learned "
         "(`name`, `timezone`, `coffee`) so a later correction replaces it instead of piling up."
     ),
-    "routing_spec": None,
+    "routing_spec": "user-background",
     "background": {
         "sections": [
-            {"id": "user_profile", "title": "About the User", "promotion": "auto"},
+            {
+                "id": "user_profile",
+                "title": "About the User",
+                "promotion": "auto",
+                # Authored entries win over memories at the same key.
+                "entries": [
+                    {"key": "pronouns", "value": "he/him (confirmed by the user at sign-up)"}
+                ],
+            },
             {"id": "user_preferences", "title": "User Preferences", "promotion": "guarded"},
             {
                 "id": "ground_rules",
@@ -98,7 +106,7 @@ CODE_REVIEWER: dict[str, Any] = {
         "label naming the rule (`error-handling`, `naming`). Save architectural decisions as "
         "kind `decision`. Save the state of long-running work as kind `state`."
     ),
-    "routing_spec": None,
+    "routing_spec": "project",
     "background": {
         "sections": [
             {
@@ -114,7 +122,8 @@ CODE_REVIEWER: dict[str, Any] = {
                     {"key": "review_sla_hours", "value": 24},
                 ],
             },
-            {"id": "project_context", "title": "Project Context", "promotion": "guarded"},
+            # The project preset also expects project_context; this agent does not
+            # declare it, so `decision` memories are reported as undeclared-section.
             {
                 "id": "conventions",
                 "title": "Conventions",
@@ -144,4 +153,37 @@ CODE_REVIEWER: dict[str, Any] = {
     ],
 }
 
-DEMO_AGENTS: dict[str, dict[str, Any]] = {"wren": COMPANION, "sentinel": CODE_REVIEWER}
+SUPPORT: dict[str, Any] = {
+    "name": "Atlas — support assistant",
+    "persona": "You are Atlas, the support assistant for Acme's billing product.",
+    "tone": "Calm, precise and brief.",
+    "objective": "Resolve billing questions on the first reply whenever possible.",
+    "manual": (
+        "Save what you learn about a customer as kind `profile` (facts) or `preference` "
+        "(how they want to be served), each with a short label."
+    ),
+    "routing_spec": "user-background",
+    "background": {
+        "sections": [
+            # Memory may not fill these yet: profile facts must be earned (inert in v1)
+            # and preferences are locked until legal signs off on storing them.
+            {"id": "user_profile", "title": "About the Customer", "promotion": "earned"},
+            {"id": "user_preferences", "title": "Customer Preferences", "promotion": "locked"},
+            {
+                "id": "policies",
+                "title": "Policies",
+                "promotion": "locked",
+                "entries": [
+                    {"key": "refunds", "value": "Refunds within 30 days, no questions asked."},
+                    {"key": "escalation", "value": "Escalate disputes over 500 EUR to a human."},
+                ],
+            },
+        ]
+    },
+}
+
+DEMO_AGENTS: dict[str, dict[str, Any]] = {
+    "wren": COMPANION,
+    "sentinel": CODE_REVIEWER,
+    "atlas": SUPPORT,
+}

@@ -9,11 +9,14 @@ from django.db import transaction
 from lens.agents import store_config
 from lens.core.config import AgentConfig
 from lens.demo.agents import DEMO_AGENTS
-from lens.models import Membership, Team
+from lens.demo.memories import seed_memories
+from lens.models import ApiToken, Membership, Team
+from memory.actors import Actor
 
 DEMO_TEAM = "demo"
 DEMO_USER = "demo"
 DEMO_PASSWORD = "demo"
+SEED_TOKEN = "demo seed"
 
 
 class Command(BaseCommand):
@@ -30,10 +33,16 @@ class Command(BaseCommand):
             user.save()
         team, _ = Team.objects.get_or_create(slug=DEMO_TEAM, defaults={"name": "Demo Team"})
         Membership.objects.get_or_create(team=team, user=user)
+        token = ApiToken.objects.filter(team=team, name=SEED_TOKEN).first()
+        if token is None:
+            token, _raw = ApiToken.objects.issue(team, name=SEED_TOKEN)
+        saved = 0
         for slug, raw in DEMO_AGENTS.items():
-            store_config(team, slug, AgentConfig.model_validate(raw))
+            agent, _ = store_config(team, slug, AgentConfig.model_validate(raw))
+            saved += seed_memories(agent, token, Actor.for_user(user))
         self.stdout.write(
-            f"Demo team '{team.slug}' with agents: {', '.join(DEMO_AGENTS)}.\n"
+            f"Demo team '{team.slug}' with agents: {', '.join(DEMO_AGENTS)}"
+            f" ({saved} new demo memories).\n"
             f"Log in at http://127.0.0.1:8000/accounts/login/ as "
             f"{DEMO_USER} / {DEMO_PASSWORD}"
             + ("" if created else " (unless you changed that password)")

@@ -1,0 +1,141 @@
+"""Memory records (what the model saved), promotion rows (what the system decided),
+and the events that tell each record's story.
+"""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from lens.models import Agent, ApiToken
+
+_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def _base36(number: int, width: int) -> str:
+    digits = []
+    for _ in range(width):
+        number, digit = divmod(number, 36)
+        digits.append(_ALPHABET[digit])
+    return "".join(reversed(digits))
+
+
+def new_record_id() -> str:
+    """``[0-9a-z]{18}``: microseconds since the epoch, then 56 random bits.
+
+    Ids created later sort later in plain string order (to the microsecond), which
+    keeps listings and the ``(created_at, id)`` tie-break stable and readable.
+    """
+    return _base36(time.time_ns() // 1000, 11) + _base36(secrets.randbits(36), 7)
+
+
+class MemoryRecord(models.Model):
+    id = models.CharField(primary_key=True, max_length=32, default=new_record_id, editable=False)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="memories")
+    kind = models.CharField(max_length=32)
+    content = models.TextField()
+    tags = models.JSONField(default=list, blank=True)
+    label = models.CharField(max_length=64, null=True, blank=True)
+    supersedes = models.ForeignKey(
+        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="superseded_by"
+    )
+    created_at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["-created_at", "id"]
+        indexes = [models.Index(fields=["agent", "created_at", "id"], name="memory_agent_created")]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.content[:60]}"
+
+
+class Status(models.TextChoices):
+    PENDING = "pending"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    DECLINED = "declined"
+    SUPERSEDED = "superseded"
+
+
+HOLDING = (Status.PENDING, Status.APPROVED)
+
+
+class Promotion(models.Model):
+    """Exactly one per record: the routing outcome committed when it was saved.
+
+    The section is held as a string, so editing declarations never rewrites these
+    rows; the fold re-checks them against the current declarations every time.
+    """
+
+    record = models.OneToOneField(
+        MemoryRecord, on_delete=models.CASCADE, primary_key=True, related_name="promotion"
+    )
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="promotions")
+    section = models.CharField(max_length=64, null=True, blank=True)
+    key = models.TextField(null=True, blank=True)
+    placement_key = models.TextField(null=True, blank=True)
+    key_source = models.CharField(max_length=8, null=True, blank=True)
+    spec_key = models.CharField(max_length=100, blank=True)
+    spec_version = models.CharField(max_length=32, blank=True)
+    tier = models.CharField(max_length=8, null=True, blank=True)
+    status = models.CharField(max_length=12, choices=Status.choices)
+    reason = models.CharField(max_length=32, blank=True)
+    promoted_at = models.DateTimeField()
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.TextField(blank=True)
+
+    class Meta:
+        indexes = [
+            # The collision gate: one indexed equality lookup per save.
+            models.Index(fields=["agent", "placement_key"], name="promotion_address"),
+            models.Index(fields=["agent", "status"], name="promotion_agent_status"),
+        ]
+        constraints = [
+            # At most one record holds an address: concurrent saves cannot both win.
+            models.UniqueConstraint(
+                fields=["agent", "placement_key"],
+                condition=Q(status__in=["pending", "approved"]),
+                name="promotion_one_holder_per_address",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.record_id}: {self.status}"
+
+
+class EventKind(models.TextChoices):
+    SAVED = "saved"
+    PROMOTED = "promoted"
+    QUEUED = "queued"
+    DECLINED = "declined"
+    SUPERSEDED = "superseded"
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    REVOKED = "revoked"
+
+
+class MemoryEvent(models.Model):
+    record = models.ForeignKey(MemoryRecord, on_delete=models.CASCADE, related_name="events")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="memory_events")
+    kind = models.CharField(max_length=12, choices=EventKind.choices)
+    actor = models.CharField(max_length=200, help_text="Who acted: a user, a token or the system")
+    actor_user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True
+    )
+    actor_token = models.ForeignKey(ApiToken, on_delete=models.SET_NULL, null=True, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["at", "id"]
+        indexes = [models.Index(fields=["record", "at"], name="event_record_at")]
+
+    def __str__(self) -> str:
+        return f"{self.record_id} {self.kind}"

@@ -1,0 +1,81 @@
+"""Reading what the fold needs, in a fixed number of queries for any number of agents."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from django.db.models.functions import Substr
+
+from lens.models import Agent
+from memory.models import MemoryRecord, Promotion, Status
+from memory.report import PromotionState
+from memory.routing import PlacedRecord
+
+
+def promotion_states(agent_ids: Iterable[int]) -> dict[int, list[PromotionState]]:
+    """Every record's promotion status and save-time reason, by agent (one query)."""
+    states: dict[int, list[PromotionState]] = defaultdict(list)
+    rows = Promotion.objects.filter(agent_id__in=list(agent_ids)).values_list(
+        "agent_id", "record_id", "status", "reason"
+    )
+    for agent_id, record_id, status, reason in rows:
+        states[agent_id].append(PromotionState(memory_id=record_id, status=status, reason=reason))
+    return states
+
+
+def placed_records(agent_ids: Iterable[int]) -> dict[int, list[PlacedRecord]]:
+    """Approved records joined with their committed placement, by agent (one query).
+
+    Approved rows are never superseded: superseding moves the row to ``superseded``.
+    """
+    placed: dict[int, list[PlacedRecord]] = defaultdict(list)
+    rows = Promotion.objects.filter(
+        agent_id__in=list(agent_ids), status=Status.APPROVED, section__isnull=False
+    ).values_list(
+        "agent_id",
+        "record_id",
+        "record__kind",
+        "record__content",
+        "record__tags",
+        "record__label",
+        "record__created_at",
+        "section",
+        "key",
+        "key_source",
+    )
+    for agent_id, rid, kind, content, tags, label, created, section, key, source in rows:
+        placed[agent_id].append(
+            PlacedRecord.model_construct(
+                id=rid,
+                kind=kind,
+                content=content,
+                tags=tuple(tags or ()),
+                label=label,
+                created_at=created,
+                section=section,
+                key=key,
+                key_source=source or "content",
+            )
+        )
+    return placed
+
+
+SNIPPET_CHARS = 140
+
+
+def record_briefs(agent: Agent) -> dict[str, dict[str, Any]]:
+    """Id, kind, label and the start of the content of every record (one query).
+
+    Only the first characters are read, so an agent with thousands of long memories
+    stays cheap to show.
+    """
+    rows = MemoryRecord.objects.filter(agent=agent).values_list(
+        "id", "kind", "label", Substr("content", 1, SNIPPET_CHARS + 1)
+    )
+    briefs = {}
+    for record_id, kind, label, head in rows:
+        snippet = head if len(head) <= SNIPPET_CHARS else head[:SNIPPET_CHARS].rstrip() + "…"
+        briefs[record_id] = {"kind": kind, "label": label, "snippet": snippet}
+    return briefs

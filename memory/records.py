@@ -1,0 +1,101 @@
+"""Memory records: what the model saved, validated once, immutable afterwards. Pure."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from datetime import datetime
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
+
+KIND_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
+CONTENT_MAX = 10_000
+TAGS_MAX = 32
+TAG_MAX = 64
+LABEL_MAX = 64
+RECORD_ID_PATTERN = r"^[0-9a-z]{1,32}$"
+
+_KIND_RE = re.compile(KIND_PATTERN)
+_RECORD_ID_RE = re.compile(RECORD_ID_PATTERN)
+# Control characters and line/paragraph separators: no name may contain them.
+_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
+
+
+def forbidden_char(text: str) -> str | None:
+    """The first control character or line break in ``text``, or None."""
+    return next((c for c in text if unicodedata.category(c) in _FORBIDDEN_CATEGORIES), None)
+
+
+def _check_kind(kind: str) -> str:
+    if not _KIND_RE.fullmatch(kind):
+        raise ValueError(
+            f"kind {kind!r} must be 1-32 characters: a lowercase letter, then lowercase "
+            "letters, digits, '_' or '-'"
+        )
+    return kind
+
+
+def _check_content(content: str) -> str:
+    if not content:
+        raise ValueError("content must not be empty")
+    if len(content) > CONTENT_MAX:
+        raise ValueError(f"content is {len(content)} code points; the limit is {CONTENT_MAX}")
+    return content
+
+
+def _check_tags(tags: list[str]) -> tuple[str, ...]:
+    unique = tuple(dict.fromkeys(tags))  # duplicates removed, first-seen order kept
+    if len(unique) > TAGS_MAX:
+        raise ValueError(f"at most {TAGS_MAX} tags are allowed, got {len(unique)}")
+    for tag in unique:
+        if not 1 <= len(tag) <= TAG_MAX:
+            raise ValueError(f"tag {tag[:20]!r} must be 1 to {TAG_MAX} code points")
+        if (bad := forbidden_char(tag)) is not None:
+            raise ValueError(f"tag {tag[:20]!r} contains the control character U+{ord(bad):04X}")
+    return unique
+
+
+def _check_label(label: str | None) -> str | None:
+    if label is None:
+        return None
+    if not 1 <= len(label) <= LABEL_MAX:
+        raise ValueError(f"label must be 1 to {LABEL_MAX} code points, got {len(label)}")
+    if (bad := forbidden_char(label)) is not None:
+        raise ValueError(
+            f"label must not contain control characters or line breaks (found U+{ord(bad):04X})"
+        )
+    return label
+
+
+def is_record_id(value: str) -> bool:
+    return _RECORD_ID_RE.fullmatch(value) is not None
+
+
+Kind = Annotated[StrictStr, AfterValidator(_check_kind)]
+Content = Annotated[StrictStr, AfterValidator(_check_content)]
+Label = Annotated[StrictStr | None, AfterValidator(_check_label)]
+
+
+class MemoryInput(BaseModel):
+    """``memory_save``: five flat fields. The model never chooses where a memory lands."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kind: Kind
+    content: Content
+    tags: Annotated[list[StrictStr], AfterValidator(_check_tags)] = Field(default_factory=tuple)
+    label: Label = None
+    supersedes: StrictStr | None = None
+
+
+class MemoryRecord(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    kind: Kind
+    content: Content
+    tags: Annotated[tuple[StrictStr, ...], AfterValidator(lambda t: _check_tags(list(t)))] = ()
+    label: Label = None
+    supersedes: str | None = None
+    created_at: datetime
