@@ -12,6 +12,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
+from lens.demo.agents import DEMO_AGENTS
 from lens.models import (
     Agent,
     ApiToken,
@@ -195,7 +196,7 @@ def test_seed_demo_is_idempotent() -> None:
     second_out, _ = run("seed_demo")
     assert table_sizes() == first
     assert first["Team"] == 1
-    assert first["Agent"] == 2
+    assert first["Agent"] == len(DEMO_AGENTS)
     assert LOGIN_LINE.search(first_out)
     assert LOGIN_LINE.search(second_out)
 
@@ -204,7 +205,7 @@ def test_seed_demo_keeps_other_data(team: Team, agent: Agent) -> None:
     run("seed_demo")
     run("seed_demo")
     assert Agent.objects.filter(team=team, slug="wren").exists()
-    assert Agent.objects.count() == 3
+    assert Agent.objects.count() == len(DEMO_AGENTS) + 1
 
 
 def test_the_demo_user_logs_in_with_the_printed_password_and_sees_both_agents() -> None:
@@ -228,4 +229,4 @@ def test_the_demo_agents_pass_the_doctor() -> None:
     run("seed_demo")
     out, _ = run("doctor")
     assert "agent configs: ok" in out
-    assert "agents: 2" in out
+    assert f"agents: {len(DEMO_AGENTS)}" in out
