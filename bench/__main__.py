@@ -46,13 +46,14 @@ def report(name: str, value: float, target: float | None = None, unit: str = "ms
 def main() -> int:
     call_command("migrate", verbosity=0)
     setup_test_environment()
-    from bench import lens_bench
+    from bench import lens_bench, memory_bench
 
     print(f"Composition Lens benchmarks — {connection.vendor}")
-    try:
-        lens_bench.run(median_ms, report)
-    finally:
-        lens_bench.cleanup()
+    for module in (lens_bench, memory_bench):
+        try:
+            module.run(median_ms, report)
+        finally:
+            module.cleanup()
     return 0
 
 

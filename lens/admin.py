@@ -26,7 +26,8 @@ from lens.models import (
     SectionDeclaration,
     Team,
 )
-from memory.registry import known_spec_keys
+from lens.presets import apply_preset
+from memory.registry import known_spec_keys, specs
 
 admin.site.site_header = "Composition Lens administration"
 admin.site.site_title = "Composition Lens"
@@ -232,6 +233,37 @@ class AgentAdmin(admin.ModelAdmin):
         ("Role", {"fields": ["persona", "tone", "objective", "manual"]}),
     ]
     inlines = [SectionDeclarationInline, CapabilityInline, AwarenessSourceInline]
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        for spec in preset_specs():
+            name = f"apply_preset_{spec.key}"
+            description = f"Apply preset {spec.key}: add its sections, select its spec"
+            actions[name] = (_preset_action(spec), name, description)
+        return actions
+
+
+def preset_specs() -> list[Any]:
+    """Registered specs that come with the section declarations they expect."""
+    return [spec for spec in specs().values() if getattr(spec, "sections", None)]
+
+
+def _preset_action(spec: Any) -> Any:
+    def apply(modeladmin: AgentAdmin, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        for agent in queryset:
+            added = apply_preset(agent, spec)
+            modeladmin.message_user(
+                request,
+                f"{agent.slug}: routing spec {agent.routing_spec}; "
+                + (
+                    f"added sections {', '.join(added)}."
+                    if added
+                    else "all sections were already declared."
+                ),
+                messages.SUCCESS,
+            )
+
+    return apply
 
 
 @admin.register(SectionDeclaration)

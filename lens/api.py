@@ -13,6 +13,7 @@ from lens import apierrors
 from lens.agents import config_of, store_config, with_config
 from lens.apiauth import TeamToken, get_agent, team_of
 from lens.apierrors import ApiError
+from lens.apijson import ApiRenderer
 from lens.composition import compose, compose_many
 from lens.core.composition import Composition
 from lens.core.config import AgentConfig, is_agent_slug
@@ -60,6 +61,7 @@ api = NinjaAPI(
     description="Agents, their composed prompts, memories and the versioned key/value store.",
     auth=TeamToken(),
     parser=_JsonParser(),
+    renderer=ApiRenderer(),
     docs_url="/docs",
     openapi_url="/openapi.json",
 )

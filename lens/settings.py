@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import dj_database_url
@@ -86,7 +87,9 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     }
     # Tests use a real file too, so threads and live servers exercise WAL and the
     # busy timeout exactly as production does (an in-memory database cannot).
-    _db["TEST"] = {"NAME": env_str("SQLITE_TEST_NAME", str(BASE_DIR / "var" / "test.sqlite3"))}
+    # One file per test process, so concurrent test runs never share a database.
+    _default_test_db = BASE_DIR / "var" / f"test-{os.getpid()}.sqlite3"
+    _db["TEST"] = {"NAME": env_str("SQLITE_TEST_NAME", str(_default_test_db))}
 elif _db["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point at SQLite or PostgreSQL")
 DATABASES = {"default": _db}

@@ -94,7 +94,7 @@ class Promotion(models.Model):
     class Meta:
         indexes = [
             # The collision gate: one indexed equality lookup per save.
-            models.Index(fields=["agent", "placement_key"], name="promotion_address"),
+            models.Index(fields=["agent", "placement_key", "status"], name="promotion_address"),
             models.Index(fields=["agent", "status"], name="promotion_agent_status"),
         ]
         constraints = [

@@ -11,68 +11,79 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
+from operator import attrgetter
 
 from lens.core.background import Background, BackgroundEntry, BackgroundSection
-from lens.core.render import entry_line
+from lens.core.text import collapse
 from memory.report import Drop, DropReason, ReportStats, RoutingReport
-from memory.routing import (
-    OverlayPlan,
-    PlacedRecord,
-    RoutingSpec,
-    spec_reconcile,
-    spec_render_entry,
-)
+from memory.routing import OverlayPlan, PlacedRecord, RoutingSpec, spec_reconcile, spec_render_entry
 
 DEFAULT_BUDGET_CHARS = 3000
+_DROP_ORDER = attrgetter("memory_id", "reason")
 
 
-@dataclass(frozen=True)
+def _when(moment: datetime) -> float:
+    """A sort key for ``created_at``. Float seconds are exact enough: before 2106,
+    adjacent doubles are 2**-22 s apart, finer than the microseconds stored, and
+    rounding is monotonic, so distinct instants keep their order.
+    """
+    return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()
+
+
+@dataclass(frozen=True, slots=True)
 class _Candidate:
     """One composed-entry-to-be: the winning record plus any corroborating ones."""
 
     winner: PlacedRecord
+    when: float  # the winner's created_at
     memory_ids: tuple[str, ...]
-    entry: BackgroundEntry
-    cost: int  # code points of the rendered line, prefix and newline included
 
 
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
-_MICROSECOND = timedelta(microseconds=1)
+def _line_cost(key: str, value: str) -> int:
+    """Code points of the rendered line: len(lens.core.render.entry_line(...))."""
+    return len(collapse(key)) + len(collapse(value)) + _LINE_OVERHEAD
 
 
-def _micros(moment: datetime) -> int:
-    # Exact integer microseconds: a float timestamp loses precision at this scale.
-    aware = moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
-    return (aware - _EPOCH) // _MICROSECOND
-
-
-def _newest_first(record: PlacedRecord) -> tuple[int, str]:
-    # Newest created_at first; ties to the smaller id (plain string order).
-    return (-_micros(record.created_at), record.id)
-
-
-def _sort_key(record: PlacedRecord) -> tuple[int, str]:
-    return (_micros(record.created_at), record.id)
+_LINE_OVERHEAD = len("- ****: \n")
+# A key has at least one character; a value may be empty.
+_SHORTEST_LINE = _LINE_OVERHEAD + 1
 
 
 def _reconcile(
-    group: list[PlacedRecord], spec: RoutingSpec | None, drops: list[Drop]
-) -> tuple[PlacedRecord, tuple[str, ...]]:
-    """The winner of one placement_key and the ids it carries; losers are dropped."""
-    ordered = sorted(group, key=_newest_first)
-    winner, ids = ordered[0], [ordered[0].id]
+    group: list[tuple[float, PlacedRecord]], spec: RoutingSpec | None, drops: list[Drop]
+) -> tuple[float, PlacedRecord, tuple[str, ...]]:
+    """The winner of one address and the ids it carries; losers are dropped.
+
+    ``group`` is sorted newest first, ties to the smaller id (plain string order).
+    """
+    when, winner = group[0]
+    ids = [winner.id]
     decide = spec_reconcile(spec)
-    for challenger in ordered[1:]:
+    for challenger_when, challenger in group[1:]:
         verdict = decide(winner.routable(), challenger.routable()) if decide else "a"
         if verdict == "both":
             ids.append(challenger.id)  # corroboration: the newest value, both ids
         elif verdict == "b":
-            drops.extend(Drop(memory_id=mid, reason="reconciled") for mid in ids)
-            winner, ids = challenger, [challenger.id]
+            drops.extend(Drop(mid, "reconciled") for mid in ids)
+            when, winner, ids = challenger_when, challenger, [challenger.id]
         else:
-            drops.append(Drop(memory_id=challenger.id, reason="reconciled"))
-    return winner, tuple(sorted(ids))
+            drops.append(Drop(challenger.id, "reconciled"))
+    return when, winner, tuple(sorted(ids))
+
+
+def _recheck(record: PlacedRecord, declared: dict[str, BackgroundSection]) -> DropReason | None:
+    """Re-check a committed placement against the current declarations."""
+    section = declared.get(record.section)
+    if section is None:
+        return "undeclared-section"
+    if section.promotion == "locked":
+        return "locked-section"
+    if section.promotion == "earned":
+        return "earned-inert"
+    if section.entry(record.key) is not None:
+        return "authored-wins"
+    return None
 
 
 def apply_memory_overlay(
@@ -82,87 +93,90 @@ def apply_memory_overlay(
     budget_chars: int = DEFAULT_BUDGET_CHARS,
 ) -> tuple[Background, RoutingReport]:
     """Compose ``placed`` into ``background``; report every record left out and why."""
-    records = sorted({record.id: record for record in placed}.values(), key=lambda r: r.id)
+    records = {record.id: record for record in placed}
     drops: list[Drop] = []
     declared = {section.id: section for section in background.sections}
+    # Sections memory may fill, with the keys their authored entries hold.
+    open_keys = {
+        s.id: {e.key for e in s.entries}
+        for s in background.sections
+        if s.promotion in ("auto", "guarded")
+    }
 
-    # 1. Re-check each committed placement against the current declarations.
-    survivors: dict[str, list[PlacedRecord]] = defaultdict(list)
-    for record in records:
-        section = declared.get(record.section)
-        reason: DropReason | None = None
-        if section is None:
-            reason = "undeclared-section"
-        elif section.promotion == "locked":
-            reason = "locked-section"
-        elif section.promotion == "earned":
-            reason = "earned-inert"
-        elif section.entry(record.key) is not None:
-            reason = "authored-wins"
-        if reason is None:
-            survivors[record.placement_key].append(record)
+    # 1. Placements whose section or tier no longer admits them, or whose key an
+    #    authored entry holds, are reported; the rest are grouped by address.
+    survivors: dict[tuple[str, str], list[tuple[float, PlacedRecord]]] = defaultdict(list)
+    for record in records.values():
+        authored = open_keys.get(record.section)
+        if authored is not None and record.key not in authored:
+            # (section, key) is the address: the same pair placement_key encodes.
+            survivors[(record.section, record.key)].append((_when(record.created_at), record))
         else:
-            drops.append(Drop(memory_id=record.id, reason=reason))
+            drops.append(Drop(record.id, _recheck(record, declared) or "authored-wins"))
 
     # 2. One entry per address: reconcile, or newest wins (ties to the smaller id).
     candidates: list[_Candidate] = []
-    for address in sorted(survivors):
-        winner, ids = _reconcile(survivors[address], spec, drops)
-        entry = BackgroundEntry.model_construct(
-            key=winner.key, value=spec_render_entry(spec, winner), memory_ids=ids
-        )
-        candidates.append(_Candidate(winner, ids, entry, len(entry_line(entry))))
+    for group in survivors.values():
+        if len(group) == 1:
+            when, winner = group[0]
+            candidates.append(_Candidate(winner, when, (winner.id,)))
+            continue
+        group.sort(key=lambda item: (-item[0], item[1].id))
+        when, winner, ids = _reconcile(group, spec, drops)
+        candidates.append(_Candidate(winner, when, ids))
 
     # 3. The spec's finalize hook may leave placed records out (default: keep all).
     finalize = getattr(spec, "finalize", None)
     if finalize is not None:
-        interim = RoutingReport(drops=tuple(drops))
-        plan: OverlayPlan = finalize(tuple(records), interim)
-        kept: list[_Candidate] = []
+        interim = RoutingReport.model_construct(drops=tuple(drops), stats=ReportStats())
+        ordered = tuple(sorted(records.values(), key=lambda r: r.id))
+        plan: OverlayPlan = finalize(ordered, interim)
+        kept = []
         for candidate in candidates:
-            if set(candidate.memory_ids) & plan.drop:
-                drops.extend(Drop(memory_id=m, reason="reconciled") for m in candidate.memory_ids)
+            if plan.drop.intersection(candidate.memory_ids):
+                drops.extend(Drop(mid, "reconciled") for mid in candidate.memory_ids)
             else:
                 kept.append(candidate)
         candidates = kept
 
     # 4. Budget: whole entries only, in keep priority (more ids, newer, smaller id).
+    #    Entries are rendered lazily: once the budget cannot fit even the shortest
+    #    line, the rest are over budget without rendering them at all.
     used = 0
-    composed: list[_Candidate] = []
-    priority = sorted(
-        candidates,
-        key=lambda c: (-len(c.memory_ids), *_newest_first(c.winner)),
-    )
-    for candidate in priority:
-        if used + candidate.cost <= budget_chars:
-            used += candidate.cost
-            composed.append(candidate)
-        else:
-            drops.extend(Drop(memory_id=m, reason="over-budget") for m in candidate.memory_ids)
+    composed: list[tuple[_Candidate, str]] = []
+    candidates.sort(key=lambda c: (-len(c.memory_ids), -c.when, c.winner.id))
+    for candidate in candidates:
+        if budget_chars - used >= _SHORTEST_LINE:
+            value = spec_render_entry(spec, candidate.winner)
+            cost = _line_cost(candidate.winner.key, value)
+            if used + cost <= budget_chars:
+                used += cost
+                composed.append((candidate, value))
+                continue
+        drops.extend(Drop(mid, "over-budget") for mid in candidate.memory_ids)
 
     # 5. Memory entries follow their section's authored entries, oldest first.
-    by_section: dict[str, list[_Candidate]] = defaultdict(list)
-    for candidate in sorted(composed, key=lambda c: _sort_key(c.winner)):
-        by_section[candidate.winner.section].append(candidate)
+    composed.sort(key=lambda item: (item[0].when, item[0].winner.id))
+    by_section: dict[str, list[BackgroundEntry]] = defaultdict(list)
+    for candidate, value in composed:
+        by_section[candidate.winner.section].append(
+            BackgroundEntry.model_construct(
+                key=candidate.winner.key, value=value, memory_ids=candidate.memory_ids
+            )
+        )
     sections = tuple(
         section
         if section.id not in by_section
-        else BackgroundSection.model_construct(
-            id=section.id,
-            title=section.title,
-            promotion=section.promotion,
-            entries=section.entries + tuple(c.entry for c in by_section[section.id]),
-        )
+        else section.model_copy(update={"entries": section.entries + tuple(by_section[section.id])})
         for section in background.sections
     )
 
-    drops.sort(key=lambda d: (d.memory_id, d.reason))
+    drops.sort(key=_DROP_ORDER)
     stats = ReportStats(
         placed=len(records),
-        composed=sum(len(c.memory_ids) for c in composed),
+        composed=sum(len(c.memory_ids) for c, _value in composed),
         drops_by_reason=dict(sorted(Counter(d.reason for d in drops).items())),
         chars_used={"background": used},
     )
-    return Background.model_construct(sections=sections), RoutingReport(
-        drops=tuple(drops), stats=stats
-    )
+    composed_background = Background.model_construct(sections=sections)
+    return composed_background, RoutingReport.model_construct(drops=tuple(drops), stats=stats)

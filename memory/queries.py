@@ -47,7 +47,7 @@ def placed_records(agent_ids: Iterable[int]) -> dict[int, list[PlacedRecord]]:
     )
     for agent_id, rid, kind, content, tags, label, created, section, key, source in rows:
         placed[agent_id].append(
-            PlacedRecord.model_construct(
+            PlacedRecord(
                 id=rid,
                 kind=kind,
                 content=content,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -21,7 +22,9 @@ Verdict = Literal["a", "b", "both"]
 
 
 class Placement(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    # revalidate_instances: a spec returning ``Placement.model_construct(...)`` is still
+    # validated by ``evaluate`` (an invalid placement must raise, SPEC §5.2).
+    model_config = ConfigDict(frozen=True, extra="forbid", revalidate_instances="always")
 
     primitive: Literal["background"] = "background"
     section: str = Field(min_length=1)
@@ -63,19 +66,21 @@ class RoutingContext(BaseModel):
         return next((s for s in self.sections if s.id == section_id), None)
 
 
-class PlacedRecord(BaseModel):
-    """An approved, non-superseded record joined with its committed promotion row."""
+@dataclass(frozen=True, slots=True)
+class PlacedRecord:
+    """An approved, non-superseded record joined with its committed promotion row.
 
-    model_config = ConfigDict(frozen=True)
+    A plain dataclass: the fold handles tens of thousands of these per composition.
+    """
 
     id: str
     kind: str
     content: str
-    tags: tuple[str, ...] = ()
-    label: str | None = None
     created_at: datetime
     section: str
     key: str
+    tags: tuple[str, ...] = ()
+    label: str | None = None
     key_source: KeySource = "content"
 
     @property

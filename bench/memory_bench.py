@@ -1,0 +1,194 @@
+"""Memory targets: memory_save against a large store, the fold, composition with 10k memories."""
+
+from __future__ import annotations
+
+import random
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from lens.agents import store_config
+from lens.core.background import Background
+from lens.core.config import AgentConfig
+from lens.models import Agent, ApiToken, Team
+from memory.actors import SYSTEM
+from memory.models import MemoryRecord, Promotion, new_record_id
+from memory.overlay import apply_memory_overlay
+from memory.records import MemoryInput
+from memory.routing import PlacedRecord, placement_key
+from memory.services import save_memory
+
+_RUN = uuid.uuid4().hex[:8]
+SECTIONS = [
+    ("user_profile", "About the User", "auto"),
+    ("user_preferences", "User Preferences", "guarded"),
+]
+
+
+def _agent(team: Team, slug: str) -> Agent:
+    config = AgentConfig(
+        name=slug,
+        persona="A benchmark agent.",
+        routing_spec="user-background",
+        background=Background.model_validate(
+            {"sections": [{"id": i, "title": t, "promotion": p} for i, t, p in SECTIONS]}
+        ),
+    )
+    return store_config(team, slug, config)[0]
+
+
+def _fill(agent: Agent, count: int, statuses: tuple[str, ...] = ("approved",)) -> None:
+    """Bulk-load ``count`` records with promotion rows at distinct addresses."""
+    start = timezone.now() - timedelta(days=30)
+    batch = 5000
+    for offset in range(0, count, batch):
+        records, promotions = [], []
+        for i in range(offset, min(offset + batch, count)):
+            status = statuses[i % len(statuses)]
+            record = MemoryRecord(
+                id=new_record_id(),
+                agent=agent,
+                kind="profile",
+                content=f"Fact number {i} about the user, long enough to look real.",
+                tags=[],
+                label=f"fact-{i}",
+                created_at=start + timedelta(microseconds=i),
+            )
+            records.append(record)
+            section = "user_profile" if status == "approved" else "user_preferences"
+            key = f"fact-{i}"
+            promotions.append(
+                Promotion(
+                    record=record,
+                    agent=agent,
+                    section=section,
+                    key=key,
+                    placement_key=placement_key_of(section, key),
+                    key_source="label",
+                    spec_key="user-background",
+                    spec_version="1",
+                    tier="auto",
+                    status=status,
+                    reason="",
+                    promoted_at=record.created_at,
+                )
+            )
+        MemoryRecord.objects.bulk_create(records)
+        Promotion.objects.bulk_create(promotions)
+
+
+def placement_key_of(section: str, key: str) -> str:
+    from memory.routing import Placement
+
+    return placement_key(Placement(section=section, key=key))
+
+
+def _save_median(agent: Agent, runs: int, median_ms: Callable[..., float]) -> float:
+    counter = iter(range(10**9))
+
+    def save() -> None:
+        n = next(counter)
+        data = MemoryInput(kind="profile", content=f"bench {_RUN} fact {n}", label=f"bench-{n}")
+        save_memory(agent, data, SYSTEM)
+
+    return median_ms(save, runs)
+
+
+def _placed(count: int) -> list[PlacedRecord]:
+    rng = random.Random(7)
+    base = datetime(2026, 1, 1, tzinfo=UTC)
+    return [
+        PlacedRecord(
+            id=f"{i:08d}",
+            kind="profile",
+            content=f"value {i} " + "x" * rng.randint(5, 60),
+            created_at=base + timedelta(seconds=rng.randint(0, count)),
+            section=f"s{i % 10}",
+            key=f"k{rng.randint(0, count)}",  # some addresses collide: reconcile runs
+        )
+        for i in range(count)
+    ]
+
+
+def _queries(client: Client, path: str, **headers: str) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        response = client.get(path, headers=headers)
+    assert response.status_code == 200, (path, response.status_code)
+    return len(ctx.captured_queries)
+
+
+def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
+    from django.contrib.auth.models import User
+
+    from lens.models import Membership
+
+    team = Team.objects.create(slug=f"bench-mem-{_RUN}", name="Bench memory")
+
+    print("\nmemory_save through the service (median of 200)")
+    small = _agent(team, "small")
+    _fill(small, 100)
+    large = _agent(team, "large")
+    started = time.perf_counter()
+    _fill(large, 100_000)
+    print(f"  (loaded 100,000 records in {time.perf_counter() - started:.1f} s)")
+    with_100 = _save_median(small, 200, median_ms)
+    with_100k = _save_median(large, 200, median_ms)
+    report("memory_save with 100 records stored", with_100, 5)
+    report("memory_save with 100,000 records stored", with_100k, 5)
+    print(f"  ratio 100k / 100: {with_100k / with_100:.2f} (target: no slower)")
+
+    print("\nThe overlay fold (pure, in-process)")
+    background = Background.model_validate(
+        {"sections": [{"id": f"s{i}", "title": f"S{i}", "promotion": "auto"} for i in range(10)]}
+    )
+    ten = _placed(10_000)
+    twenty = _placed(20_000)
+    fold_10k = median_ms(lambda: apply_memory_overlay(background, ten), 15)
+    fold_20k = median_ms(lambda: apply_memory_overlay(background, twenty), 15)
+    report("fold over 10,000 placed records", fold_10k, 50)
+    report("fold over 20,000 placed records", fold_20k)
+    print(f"  ratio 20k / 10k: {fold_20k / fold_10k:.2f} (target: <= 2)")
+
+    print("\nAn agent with 10,000 memories (approved, pending, declined)")
+    tenk = _agent(team, "tenk")
+    _fill(tenk, 10_000, statuses=("approved", "pending", "declined", "rejected"))
+    few = _agent(team, "few")
+    _fill(few, 10, statuses=("approved", "pending", "declined", "rejected"))
+    _token, raw = ApiToken.objects.issue(team)
+    auth = {"Authorization": f"Bearer {raw}"}
+    api = Client()
+    user = User.objects.create_user(f"bench-mem-{_RUN}", password="x")
+    Membership.objects.create(team=team, user=user)
+    client = Client()
+    client.force_login(user)
+    client.get(f"/?team={team.slug}")
+    path = "/api/agents/tenk/composition"
+    report(
+        "composition endpoint, 10,000 memories (server time)",
+        median_ms(lambda: api.get(path, headers=auth), 15),
+        200,
+    )
+    report(
+        "lens page, 10,000 memories (server time)",
+        median_ms(lambda: client.get("/agents/tenk/"), 15),
+        200,
+    )
+    print("\nSQL queries (must not grow with memories): 10 memories vs 10,000")
+    print(
+        f"  composition endpoint: {_queries(api, '/api/agents/few/composition', **auth)}"
+        f" vs {_queries(api, path, **auth)}"
+    )
+    print(f"  lens page: {_queries(client, '/agents/few/')} vs {_queries(client, '/agents/tenk/')}")
+
+
+def cleanup() -> None:
+    from django.contrib.auth.models import User
+
+    Team.objects.filter(slug=f"bench-mem-{_RUN}").delete()
+    User.objects.filter(username=f"bench-mem-{_RUN}").delete()

@@ -1,0 +1,54 @@
+"""Read-only admin views of memory: records are immutable, decisions happen in the lens."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin
+from django.http import HttpRequest
+
+from memory.models import MemoryEvent, MemoryRecord, Promotion
+
+
+class ReadOnlyAdmin(admin.ModelAdmin):
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class PromotionInline(admin.StackedInline):
+    model = Promotion
+    can_delete = False
+    readonly_fields = [f.name for f in Promotion._meta.fields]
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+class EventInline(admin.TabularInline):
+    model = MemoryEvent
+    can_delete = False
+    readonly_fields = ["kind", "actor", "detail", "at"]
+    fields = readonly_fields
+    extra = 0
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
+@admin.register(MemoryRecord)
+class MemoryRecordAdmin(ReadOnlyAdmin):
+    list_display = ["id", "agent", "kind", "label", "created_at"]
+    list_filter = ["kind", "agent__team"]
+    list_select_related = ["agent"]
+    search_fields = ["id", "label", "agent__slug"]
+    inlines = [PromotionInline, EventInline]
+
+
+@admin.register(Promotion)
+class PromotionAdmin(ReadOnlyAdmin):
+    list_display = ["record", "agent", "section", "key", "status", "reason", "tier", "promoted_at"]
+    list_filter = ["status", "reason", "tier"]
+    list_select_related = ["agent", "record"]
