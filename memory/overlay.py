@@ -72,6 +72,10 @@ def _reconcile(
     return when, winner, tuple(sorted(ids))
 
 
+def _identity(record: PlacedRecord) -> tuple[str, str, str, float]:
+    return (record.section, record.key, record.content, _when(record.created_at))
+
+
 def _recheck(record: PlacedRecord, declared: dict[str, BackgroundSection]) -> DropReason | None:
     """Re-check a committed placement against the current declarations."""
     section = declared.get(record.section)
@@ -93,7 +97,13 @@ def apply_memory_overlay(
     budget_chars: int = DEFAULT_BUDGET_CHARS,
 ) -> tuple[Background, RoutingReport]:
     """Compose ``placed`` into ``background``; report every record left out and why."""
-    records = {record.id: record for record in placed}
+    records: dict[str, PlacedRecord] = {}
+    for record in placed:
+        # Ids are unique in practice; should two records share one, keep the same one
+        # whatever the input order, so the fold stays order-independent.
+        seen = records.get(record.id)
+        if seen is None or _identity(record) < _identity(seen):
+            records[record.id] = record
     drops: list[Drop] = []
     declared = {section.id: section for section in background.sections}
     # Sections memory may fill, with the keys their authored entries hold.

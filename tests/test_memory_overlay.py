@@ -161,26 +161,34 @@ SPEC_NAMES = st.sampled_from(["none", "both", "b", "mixed", "render", "finalize"
 OFFSETS = st.sampled_from(
     [UTC, timezone(timedelta(hours=2)), timezone(timedelta(hours=-5, minutes=-30))]
 )
+FEW_MOMENTS = st.builds(lambda s, tz: at(s, tz), st.integers(0, 4), OFFSETS)
 MOMENTS = st.one_of(
-    # A handful of instants (seen from several zones) so ties are common.
-    st.builds(lambda s, tz: at(s, tz), st.integers(0, 4), OFFSETS),
+    # Mostly a handful of instants (seen from several zones) so ties are common.
+    FEW_MOMENTS,
+    FEW_MOMENTS,
     st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1), timezones=OFFSETS),
 )
+# Tiers weighted towards the ones memory may fill, so most records reach the later steps.
+TIERS = st.sampled_from(("auto", "auto", "guarded", *PROMOTION_TIERS))
 RECORD_IDS = st.text(alphabet=ID_ALPHABET, min_size=1, max_size=3)
-CONTENT = st.text(
-    alphabet=st.one_of(
-        st.sampled_from("ab #-*>`\n\r\t\x0b\x85\u2028\u2029"), st.characters(codec="utf-8")
+CONTENT = st.one_of(
+    st.text(
+        alphabet=st.one_of(
+            st.sampled_from("ab #-*>`\n\r\t\x0b\x85\u2028\u2029"), st.characters(codec="utf-8")
+        ),
+        max_size=40,
     ),
-    max_size=40,
+    st.text(alphabet="xy \n", min_size=20, max_size=120),
 )
 
 
 @st.composite
 def backgrounds(draw: st.DrawFn) -> Background:
     sections = []
-    for section_id in draw(st.lists(st.sampled_from(SECTION_POOL), unique=True, max_size=4)):
+    some = st.lists(st.sampled_from(SECTION_POOL), unique=True, max_size=4)
+    for section_id in draw(st.one_of(st.permutations(SECTION_POOL), some)):
         keys = draw(st.lists(st.sampled_from(KEY_POOL), unique=True, max_size=2))
-        tier = draw(st.sampled_from(PROMOTION_TIERS))
+        tier = draw(TIERS)
         sections.append(section(section_id, tier, *((key, f"authored {key}") for key in keys)))
     return Background(sections=tuple(sections))
 
@@ -194,16 +202,30 @@ def placed_lists(draw: st.DrawFn, max_size: int = 14) -> list[PlacedRecord]:
             content=draw(CONTENT),
             label=draw(st.one_of(st.none(), st.text(max_size=5))),
             created_at=draw(MOMENTS),
-            section=draw(st.one_of(st.sampled_from((*SECTION_POOL, "gone")), st.text(max_size=4))),
+            section=draw(
+                st.one_of(
+                    st.sampled_from(SECTION_POOL),
+                    st.sampled_from(SECTION_POOL),
+                    st.sampled_from(SECTION_POOL),
+                    st.just("gone"),
+                    st.text(max_size=4),
+                )
+            ),
             # Committed placements always have a key (Placement validates min_length=1).
-            key=draw(st.one_of(st.sampled_from(KEY_POOL), st.text(min_size=1, max_size=6))),
+            key=draw(
+                st.one_of(
+                    st.sampled_from(KEY_POOL),
+                    st.sampled_from(("m0", "m1")),
+                    st.text(min_size=1, max_size=6),
+                )
+            ),
             key_source=draw(st.sampled_from(["label", "content"])),
         )
         for record_id in draw(st.lists(RECORD_IDS, unique=True, max_size=max_size))
     ]
 
 
-BUDGETS = st.one_of(st.integers(0, 300), st.just(DEFAULT_BUDGET_CHARS))
+BUDGETS = st.one_of(st.integers(0, 300), st.integers(20, 120), st.just(DEFAULT_BUDGET_CHARS))
 
 
 def check_reason(background_: Background, record: PlacedRecord) -> str | None:
@@ -336,6 +358,36 @@ def test_without_hooks_the_fold_follows_the_spec_rules_exactly(
             if entry.memory_ids:
                 assert len(entry.memory_ids) == 1
                 assert entry.value == by_id[entry.memory_ids[0]].content
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.integers(0, 5), st.text(alphabet="xy\n ", max_size=60)),
+        min_size=1,
+        max_size=10,
+    ),
+    st.integers(0, 200),
+)
+def test_the_budget_walk_skips_what_does_not_fit_and_keeps_walking(
+    items: list[tuple[int, str]], budget: int
+) -> None:
+    records = [
+        placed(f"r{i:02d}", key=f"k{i}", content=content, seconds=seconds)
+        for i, (seconds, content) in enumerate(items)
+    ]
+    composed, report = apply_memory_overlay(NOTES, records, None, budget)
+    kept, dropped = set(composed_ids(composed)), reasons(report)
+    used = 0
+    by_smaller_id = sorted(records, key=lambda r: r.id)
+    for record in sorted(by_smaller_id, key=lambda r: r.created_at, reverse=True):  # stable
+        cost = line_cost(record.key, record.content)
+        if used + cost <= budget:
+            used += cost
+            assert record.id in kept
+        else:
+            assert dropped[record.id] == "over-budget"
+    assert used == memory_chars(composed) == report.stats.chars_used["background"]
 
 
 @settings(max_examples=30, deadline=None)
