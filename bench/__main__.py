@@ -6,6 +6,7 @@ benchmark then works inside a team of its own and deletes it afterwards.
 
 from __future__ import annotations
 
+import gc
 import os
 import statistics
 import sys
@@ -46,6 +47,7 @@ def report(name: str, value: float, target: float | None = None, unit: str = "ms
 def main() -> int:
     call_command("migrate", verbosity=0)
     setup_test_environment()
+    gc.freeze()  # as lens/wsgi.py does once the application is loaded
     from bench import lens_bench, memory_bench
 
     print(f"Composition Lens benchmarks — {connection.vendor}")

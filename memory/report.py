@@ -112,7 +112,7 @@ def routing_report(states: Iterable[PromotionState], fold: RoutingReport) -> Rou
             reason = fold_reasons.get(state.memory_id)
         if reason is not None:
             drops.append(Drop(memory_id=state.memory_id, reason=reason))  # type: ignore[arg-type]
-    drops.sort(key=attrgetter("memory_id", "reason"))
+    drops.sort(key=attrgetter("memory_id"))  # one drop per record at most
     stats = fold.stats.model_copy(
         update={"drops_by_reason": dict(sorted(Counter(d.reason for d in drops).items()))}
     )
