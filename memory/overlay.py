@@ -32,9 +32,9 @@ def _when(moment: datetime) -> float:
     return (moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)).timestamp()
 
 
-# (-len(memory_ids), -created_at, winner id, winner, memory_ids): a tuple, so that it
-# is its own keep-priority key and costs one allocation per address.
-_Candidate = tuple[int, float, str, PlacedRecord, tuple[str, ...]]
+# (-created_at, winner id, winner, memory_ids): a tuple, so that it is its own sort
+# key and costs one allocation per address.
+_Candidate = tuple[float, str, PlacedRecord, tuple[str, ...]]
 _OLDEST_FIRST = itemgetter(0, 1)
 
 
@@ -145,18 +145,18 @@ def _fold(
             drops.append(Drop(record.id, _recheck(record, declared) or "authored-wins"))
 
     # 2. One candidate entry per address: reconcile, or newest wins (ties to the
-    #    smaller id). A candidate is its own keep-priority sort key: more supporting
-    #    ids first, then newer, then the smaller id (ids are unique, so the record
-    #    itself is never compared).
-    candidates: list[_Candidate] = []
+    #    smaller id). A candidate, (-created_at, winner id, winner, memory_ids), is its
+    #    own sort key within its bucket (ids are unique, so records are never compared);
+    #    buckets hold candidates by how many memories support them.
+    buckets: dict[int, list[_Candidate]] = defaultdict(list)
     for group in survivors.values():
         if len(group) == 1:
             when, winner = group[0]
-            candidates.append((-1, -when, winner.id, winner, (winner.id,)))
+            buckets[1].append((-when, winner.id, winner, (winner.id,)))
             continue
         group.sort(key=lambda item: (-item[0], item[1].id))
         when, winner, ids = _reconcile(group, spec, drops)
-        candidates.append((-len(ids), -when, winner.id, winner, ids))
+        buckets[len(ids)].append((-when, winner.id, winner, ids))
 
     # 3. The spec's finalize hook may leave placed records out (default: keep all).
     finalize = getattr(spec, "finalize", None)
@@ -164,33 +164,37 @@ def _fold(
         interim = RoutingReport.model_construct(drops=tuple(drops), stats=ReportStats())
         ordered = tuple(sorted(records.values(), key=lambda r: r.id))
         plan: OverlayPlan = finalize(ordered, interim)
-        kept = []
-        for candidate in candidates:
-            if plan.drop.intersection(candidate[4]):
-                drops.extend(Drop(mid, "reconciled") for mid in candidate[4])
-            else:
-                kept.append(candidate)
-        candidates = kept
+        for size, bucket in buckets.items():
+            kept = []
+            for candidate in bucket:
+                if plan.drop.intersection(candidate[3]):
+                    drops.extend(Drop(mid, "reconciled") for mid in candidate[3])
+                else:
+                    kept.append(candidate)
+            buckets[size] = kept
 
-    # 4. Budget: whole entries only, walked in keep priority (candidates are their
-    #    own sort key), keeping each that still fits and skipping each that does not.
-    #    Once not even the shortest line fits, the rest are not rendered at all.
-    candidates.sort()
+    # 4. Budget: whole entries only, walked in keep priority — more supporting ids,
+    #    then newer, then the smaller id — keeping each that still fits and skipping
+    #    each that does not. Once not even the shortest line fits, the rest are not
+    #    rendered at all.
     render = _renderer(spec)
     used = 0
     composed: list[tuple[float, str, PlacedRecord, tuple[str, ...], str]] = []
-    for _n, neg_when, winner_id, winner, ids in candidates:
-        if budget_chars - used >= _SHORTEST_LINE:
-            value = render(winner)
-            cost = len(collapse(winner.key)) + len(collapse(value)) + _LINE_OVERHEAD
-            if used + cost <= budget_chars:
-                used += cost
-                composed.append((-neg_when, winner_id, winner, ids, value))
-                continue
-        if len(ids) == 1:
-            drops.append(Drop(winner_id, "over-budget"))
-        else:
-            drops.extend(Drop(mid, "over-budget") for mid in ids)
+    for size in sorted(buckets, reverse=True):
+        bucket = buckets[size]
+        bucket.sort()  # a float first: CPython's fast path for tuple keys
+        for neg_when, winner_id, winner, ids in bucket:
+            if budget_chars - used >= _SHORTEST_LINE:
+                value = render(winner)
+                cost = len(collapse(winner.key)) + len(collapse(value)) + _LINE_OVERHEAD
+                if used + cost <= budget_chars:
+                    used += cost
+                    composed.append((-neg_when, winner_id, winner, ids, value))
+                    continue
+            if size == 1:
+                drops.append(Drop(winner_id, "over-budget"))
+            else:
+                drops.extend(Drop(mid, "over-budget") for mid in ids)
 
     # 5. Memory entries follow their section's authored entries, oldest first.
     composed.sort(key=_OLDEST_FIRST)
