@@ -6,7 +6,6 @@ benchmark then works inside a team of its own and deletes it afterwards.
 
 from __future__ import annotations
 
-import gc
 import os
 import statistics
 import sys
@@ -47,7 +46,9 @@ def report(name: str, value: float, target: float | None = None, unit: str = "ms
 def main() -> int:
     call_command("migrate", verbosity=0)
     setup_test_environment()
-    gc.freeze()  # as lens/wsgi.py does once the application is loaded
+    from lens.runtime import tune_gc
+
+    tune_gc()  # as lens/wsgi.py does once the application is loaded
     from bench import lens_bench, memory_bench
 
     print(f"Composition Lens benchmarks — {connection.vendor}")

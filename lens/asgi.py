@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import gc
 import os
 
 from django.core.asgi import get_asgi_application
 
+from lens.runtime import tune_gc
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
+
 application = get_asgi_application()
-# Everything loaded so far lives as long as the process: move it out of the cyclic
-# collector's sight, so collections during requests (the fold allocates thousands of
-# small objects) do not rescan the whole framework each time.
-gc.freeze()
+tune_gc()
