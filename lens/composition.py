@@ -18,17 +18,24 @@ from memory.report import PromotionState, routing_report
 from memory.routing import PlacedRecord
 
 
-def compose(agent: Agent) -> Composition:
-    """Compose ``agent`` (load it with ``lens.agents.with_config`` to stay query-flat)."""
-    return compose_many([agent])[agent.pk]
+def compose(agent: Agent, states: list[PromotionState] | None = None) -> Composition:
+    """Compose ``agent`` (load it with ``lens.agents.with_config`` to stay query-flat).
+
+    ``states`` may be passed when the caller already read the promotion states.
+    """
+    preloaded = None if states is None else {agent.pk: states}
+    return compose_many([agent], preloaded)[agent.pk]
 
 
-def compose_many(agents: Sequence[Agent]) -> dict[int, Composition]:
+def compose_many(
+    agents: Sequence[Agent], states: dict[int, list[PromotionState]] | None = None
+) -> dict[int, Composition]:
     """Compose several agents with a fixed number of queries, whatever their sizes."""
     ids = [agent.pk for agent in agents]
     load_entry_values(agents)
     placed = placed_records(ids)
-    states = promotion_states(ids)
+    if states is None:
+        states = promotion_states(ids)
     return {
         agent.pk: _compose(agent, placed.get(agent.pk, []), states.get(agent.pk, []))
         for agent in agents

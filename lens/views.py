@@ -38,8 +38,8 @@ def agent_list(request: HttpRequest) -> HttpResponse:
 @login_required
 def agent_lens(request: HttpRequest, slug: str) -> HttpResponse:
     agent = get_agent_for_user(request, slug)
-    composition = compose(agent)
-    briefs = record_briefs(agent)
+    briefs, states = record_briefs(agent)
+    composition = compose(agent, states)
     sections = [
         {
             "section": section,

@@ -9,7 +9,7 @@ from typing import Any
 from django.db.models.functions import Substr
 
 from lens.models import Agent
-from memory.models import MemoryRecord, Promotion, Status
+from memory.models import Promotion, Status
 from memory.report import PromotionState
 from memory.routing import PlacedRecord
 
@@ -65,17 +65,25 @@ def placed_records(agent_ids: Iterable[int]) -> dict[int, list[PlacedRecord]]:
 SNIPPET_CHARS = 140
 
 
-def record_briefs(agent: Agent) -> dict[str, dict[str, Any]]:
-    """Id, kind, label and the start of the content of every record (one query).
+def record_briefs(agent: Agent) -> tuple[dict[str, dict[str, Any]], list[PromotionState]]:
+    """Id, kind, label and the start of the content of every record, with its
+    promotion state — one query serving both the page and the composition.
 
-    Only the first characters are read, so an agent with thousands of long memories
-    stays cheap to show.
+    Only the first characters of the content are read, so an agent with thousands of
+    long memories stays cheap to show.
     """
-    rows = MemoryRecord.objects.filter(agent=agent).values_list(
-        "id", "kind", "label", Substr("content", 1, SNIPPET_CHARS + 1)
+    rows = Promotion.objects.filter(agent=agent).values_list(
+        "record_id",
+        "status",
+        "reason",
+        "record__kind",
+        "record__label",
+        Substr("record__content", 1, SNIPPET_CHARS + 1),
     )
     briefs = {}
-    for record_id, kind, label, head in rows:
+    states = []
+    for record_id, status, reason, kind, label, head in rows:
         snippet = head if len(head) <= SNIPPET_CHARS else head[:SNIPPET_CHARS].rstrip() + "…"
         briefs[record_id] = {"kind": kind, "label": label, "snippet": snippet}
-    return briefs
+        states.append(PromotionState(memory_id=record_id, status=status, reason=reason))
+    return briefs, states
