@@ -5,6 +5,7 @@ from typing import Any
 from django.http import HttpRequest
 
 from lens.teams import teams_of
+from memory.approvals import pending_count
 
 
 def current_team(request: HttpRequest) -> dict[str, Any]:
@@ -12,4 +13,9 @@ def current_team(request: HttpRequest) -> dict[str, Any]:
     team = getattr(request, "lens_team", None)
     if team is None:
         return {}
-    return {"current_team": team, "user_teams": teams_of(request)}
+    return {
+        "current_team": team,
+        "user_teams": teams_of(request),
+        # Lazy: evaluated only where the template shows it.
+        "pending_count": lambda: pending_count(team),
+    }

@@ -92,10 +92,15 @@ class Promotion(models.Model):
     decision_note = models.TextField(blank=True)
 
     class Meta:
+        permissions = [
+            ("approve_promotion", "Can approve, reject and revoke memory promotions"),
+        ]
         indexes = [
             # The collision gate: one indexed equality lookup per save.
             models.Index(fields=["agent", "placement_key", "status"], name="promotion_address"),
             models.Index(fields=["agent", "status"], name="promotion_agent_status"),
+            # The approval queue: pending rows, oldest first.
+            models.Index(fields=["status", "promoted_at", "record"], name="promotion_queue"),
         ]
         constraints = [
             # At most one record holds an address: concurrent saves cannot both win.

@@ -94,7 +94,7 @@ def _outcome(placement: Placement | None, ctx: RoutingContext) -> tuple[str, str
     return Status.PENDING, "", tier
 
 
-def _event(
+def event(
     record: MemoryRecord, kind: str, actor: Actor, at: datetime, **detail: object
 ) -> MemoryEvent:
     return MemoryEvent(
@@ -162,13 +162,13 @@ def _commit(
         supersedes=older,
         created_at=at,
     )
-    events = [_event(record, EventKind.SAVED, actor, at)]
+    events = [event(record, EventKind.SAVED, actor, at)]
     if older is not None:
         # Superseding is immediate and final, whatever becomes of the newer record.
         Promotion.objects.filter(record=older).exclude(status=Status.SUPERSEDED).update(
             status=Status.SUPERSEDED
         )
-        events.append(_event(older, EventKind.SUPERSEDED, actor, at, by=record.id))
+        events.append(event(older, EventKind.SUPERSEDED, actor, at, by=record.id))
 
     status, reason, tier = _outcome(placement, ctx)
     Promotion.objects.create(
@@ -187,39 +187,10 @@ def _commit(
         decided_at=at if status == Status.APPROVED else None,
     )
     if status == Status.APPROVED:
-        events.append(_event(record, EventKind.PROMOTED, SYSTEM, at, section=placement.section))  # type: ignore[union-attr]
+        events.append(event(record, EventKind.PROMOTED, SYSTEM, at, section=placement.section))  # type: ignore[union-attr]
     elif status == Status.PENDING:
-        events.append(_event(record, EventKind.QUEUED, SYSTEM, at, section=placement.section))  # type: ignore[union-attr]
+        events.append(event(record, EventKind.QUEUED, SYSTEM, at, section=placement.section))  # type: ignore[union-attr]
     else:
-        events.append(_event(record, EventKind.DECLINED, SYSTEM, at, reason=reason))
+        events.append(event(record, EventKind.DECLINED, SYSTEM, at, reason=reason))
     MemoryEvent.objects.bulk_create(events)
     return record.id
-
-
-@dataclass(frozen=True)
-class Decided:
-    promotion: Promotion
-
-
-@dataclass(frozen=True)
-class AlreadyDecided:
-    promotion: Promotion
-
-
-def decide(record_id: str, approve: bool, actor: Actor, note: str = "") -> Decided | AlreadyDecided:
-    """Approve or reject a pending promotion. Of racing reviewers exactly one lands:
-    the update only matches while the row is still pending.
-    """
-    at = timezone.now()
-    status = Status.APPROVED if approve else Status.REJECTED
-    with transaction.atomic():
-        changed = Promotion.objects.filter(pk=record_id, status=Status.PENDING).update(
-            status=status, decided_by=actor.user, decided_at=at, decision_note=note
-        )
-        promotion = Promotion.objects.select_related("record", "decided_by").get(pk=record_id)
-        if not changed:
-            return AlreadyDecided(promotion)
-        kind = EventKind.APPROVED if approve else EventKind.REJECTED
-        detail = {"reason": note} if note else {}
-        _event(promotion.record, kind, actor, at, **detail).save()
-    return Decided(promotion)

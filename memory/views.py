@@ -77,6 +77,7 @@ def memory_detail(request: HttpRequest, record_id: str) -> HttpResponse:
         "drop_help": DROP_REASON_HELP.get(drop.reason, "") if drop else "",
         "superseded_by": list(record.superseded_by.order_by("created_at")),
         "events": list(record.events.select_related("actor_user").order_by("at", "id")),
+        "can_decide": request.user.has_perm("memory.approve_promotion"),
         "nav": "memories",
     }
     return render(request, "memory/memory_detail.html", context)

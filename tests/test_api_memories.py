@@ -13,8 +13,8 @@ from django.utils import timezone
 
 from lens.models import Agent, ApiToken, Team
 from memory.actors import Actor
+from memory.approvals import decide
 from memory.models import MemoryEvent, MemoryRecord, Promotion
-from memory.services import decide
 from tests.conftest import SAMPLE_CONFIG, ApiClient, create_agent
 
 pytestmark = pytest.mark.django_db

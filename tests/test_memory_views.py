@@ -21,9 +21,10 @@ from lens.composition import compose
 from lens.core.composition import Composition
 from lens.models import Agent, ApiToken, Team
 from memory.actors import SYSTEM, Actor
+from memory.approvals import decide
 from memory.records import MemoryInput
 from memory.report import DROP_REASONS
-from memory.services import Saved, decide, save_memory
+from memory.services import Saved, save_memory
 from tests.conftest import SAMPLE_CONFIG, create_agent, make_user
 
 pytestmark = pytest.mark.django_db

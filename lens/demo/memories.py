@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from lens.models import Agent, ApiToken
 from memory.actors import Actor
+from memory.approvals import decide
 from memory.records import MemoryInput
-from memory.services import Saved, decide, save_memory
+from memory.services import Saved, save_memory
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ WREN = [
         "Takes his coffee black; suggest cafés that do pour-over.",
         label="coffee",
         decision="approve",
+        ref="coffee",
     ),
     Demo(
         "preference",
@@ -48,6 +50,13 @@ WREN = [
         "episode",
         "Had a rough week: a production incident on Tuesday ran until 2am.",
         tags=("work",),
+    ),
+    # Waits in the queue with a diff against the approved memory it supersedes.
+    Demo(
+        "preference",
+        "Switched to oat flat whites; still likes cafés that do pour-over.",
+        label="coffee",
+        supersedes="coffee",
     ),
 ]
 
@@ -67,6 +76,12 @@ SENTINEL = [
         "convention",
         "Log amounts with their currency code, never bare numbers.",
         label="logging-amounts",
+    ),
+    # An authored entry holds this key: the queue warns that approving changes nothing.
+    Demo(
+        "convention",
+        "Amounts are integer minor units, even in analytics exports.",
+        label="money",
     ),
     Demo(
         "decision",

@@ -14,3 +14,12 @@ document.addEventListener("click", async (event) => {
   }
   setTimeout(() => { button.textContent = original; }, 1600);
 });
+
+// "Select all on this page" for the approval queue's bulk form.
+document.addEventListener("change", (event) => {
+  const toggle = event.target.closest("[data-select-all]");
+  if (!toggle) return;
+  for (const box of document.querySelectorAll('input[name="selected"][form="bulk"]')) {
+    box.checked = toggle.checked;
+  }
+});

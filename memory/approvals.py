@@ -1,0 +1,153 @@
+"""Deciding guarded promotions: approve, reject (one or many), and revoke.
+
+Every decision is a conditional update on the row's current status, so of two
+reviewers racing on one row exactly one decision lands; the other is told who decided.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from lens.models import Team
+from memory.actors import Actor
+from memory.models import EventKind, MemoryEvent, Promotion, Status
+from memory.services import event
+
+
+@dataclass(frozen=True)
+class Decided:
+    promotion: Promotion
+
+
+@dataclass(frozen=True)
+class AlreadyDecided:
+    """The row was no longer pending: nothing changed. ``promotion`` is its state now."""
+
+    promotion: Promotion
+
+    @property
+    def notice(self) -> str:
+        return notice_for(self.promotion)
+
+
+def pending_count(team: Team) -> int:
+    """How many promotions of ``team`` wait for a person (one indexed count)."""
+    return Promotion.objects.filter(agent__team=team, status=Status.PENDING).count()
+
+
+def notice_for(promotion: Promotion) -> str:
+    """Why a row can no longer be decided, in words a reviewer can act on."""
+    if promotion.status == Status.SUPERSEDED:
+        newer = promotion.record.superseded_by.order_by("created_at").first()
+        by = f" by memory {newer.pk}" if newer else ""
+        return f"This memory was superseded{by} meanwhile; nothing was changed."
+    if promotion.status in (Status.APPROVED, Status.REJECTED):
+        who = promotion.decided_by.get_username() if promotion.decided_by else "the system"
+        when = (
+            promotion.decided_at.strftime("%Y-%m-%d %H:%M:%S UTC") if promotion.decided_at else ""
+        )
+        verb = "approved" if promotion.status == Status.APPROVED else "rejected"
+        return f"Already decided by {who}: {verb} at {when}."
+    return f"This promotion is {promotion.status}; nothing was changed."
+
+
+def decide(
+    record_id: str, approve: bool, actor: Actor, note: str = "", *, team: Team | None = None
+) -> Decided | AlreadyDecided | None:
+    """Approve or reject one pending promotion (of ``team``, when given); None if there
+    is no such row.
+    """
+    at = timezone.now()
+    status = Status.APPROVED if approve else Status.REJECTED
+    rows = _rows(record_id, team)
+    with transaction.atomic():
+        changed = rows.filter(status=Status.PENDING).update(
+            status=status, decided_by=actor.user, decided_at=at, decision_note=note
+        )
+        promotion = rows.select_related("record", "decided_by", "agent").first()
+        if promotion is None:
+            return None
+        if not changed:
+            return AlreadyDecided(promotion)
+        kind = EventKind.APPROVED if approve else EventKind.REJECTED
+        detail = {"reason": note} if note else {}
+        event(promotion.record, kind, actor, at, **detail).save()
+    return Decided(promotion)
+
+
+def _rows(record_id: str, team: Team | None) -> QuerySet[Promotion]:
+    rows = Promotion.objects.filter(pk=record_id)
+    return rows if team is None else rows.filter(agent__team=team)
+
+
+class NotAllPending(Exception):
+    """A bulk decision met rows that are no longer pending: nothing was changed."""
+
+    def __init__(self, stale: Sequence[str]) -> None:
+        super().__init__(f"{len(stale)} of the selected promotions are no longer pending")
+        self.stale = list(stale)
+
+
+@transaction.atomic
+def decide_many(
+    team: Team, record_ids: Sequence[str], approve: bool, actor: Actor, note: str = ""
+) -> list[str]:
+    """Decide every listed pending promotion of ``team`` in one transaction, or none.
+
+    Raises NotAllPending (and changes nothing) when any of them is not pending.
+    """
+    ids = list(dict.fromkeys(record_ids))
+    at = timezone.now()
+    status = Status.APPROVED if approve else Status.REJECTED
+    rows = Promotion.objects.filter(pk__in=ids, agent__team=team, status=Status.PENDING)
+    changed = rows.update(status=status, decided_by=actor.user, decided_at=at, decision_note=note)
+    if changed != len(ids):
+        still = set(
+            Promotion.objects.filter(pk__in=ids, status=status, decided_at=at).values_list(
+                "pk", flat=True
+            )
+        )
+        transaction.set_rollback(True)
+        raise NotAllPending([rid for rid in ids if rid not in still])
+    kind = EventKind.APPROVED if approve else EventKind.REJECTED
+    detail = {"reason": note, "bulk": True} if note else {"bulk": True}
+    agent_ids = dict(Promotion.objects.filter(pk__in=ids).values_list("record_id", "agent_id"))
+    MemoryEvent.objects.bulk_create(
+        MemoryEvent(
+            record_id=rid,
+            agent_id=agent_ids[rid],
+            kind=kind,
+            actor=actor.label,
+            actor_user=actor.user,
+            actor_token=actor.token,
+            detail=detail,
+            at=at,
+        )
+        for rid in ids
+    )
+    return ids
+
+
+def revoke(
+    record_id: str, actor: Actor, note: str = "", *, team: Team | None = None
+) -> Decided | AlreadyDecided | None:
+    """Take an approved memory back out of the prompt (its row becomes ``rejected``)."""
+    at = timezone.now()
+    rows = _rows(record_id, team)
+    with transaction.atomic():
+        changed = rows.filter(status=Status.APPROVED).update(
+            status=Status.REJECTED, decided_by=actor.user, decided_at=at, decision_note=note
+        )
+        promotion = rows.select_related("record", "decided_by", "agent").first()
+        if promotion is None:
+            return None
+        if not changed:
+            return AlreadyDecided(promotion)
+        detail = {"reason": note} if note else {}
+        event(promotion.record, EventKind.REVOKED, actor, at, **detail).save()
+    return Decided(promotion)
