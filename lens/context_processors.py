@@ -3,6 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
+from django.utils.functional import SimpleLazyObject
 
 from lens.teams import teams_of
 from memory.approvals import pending_count
@@ -16,6 +17,6 @@ def current_team(request: HttpRequest) -> dict[str, Any]:
     return {
         "current_team": team,
         "user_teams": teams_of(request),
-        # Lazy: evaluated only where the template shows it.
-        "pending_count": lambda: pending_count(team),
+        # Lazy and evaluated once: only pages that show it pay for the count.
+        "pending_count": SimpleLazyObject(lambda: pending_count(team)),
     }
