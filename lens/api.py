@@ -9,6 +9,7 @@ from ninja import NinjaAPI, Router, Status
 from ninja.parser import Parser
 from pydantic import BaseModel
 
+from kvstore.api import router as kv_router
 from lens import apierrors
 from lens.agents import config_of, store_config, with_config
 from lens.apiauth import TeamToken, get_agent, team_of
@@ -133,3 +134,4 @@ def get_composition(request: HttpRequest, slug: str) -> Composition:
 
 api.add_router("/agents", agents)
 api.add_router("/agents", memory_router)
+api.add_router("/kv", kv_router)

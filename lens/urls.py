@@ -3,6 +3,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.urls import include, path
 
+from kvstore import views as kv_views
 from lens import views
 from lens.api import api
 from memory import approval_views
@@ -17,6 +18,8 @@ urlpatterns = [
     path("memories/", memory_views.memory_list, name="memory-list"),
     path("memories/<str:record_id>/revoke/", approval_views.revoke_one, name="memory-revoke"),
     path("memories/<str:record_id>/", memory_views.memory_detail, name="memory-detail"),
+    path("kv/", kv_views.key_list, name="kv-list"),
+    path("kv/<path:key>/", kv_views.key_detail, name="kv-detail"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),

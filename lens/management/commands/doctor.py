@@ -5,13 +5,28 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from django.db.models import Count, Sum
 
+from kvstore.models import Key, Version
 from lens.agents import config_of, with_config
 from lens.models import Agent, ApiToken, AuthoredEntry, SectionDeclaration, Team
 
 
 class Command(BaseCommand):
     help = "Check the database and stores, print counts; exit 0 when healthy."
+
+    def _report_kv(self) -> None:
+        totals = Version.objects.aggregate(versions=Count("pk"), runes=Sum("runes"))
+        keys = Key.objects.count()
+        self.stdout.write(
+            f"kv store: {keys} keys  {totals['versions']} versions  "
+            f"{totals['runes'] or 0} chars stored"
+        )
+        largest = Key.objects.select_related("team").order_by("-latest_runes", "key")[:5]
+        for row in largest:
+            self.stdout.write(
+                f"  largest: {row.team.slug}/{row.key} v{row.latest_version} {row.latest_runes} chars"
+            )
 
     def handle(self, *args: Any, **opts: Any) -> None:
         problems: list[str] = []
@@ -42,6 +57,8 @@ class Command(BaseCommand):
                 invalid += 1
                 problems.append(f"agent {agent.team_id}/{agent.slug} does not validate: {exc}")
         self.stdout.write(f"agent configs: {'ok' if not invalid else f'{invalid} invalid'}")
+
+        self._report_kv()
 
         if problems:
             for problem in problems:

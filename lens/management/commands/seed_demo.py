@@ -9,6 +9,7 @@ from django.db import transaction
 from lens.agents import store_config
 from lens.core.config import AgentConfig
 from lens.demo.agents import DEMO_AGENTS
+from lens.demo.kv import seed_kv
 from lens.demo.memories import seed_memories
 from lens.models import ApiToken, Membership, Team
 from memory.actors import Actor
@@ -40,9 +41,10 @@ class Command(BaseCommand):
         for slug, raw in DEMO_AGENTS.items():
             agent, _ = store_config(team, slug, AgentConfig.model_validate(raw))
             saved += seed_memories(agent, token, Actor.for_user(user))
+        versions = seed_kv(team)
         self.stdout.write(
             f"Demo team '{team.slug}' with agents: {', '.join(DEMO_AGENTS)}"
-            f" ({saved} new demo memories).\n"
+            f" ({saved} new demo memories, {versions} new key/value versions).\n"
             f"Log in at http://127.0.0.1:8000/accounts/login/ as "
             f"{DEMO_USER} / {DEMO_PASSWORD}"
             + ("" if created else " (unless you changed that password)")

@@ -1,0 +1,183 @@
+"""The key/value store's operations. Every rule that can refuse a write does so before
+anything is written; a refused write changes nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, QuerySet
+from django.db.models.functions import Collate
+from django.utils import timezone
+
+from kvstore.keys import PAYLOAD_MAX_RUNES, PREFIX_END, first_line, key_problem, runes
+from kvstore.models import Key, Version
+from lens.models import Team
+
+
+class StoreError(Exception):
+    """A refused operation; ``code`` is the API's error code."""
+
+    code = "error"
+    status = 400
+
+    def __init__(self, message: str, **details: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class InvalidKey(StoreError):
+    code, status = "invalid_key", 422
+
+
+class KeyNotFound(StoreError):
+    code, status = "key_not_found", 404
+
+
+class VersionNotFound(StoreError):
+    code, status = "version_not_found", 404
+
+
+class PayloadTooLarge(StoreError):
+    code, status = "payload_too_large", 413
+
+
+class VersionConflict(StoreError):
+    code, status = "version_conflict", 409
+
+
+@dataclass(frozen=True)
+class Written:
+    key: str
+    version: int
+    written_at: datetime
+    runes: int
+
+
+def check_key(key: str) -> str:
+    if problem := key_problem(key):
+        raise InvalidKey(problem, key=key[:300])
+    return key
+
+
+def write(team: Team, key: str, payload: str, if_version: int | None = None) -> Written:
+    """Append version n+1 (the first is 1). With ``if_version`` the write lands only if
+    the current version equals it (0: only if the key does not exist).
+    """
+    check_key(key)
+    size = runes(payload)
+    if size > PAYLOAD_MAX_RUNES:
+        raise PayloadTooLarge(
+            f"Payloads are limited to {PAYLOAD_MAX_RUNES} code points; this one has {size}.",
+            limit=PAYLOAD_MAX_RUNES,
+            runes=size,
+        )
+    for _attempt in range(5):
+        try:
+            return _append(team, key, payload, size, if_version)
+        except IntegrityError:
+            # Another writer created the key between our read and our insert; the
+            # retry sees it (and its version) and either appends after it or conflicts.
+            continue
+    raise StoreError("The key is under heavy concurrent writes; try again.")  # pragma: no cover
+
+
+@transaction.atomic
+def _append(team: Team, key: str, payload: str, size: int, if_version: int | None) -> Written:
+    row = Key.objects.select_for_update().filter(team=team, key=key).first()
+    current = row.latest_version if row is not None else 0
+    if if_version is not None and if_version != current:
+        raise VersionConflict(
+            f"Key {key!r} is at version {current}, not {if_version}.", current_version=current
+        )
+    now = timezone.now()
+    version = current + 1
+    if row is None:
+        row = Key.objects.create(
+            team=team,
+            key=key,
+            latest_version=version,
+            latest_written_at=now,
+            latest_runes=size,
+            created_at=now,
+        )
+    else:
+        Key.objects.filter(pk=row.pk).update(
+            latest_version=version, latest_written_at=now, latest_runes=size
+        )
+    Version.objects.create(
+        key=row,
+        version=version,
+        payload=payload,
+        runes=size,
+        first_line=first_line(payload),
+        written_at=now,
+    )
+    return Written(key=key, version=version, written_at=now, runes=size)
+
+
+def read(team: Team, key: str, version: int | None = None) -> Version:
+    """The latest version, or the pinned one. A missing key is an error."""
+    check_key(key)
+    rows = Version.objects.filter(key__team=team, key__key=key)
+    found = (
+        rows.filter(version=version) if version is not None else rows.order_by("-version")
+    ).first()
+    if found is not None:
+        return found
+    if version is not None and Key.objects.filter(team=team, key=key).exists():
+        raise VersionNotFound(f"Key {key!r} has no version {version}.", version=version)
+    raise KeyNotFound(f"No key {key!r}.", key=key)
+
+
+def get_key(team: Team, key: str) -> Key:
+    check_key(key)
+    row = Key.objects.filter(team=team, key=key).first()
+    if row is None:
+        raise KeyNotFound(f"No key {key!r}.", key=key)
+    return row
+
+
+def history(team: Team, key: str, limit: int, offset: int) -> tuple[Key, list[dict[str, object]]]:
+    """Metadata of versions, newest first. Never reads a payload."""
+    row = get_key(team, key)
+    versions = list(
+        Version.objects.filter(key=row)
+        .order_by("-version")
+        .values("version", "written_at", "runes", "first_line")[offset : offset + limit]
+    )
+    return row, versions
+
+
+def _ordered_key() -> F | Collate:
+    # Code-point order: SQLite's default comparison already is; PostgreSQL's may be
+    # locale-aware, so compare in the "C" collation (kv_key_order indexes it).
+    return Collate(F("key"), "C") if connection.vendor == "postgresql" else F("key")
+
+
+def keys_with_prefix(team: Team, prefix: str) -> QuerySet[Key]:
+    """Keys starting with ``prefix`` (plain characters: '_' and ':' are literal),
+    in code-point order.
+    """
+    rows = Key.objects.filter(team=team).alias(ordered=_ordered_key())
+    if prefix:
+        rows = rows.filter(ordered__gte=prefix, ordered__lt=prefix + PREFIX_END)
+    return rows.order_by("ordered")
+
+
+def delete(team: Team, key: str) -> int:
+    """Remove every version of ``key``; returns how many there were."""
+    with transaction.atomic():
+        row = Key.objects.select_for_update().filter(team=team, key=check_key(key)).first()
+        if row is None:
+            raise KeyNotFound(f"No key {key!r}.", key=key)
+        count = row.versions.count()
+        row.delete()
+    return count
+
+
+def diff(team: Team, key: str, old: int, new: int) -> tuple[Version, Version]:
+    return read(team, key, old), read(team, key, new)
