@@ -49,10 +49,10 @@ def main() -> int:
     from lens.runtime import tune_gc
 
     tune_gc()  # as lens/wsgi.py does once the application is loaded
-    from bench import approvals_bench, lens_bench, memory_bench
+    from bench import approvals_bench, kv_bench, lens_bench, memory_bench
 
     print(f"Composition Lens benchmarks — {connection.vendor}")
-    for module in (lens_bench, memory_bench, approvals_bench):
+    for module in (lens_bench, memory_bench, approvals_bench, kv_bench):
         try:
             module.run(median_ms, report)
         finally:

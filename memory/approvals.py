@@ -13,7 +13,7 @@ from django.db import transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from lens.models import Team
+from lens.models import Agent, Team
 from memory.actors import Actor
 from memory.models import EventKind, MemoryEvent, Promotion, Status
 from memory.services import event
@@ -52,7 +52,7 @@ def notice_for(promotion: Promotion) -> str:
             promotion.decided_at.strftime("%Y-%m-%d %H:%M:%S UTC") if promotion.decided_at else ""
         )
         verb = "approved" if promotion.status == Status.APPROVED else "rejected"
-        return f"Already decided by {who}: {verb} at {when}."
+        return f"This was already decided by {who}: {verb} at {when}. Nothing was changed."
     return f"This promotion is {promotion.status}; nothing was changed."
 
 
@@ -82,7 +82,16 @@ def decide(
 
 def _rows(record_id: str, team: Team | None) -> QuerySet[Promotion]:
     rows = Promotion.objects.filter(pk=record_id)
-    return rows if team is None else rows.filter(agent__team=team)
+    return rows if team is None else rows.filter(agent__in=_agents_of(team))
+
+
+def _agents_of(team: Team) -> QuerySet[Agent]:
+    # A subquery on agents, never a join: Django turns an UPDATE whose filter joins
+    # another table into ``WHERE pk IN (SELECT ... status = 'pending')``, and PostgreSQL
+    # does not re-check that subquery against the row a concurrent decision just
+    # committed, so both decisions would land. A plain ``status`` condition on the
+    # updated table is re-checked after the row lock is granted.
+    return Agent.objects.filter(team=team).values("pk")
 
 
 class NotAllPending(Exception):
@@ -104,7 +113,7 @@ def decide_many(
     ids = list(dict.fromkeys(record_ids))
     at = timezone.now()
     status = Status.APPROVED if approve else Status.REJECTED
-    rows = Promotion.objects.filter(pk__in=ids, agent__team=team, status=Status.PENDING)
+    rows = Promotion.objects.filter(pk__in=ids, agent__in=_agents_of(team), status=Status.PENDING)
     changed = rows.update(status=status, decided_by=actor.user, decided_at=at, decision_note=note)
     if changed != len(ids):
         still = set(
