@@ -15,10 +15,14 @@ from lens.apierrors import ApiError
 
 router = Router(tags=["key/value store"])
 
+# Versions are PositiveIntegerFields; a larger number (or offset) in a query would
+# overflow the database's integer instead of finding nothing, so it is refused as invalid.
+INT_MAX = 2**31 - 1
+
 
 class Page(BaseModel):
     limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=INT_MAX)
 
 
 class ListParams(Page):
@@ -71,12 +75,12 @@ class DeletedOut(BaseModel):
 
 
 class ReadParams(BaseModel):
-    version: int | None = Field(None, ge=1)
+    version: int | None = Field(None, ge=1, le=INT_MAX)
 
 
 class DiffParams(BaseModel):
-    from_: int = Field(alias="from", ge=1)
-    to: int = Field(ge=1)
+    from_: int = Field(alias="from", ge=1, le=INT_MAX)
+    to: int = Field(ge=1, le=INT_MAX)
 
 
 class DiffOut(BaseModel):

@@ -11,6 +11,8 @@ FIRST_LINE_MAX = 120
 # Dot-separated segments of [A-Za-z0-9_:-]+: no '/', '\\', spaces, empty segments,
 # leading or trailing dot, or '..'.
 _KEY_RE = re.compile(r"[A-Za-z0-9_:-]+(?:\.[A-Za-z0-9_:-]+)*")
+# Every character a key may hold.
+KEY_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:-.")
 # Every character a key may hold sorts below this one, so [prefix, prefix + PREFIX_END)
 # is exactly the keys that start with prefix (in code-point order).
 PREFIX_END = "\x7f"

@@ -13,7 +13,14 @@ from django.db.models.functions import Collate
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from kvstore.keys import PAYLOAD_MAX_RUNES, PREFIX_END, first_line, key_problem, runes
+from kvstore.keys import (
+    KEY_CHARS,
+    PAYLOAD_MAX_RUNES,
+    PREFIX_END,
+    first_line,
+    key_problem,
+    runes,
+)
 from kvstore.models import Key, Version
 from lens.models import Team
 
@@ -198,6 +205,9 @@ def keys_with_prefix(team: Team, prefix: str) -> QuerySet[Key]:
     in code-point order.
     """
     rows = Key.objects.filter(team=team).alias(ordered=_ordered_key())
+    if not KEY_CHARS.issuperset(prefix):
+        # A character no key holds: nothing matches (and PostgreSQL cannot compare a NUL).
+        return rows.none()
     if prefix:
         rows = rows.filter(ordered__gte=prefix, ordered__lt=prefix + PREFIX_END)
     return rows.order_by("ordered")

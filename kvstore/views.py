@@ -12,6 +12,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.vary import vary_on_headers
 
 from kvstore import store
 from kvstore.keys import PAYLOAD_MAX_RUNES, key_problem, unified_diff
@@ -32,6 +33,9 @@ def _team(request: HttpRequest) -> Team:
 
 @require_GET
 @login_required
+# The same URL answers a fragment or a page depending on HX-Request; without Vary the
+# browser's back button can bring back a cached bare fragment as the whole page.
+@vary_on_headers("HX-Request")
 def key_list(request: HttpRequest) -> HttpResponse:
     team = _team(request)
     prefix = request.GET.get("prefix", "")
@@ -39,7 +43,9 @@ def key_list(request: HttpRequest) -> HttpResponse:
         request.GET.get("page")
     )
     context = {"page": page, "prefix": prefix, "nav": "kv"}
-    if request.htmx:  # type: ignore[attr-defined]
+    # htmx restoring a pushed URL it has no snapshot of swaps the answer into <body>.
+    htmx = request.htmx  # type: ignore[attr-defined]
+    if htmx and not htmx.history_restore_request:
         return render(request, "kvstore/key_list.html#results", context)
     return render(request, "kvstore/key_list.html", context)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from django.http import HttpRequest
@@ -23,17 +24,33 @@ from lens.models import Agent
 from memory.api import router as memory_router
 from memory.registry import known_spec_keys
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
-def _nul_path(value: Any, path: tuple[str | int, ...] = ()) -> tuple[str | int, ...] | None:
-    """Where the first U+0000 in a parsed body is, or None (PostgreSQL cannot store it)."""
+
+def _unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be stored, or None. No database stores U+0000 alike (PostgreSQL
+    refuses it), and an unpaired surrogate (JSON allows "\\ud800") has no UTF-8 form.
+    """
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "text must not contain NUL (U+0000) characters"
+    return "text must not contain unpaired surrogates (U+D800 to U+DFFF)"
+
+
+def _unstorable_path(
+    value: Any, path: tuple[str | int, ...] = ()
+) -> tuple[tuple[str | int, ...], str] | None:
+    """Where the first unstorable text in a parsed body is, and why, or None."""
     if isinstance(value, str):
-        return path if "\x00" in value else None
+        return (path, why) if (why := _unstorable(value)) else None
     if isinstance(value, dict | list):
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in items:
-            if isinstance(key, str) and "\x00" in key:
-                return (*path, key)
-            if (found := _nul_path(item, (*path, key))) is not None:
+            if isinstance(key, str) and (why := _unstorable(key)):
+                return (*path, key), why
+            if (found := _unstorable_path(item, (*path, key))) is not None:
                 return found
     return None
 
@@ -47,12 +64,11 @@ class _JsonParser(Parser):
                 422, "invalid_request", f"Request body is not valid JSON: {exc}"
             ) from exc
         # Refused on every backend alike (SQLite would store it, PostgreSQL would fail).
-        if (path := _nul_path(data)) is not None:
+        if (found := _unstorable_path(data)) is not None:
+            path, why = found
             # validation_error strips ninja's ("body", <parameter>) prefix from a loc.
             loc = ("body", "", *path)
-            raise apierrors.validation_error(
-                [{"loc": loc, "msg": "text must not contain NUL (U+0000) characters"}]
-            )
+            raise apierrors.validation_error([{"loc": loc, "msg": why}])
         return data
 
 

@@ -1,0 +1,272 @@
+"""The approval queue in the real Chromium: deciding guarded promotions one at a time,
+in bulk, racing another reviewer, and without JavaScript (SPEC §5.4, §9).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import Permission
+
+from lens.models import Agent, Team
+from memory.actors import SYSTEM
+from memory.models import Promotion
+from memory.records import MemoryInput
+from memory.services import Saved, save_memory
+from tests.conftest import SAMPLE_CONFIG, create_agent, login, make_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SCREENSHOT = "/tmp/approvals-test.png"
+
+APPROVAL_CONFIG: dict[str, Any] = {
+    **SAMPLE_CONFIG,
+    "routing_spec": "user-background",
+    "background": {
+        "sections": [
+            {"id": "user_profile", "title": "About the User", "promotion": "auto"},
+            {"id": "user_preferences", "title": "User Preferences", "promotion": "guarded"},
+        ]
+    },
+}
+
+
+def set_up(*reviewers: str) -> tuple[Team, Agent]:
+    """A team whose members ``reviewers`` may decide promotions, and the agent ``wren``."""
+    team = Team.objects.create(slug="acme", name="Acme")
+    permission = Permission.objects.get(codename="approve_promotion")
+    for username in reviewers:
+        user = make_user(username, team)
+        user.user_permissions.add(permission)
+    return team, create_agent(team, "wren", APPROVAL_CONFIG)
+
+
+def pending(agent: Agent, label: str, content: str) -> str:
+    """Save a preference (routed to the guarded section, so pending); return its id."""
+    saved = save_memory(agent, MemoryInput(kind="preference", content=content, label=label), SYSTEM)
+    assert isinstance(saved, Saved), saved
+    assert Promotion.objects.get(pk=saved.id).status == "pending"
+    return saved.id
+
+
+def row(page: Any, memory_id: str) -> Any:
+    return page.locator(f'li[data-promotion-id="{memory_id}"]')
+
+
+def pending_total(page: Any) -> int:
+    return int(page.locator("#pending-count").inner_text())
+
+
+def status_of(memory_id: str) -> str:
+    return str(Promotion.objects.get(pk=memory_id).status)
+
+
+def test_approving_one_row_swaps_it_in_place_and_composes_the_memory(
+    live_server: Any, page: Any
+) -> None:
+    _team, agent = set_up("rhea")
+    first = pending(agent, "theme", "Dark theme, always.")
+    second = pending(agent, "units", "Metric units.")
+    third = pending(agent, "greeting", "No small talk before 9.")
+    base = live_server.url
+
+    login(page, base, "rhea")
+    page.goto(f"{base}/approvals/")
+    assert page.locator("li[data-promotion-id]").count() == 3
+    assert pending_total(page) == 3
+    page.evaluate("window.__marker = 1")
+
+    target = row(page, second)
+    assert "Metric units." in target.inner_text()
+    target.get_by_role("button", name="Approve", exact=True).click()
+
+    decided = page.locator(f'li[data-promotion-id="{second}"][data-decision="approved"]')
+    decided.wait_for()
+    assert "Approved by rhea" in decided.inner_text()
+    assert decided.get_by_role("button").count() == 0
+    page.locator("#pending-count", has_text="2").wait_for()
+    assert pending_total(page) == 2
+    assert page.locator("#pending-count").get_attribute("data-pending-total") == "2"
+    # htmx swapped the row: the page itself was never reloaded.
+    assert page.evaluate("window.__marker") == 1
+    assert page.url == f"{base}/approvals/"
+    # The other rows are untouched and still decidable.
+    for other in (first, third):
+        assert row(page, other).get_by_role("button", name="Approve", exact=True).count() == 1
+    assert status_of(second) == "approved"
+    assert status_of(first) == status_of(third) == "pending"
+    page.screenshot(path=SCREENSHOT, full_page=True)
+
+    page.goto(f"{base}/agents/wren/")
+    fragment = page.locator(f'[data-memory-ids~="{second}"]')
+    assert fragment.count() == 1
+    assert fragment.get_attribute("data-source") == "memory"
+    assert fragment.evaluate("el => el.textContent") == "- **units**: Metric units.\n"
+    for other in (first, third):
+        drop = page.locator(f'[data-memory-id="{other}"]')
+        assert drop.get_attribute("data-drop-reason") == "awaiting-approval"
+
+
+def test_rejecting_one_row_sends_its_reason(live_server: Any, page: Any) -> None:
+    _team, agent = set_up("rhea")
+    keep = pending(agent, "theme", "Dark theme, always.")
+    memory_id = pending(agent, "units", "Imperial units.")
+    reason = 'Contradicts the profile \u2014 "metric" & <b>not</b> this'
+    base = live_server.url
+
+    login(page, base, "rhea")
+    page.goto(f"{base}/approvals/")
+    page.evaluate("window.__marker = 1")
+    target = row(page, memory_id)
+    target.get_by_role("textbox", name="Reason for rejecting", exact=True).fill(reason)
+    target.get_by_role("button", name="Reject", exact=True).click()
+
+    decided = page.locator(f'li[data-promotion-id="{memory_id}"][data-decision="rejected"]')
+    decided.wait_for()
+    assert decided.inner_text().startswith(f"Rejected by rhea: {reason}")
+    page.locator("#pending-count", has_text="1").wait_for()
+    assert page.evaluate("window.__marker") == 1
+    assert status_of(memory_id) == "rejected"
+    assert status_of(keep) == "pending"
+    promotion = Promotion.objects.get(pk=memory_id)
+    assert promotion.decision_note == reason
+    assert promotion.decided_by is not None and promotion.decided_by.get_username() == "rhea"
+
+    page.goto(f"{base}/agents/wren/")
+    assert page.locator(f'[data-memory-ids~="{memory_id}"]').count() == 0
+    drop = page.locator(f'[data-memory-id="{memory_id}"][data-drop-reason="rejected"]')
+    assert drop.count() == 1
+
+    page.goto(f"{base}/memories/{memory_id}/")
+    assert page.locator("[data-promotion] .status-badge").inner_text() == "rejected"
+    assert reason in page.locator("[data-promotion]").inner_text()
+    assert reason in page.locator('[data-event="rejected"]').inner_text()
+    assert page.locator("[data-memory-status]").get_attribute("data-memory-status") == "rejected"
+
+
+def test_select_all_then_approve_selected_composes_every_row(live_server: Any, page: Any) -> None:
+    _team, agent = set_up("rhea")
+    ids = [
+        pending(agent, label, content)
+        for label, content in [
+            ("theme", "Dark theme."),
+            ("units", "Metric."),
+            ("language", "Polish."),
+            ("tone", "Brief."),
+        ]
+    ]
+    base = live_server.url
+
+    login(page, base, "rhea")
+    page.goto(f"{base}/approvals/")
+    page.evaluate("window.__marker = 1")
+    boxes = page.locator('input[name="selected"][form="bulk"]')
+    assert boxes.count() == 4
+    assert not any(boxes.nth(i).is_checked() for i in range(4))
+    page.locator("[data-select-all]").check()
+    assert all(boxes.nth(i).is_checked() for i in range(4))
+    page.get_by_role("button", name="Approve selected", exact=True).click()
+
+    page.locator("#queue", has_text="Approved 4 memories").wait_for()
+    assert page.locator("li[data-promotion-id]").count() == 0
+    assert "Nothing to review" in page.locator("#queue").inner_text()
+    page.locator("#pending-count", has_text="0").wait_for()
+    assert page.evaluate("window.__marker") == 1
+    assert [status_of(i) for i in ids] == ["approved"] * 4
+
+    page.goto(f"{base}/agents/wren/")
+    for memory_id in ids:
+        fragment = page.locator(f'[data-memory-ids~="{memory_id}"]')
+        assert fragment.count() == 1
+        assert fragment.get_attribute("data-source") == "memory"
+    assert page.locator("[data-drop-reason]").count() == 0
+
+
+def test_a_stale_row_tells_the_second_reviewer_who_decided(live_server: Any, browser: Any) -> None:
+    _team, agent = set_up("rhea", "bram")
+    memory_id = pending(agent, "theme", "Dark theme, always.")
+    base = live_server.url
+    first = browser.new_context(viewport={"width": 1280, "height": 900})
+    second = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page_a, page_b = first.new_page(), second.new_page()
+        for page, username in ((page_a, "rhea"), (page_b, "bram")):
+            page.set_default_timeout(10_000)
+            login(page, base, username)
+            page.goto(f"{base}/approvals/")
+            assert row(page, memory_id).count() == 1
+
+        row(page_a, memory_id).get_by_role("button", name="Approve", exact=True).click()
+        page_a.locator(f'[data-promotion-id="{memory_id}"][data-decision="approved"]').wait_for()
+        assert status_of(memory_id) == "approved"
+
+        # B still sees the row as pending and rejects it.
+        stale = row(page_b, memory_id)
+        stale.get_by_role("textbox", name="Reason for rejecting", exact=True).fill("Too late")
+        stale.get_by_role("button", name="Reject", exact=True).click()
+        notice = page_b.locator(f'[data-promotion-id="{memory_id}"][data-decision="stale"]')
+        notice.wait_for()
+        # SPEC §5.4: "a notice containing `already decided by {user}`" (sentence case).
+        assert "already decided by rhea" in notice.inner_text().lower()
+        assert notice.get_by_role("button").count() == 0
+        page_b.locator("#pending-count", has_text="0").wait_for()
+
+        promotion = Promotion.objects.select_related("decided_by").get(pk=memory_id)
+        assert promotion.status == "approved"
+        assert promotion.decided_by is not None
+        assert promotion.decided_by.get_username() == "rhea"
+        assert promotion.decision_note == ""
+    finally:
+        first.close()
+        second.close()
+
+
+def test_the_queue_works_without_javascript(live_server: Any, browser: Any) -> None:
+    _team, agent = set_up("rhea")
+    approve_id = pending(agent, "theme", "Dark theme.")
+    reject_id = pending(agent, "units", "Imperial.")
+    bulk_ids = [pending(agent, "language", "Polish."), pending(agent, "tone", "Brief.")]
+    base = live_server.url
+    context = browser.new_context(
+        java_script_enabled=False, viewport={"width": 1280, "height": 900}
+    )
+    try:
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        login(page, base, "rhea")
+        page.goto(f"{base}/approvals/")
+        assert page.locator("li[data-promotion-id]").count() == 4
+
+        with page.expect_navigation(url=f"{base}/approvals/"):
+            row(page, approve_id).get_by_role("button", name="Approve", exact=True).click()
+        assert "Approved by rhea." in page.locator(".flash").inner_text()
+        assert row(page, approve_id).count() == 0
+        assert page.locator("li[data-promotion-id]").count() == 3
+        assert pending_total(page) == 3
+        assert status_of(approve_id) == "approved"
+
+        reason = "Metric, per the profile."
+        target = row(page, reject_id)
+        target.get_by_role("textbox", name="Reason for rejecting", exact=True).fill(reason)
+        with page.expect_navigation(url=f"{base}/approvals/"):
+            target.get_by_role("button", name="Reject", exact=True).click()
+        assert f"Rejected by rhea: {reason}" in page.locator(".flash").inner_text()
+        assert row(page, reject_id).count() == 0
+        assert status_of(reject_id) == "rejected"
+        assert Promotion.objects.get(pk=reject_id).decision_note == reason
+
+        with page.expect_navigation(url=f"{base}/approvals/?select=all"):
+            page.get_by_role("link", name="Select all on this page").click()
+        boxes = page.locator('input[name="selected"][form="bulk"]')
+        assert boxes.count() == 2
+        assert all(boxes.nth(i).is_checked() for i in range(2))
+        with page.expect_navigation(url=f"{base}/approvals/"):
+            page.get_by_role("button", name="Approve selected", exact=True).click()
+        assert "Approved 2 memories." in page.locator(".flash").inner_text()
+        assert page.locator("li[data-promotion-id]").count() == 0
+        assert "Nothing to review" in page.locator("#queue").inner_text()
+        assert pending_total(page) == 0
+        assert [status_of(i) for i in bulk_ids] == ["approved", "approved"]
+    finally:
+        context.close()

@@ -1,0 +1,161 @@
+"""The key/value store in the real Chromium: the prefix box narrowing the list as you
+type, and two people editing the same key at once (SPEC §7, §9).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from kvstore import store
+from kvstore.models import Version
+from lens.models import Team
+from tests.conftest import login, make_user
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+SCREENSHOT = "/tmp/kv-conflict.png"
+
+
+def set_up(*usernames: str) -> Team:
+    team = Team.objects.create(slug="acme", name="Acme")
+    for username in usernames:
+        make_user(username, team)
+    return team
+
+
+def rows(page: Any) -> list[str]:
+    return [
+        str(k)
+        for k in page.locator("[data-kv-key]").evaluate_all(
+            "els => els.map(el => el.dataset.kvKey)"
+        )
+    ]
+
+
+def wait_for_rows(page: Any, expected: list[str]) -> None:
+    page.wait_for_function(
+        "expected => JSON.stringify([...document.querySelectorAll('[data-kv-key]')]"
+        ".map(el => el.dataset.kvKey)) === JSON.stringify(expected)",
+        arg=expected,
+    )
+
+
+def stored(team: Team, key: str) -> list[tuple[int, str]]:
+    return list(
+        Version.objects.filter(key__team=team, key__key=key)
+        .order_by("version")
+        .values_list("version", "payload")
+    )
+
+
+def test_the_prefix_box_narrows_the_list_without_reloading(live_server: Any, page: Any) -> None:
+    team = set_up("mira")
+    keys = ["must.craft", "must.craft.traps", "must.crafty", "must.tone", "ref.api", "root"]
+    for key in keys:
+        store.write(team, key, f"payload of {key}")
+    base = live_server.url
+
+    login(page, base, "mira")
+    page.goto(f"{base}/kv/")
+    assert rows(page) == keys
+    page.evaluate("window.__marker = 1")
+
+    box = page.get_by_role("searchbox")
+    box.press_sequentially("must.", delay=30)
+    wait_for_rows(page, ["must.craft", "must.craft.traps", "must.crafty", "must.tone"])
+    box.press_sequentially("craft.", delay=30)
+    wait_for_rows(page, ["must.craft.traps"])
+    # Each row shows the key's latest version and size, and links to it.
+    row = page.locator('[data-kv-key="must.craft.traps"]')
+    assert "v1" in row.inner_text()
+    assert f"{len('payload of must.craft.traps')} chars" in row.inner_text()
+
+    box.fill("nothing.")
+    wait_for_rows(page, [])
+    assert "No keys starting with nothing." in page.locator("#kv-results").inner_text()
+    box.fill("r")
+    wait_for_rows(page, ["ref.api", "root"])
+
+    # htmx swapped the results: the page itself was never reloaded, the box kept its
+    # text and focus, and the address says what is shown.
+    assert page.evaluate("window.__marker") == 1
+    assert box.input_value() == "r"
+    assert page.evaluate("document.activeElement.name") == "prefix"
+    assert page.url == f"{base}/kv/?prefix=r"
+
+    page.locator('[data-kv-key="root"] a').click()
+    page.wait_for_url(f"{base}/kv/root/")
+    assert page.locator("pre[data-kv-payload]").evaluate("el => el.textContent") == (
+        "payload of root"
+    )
+    # Back to the filtered list: the whole page, box included, not a bare fragment.
+    page.go_back()
+    page.wait_for_url(f"{base}/kv/?prefix=r")
+    page.get_by_role("searchbox").wait_for()
+    wait_for_rows(page, ["ref.api", "root"])
+    assert page.locator("h1", has_text="Key/value store").count() == 1
+
+
+def test_a_concurrent_edit_shows_a_conflict_instead_of_overwriting(
+    live_server: Any, browser: Any
+) -> None:
+    team = set_up("ada", "bo")
+    store.write(team, "must.tone", "Be brief.\nBe kind.\n")
+    base = live_server.url
+    contexts = [browser.new_context(viewport={"width": 1280, "height": 1000}) for _ in range(2)]
+    try:
+        ada, bo = (context.new_page() for context in contexts)
+        for page, username in ((ada, "ada"), (bo, "bo")):
+            page.set_default_timeout(10_000)
+            login(page, base, username)
+            page.goto(f"{base}/kv/must.tone/")
+            assert page.locator("#value-h").inner_text().startswith("Version 1")
+            assert page.locator("#payload").input_value() == "Be brief.\nBe kind.\n"
+
+        # Ada saves first: v2.
+        ada_text = "Be brief.\nBe kind.\nCite sources.\n"
+        ada.locator("#payload").fill(ada_text)
+        ada.get_by_role("button", name="Save as v2").click()
+        ada.wait_for_url(f"{base}/kv/must.tone/")
+        ada.get_by_text("Saved version 2.").wait_for()
+        assert ada.locator("pre[data-kv-payload]").evaluate("el => el.textContent") == ada_text
+        assert stored(team, "must.tone")[-1] == (2, ada_text)
+
+        # Bo, still looking at v1, saves too: a conflict naming v2, nothing written.
+        bo_text = "Be brief.\nBe warm, not <gushing> & never rude.\n"
+        bo.locator("#payload").fill(bo_text)
+        bo.get_by_role("button", name="Save as v2").click()
+        error = bo.locator("[data-write-error]")
+        error.wait_for()
+        assert "version 2" in error.inner_text()
+        assert "v2" in error.inner_text()
+        assert bo.locator("#payload").input_value() == bo_text
+        conflict = bo.locator("[data-conflict-diff]").evaluate("el => el.textContent")
+        assert "-Cite sources.\n" in conflict
+        assert "+Be warm, not <gushing> & never rude.\n" in conflict
+        # The page shows the stored latest: Ada's.
+        assert bo.locator("pre[data-kv-payload]").evaluate("el => el.textContent") == ada_text
+        assert stored(team, "must.tone") == [(1, "Be brief.\nBe kind.\n"), (2, ada_text)]
+        error.scroll_into_view_if_needed()
+        bo.screenshot(path=SCREENSHOT, full_page=True)
+
+        # Bo saves again, deliberately: v3 is Bo's text.
+        bo.get_by_role("button", name="Save as v3").click()
+        bo.wait_for_url(f"{base}/kv/must.tone/")
+        bo.get_by_text("Saved version 3.").wait_for()
+        assert bo.locator("pre[data-kv-payload]").evaluate("el => el.textContent") == bo_text
+        assert stored(team, "must.tone") == [
+            (1, "Be brief.\nBe kind.\n"),
+            (2, ada_text),
+            (3, bo_text),
+        ]
+        # Ada's diff from her version to Bo's shows his change.
+        ada.goto(f"{base}/kv/must.tone/?from=2&to=3")
+        diff = ada.locator("[data-kv-diff]").evaluate("el => el.textContent")
+        assert "-Cite sources.\n" in diff
+        assert "+Be warm, not <gushing> & never rude.\n" in diff
+    finally:
+        for context in contexts:
+            context.close()

@@ -1,0 +1,752 @@
+"""The key/value store's pages: keys by prefix at ``/kv/``, and one key's value, history,
+diffs, edits and deletion at ``/kv/<key>/`` (SPEC §7, §9).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from html.parser import HTMLParser
+from typing import Any
+from urllib.parse import parse_qs, urljoin, urlsplit
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from django.test import Client
+from django.test.utils import CaptureQueriesContext
+
+from kvstore import store
+from kvstore.keys import PAYLOAD_MAX_RUNES
+from kvstore.models import Key, Version
+from lens.models import Team
+from tests.conftest import make_user
+
+pytestmark = pytest.mark.django_db
+
+HTMX = {"HX-Request": "true"}
+
+
+# --- a small DOM -----------------------------------------------------------------------
+
+VOID_TAGS = frozenset(
+    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
+)
+
+
+@dataclass
+class Element:
+    tag: str
+    attrs: dict[str, str | None]
+    text: str = ""  # textContent, as a browser reads it
+    children: list[Element] = field(default_factory=list)
+
+    def get(self, name: str) -> str | None:
+        return self.attrs.get(name)
+
+    @property
+    def squashed(self) -> str:
+        return " ".join(self.text.split())
+
+
+class Dom(HTMLParser):
+    """Every element with its attributes and ``textContent``, in document order.
+
+    A browser ignores one line feed right after ``<pre>`` and ``<textarea>``; html.parser
+    keeps it, so this parser drops it the way a browser does.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.elements: list[Element] = []
+        self._open: list[Element] = []
+        self._leading_newline_dropped_by = ""
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        element = Element(tag=tag, attrs=dict(attrs))
+        if self._open:
+            self._open[-1].children.append(element)
+        self.elements.append(element)
+        if tag not in VOID_TAGS:
+            self._open.append(element)
+        self._leading_newline_dropped_by = tag if tag in ("pre", "textarea") else ""
+
+    def handle_endtag(self, tag: str) -> None:
+        self._leading_newline_dropped_by = ""
+        for depth in range(len(self._open) - 1, -1, -1):
+            if self._open[depth].tag == tag:
+                del self._open[depth:]
+                return
+
+    def handle_data(self, data: str) -> None:
+        if self._leading_newline_dropped_by and data.startswith("\n"):
+            data = data[1:]
+        self._leading_newline_dropped_by = ""
+        for element in self._open:
+            element.text += data
+
+    def all(
+        self, attribute: str, value: str | None = None, tag: str | None = None
+    ) -> list[Element]:
+        return [
+            e
+            for e in self.elements
+            if attribute in e.attrs
+            and (value is None or e.attrs[attribute] == value)
+            and (tag is None or e.tag == tag)
+        ]
+
+    def one(self, attribute: str, value: str | None = None, tag: str | None = None) -> Element:
+        found = self.all(attribute, value, tag)
+        assert len(found) == 1, (attribute, value, tag, len(found))
+        return found[0]
+
+    def links(self, text: str) -> list[str]:
+        return [str(e.get("href")) for e in self.elements if e.tag == "a" and e.squashed == text]
+
+
+def dom(response: Any, status: int = 200) -> Dom:
+    assert response.status_code == status, response.status_code
+    # A browser turns every CR and CRLF of the input stream into LF before parsing
+    # (character references excepted); html.parser does not.
+    html = response.content.decode().replace("\r\n", "\n").replace("\r", "\n")
+    parser = Dom()
+    parser.feed(html)
+    parser.close()
+    return parser
+
+
+def shown_payload(page: Dom) -> str:
+    return page.one("data-kv-payload", tag="pre").text
+
+
+def draft(page: Dom) -> str:
+    return page.one("name", "payload", tag="textarea").text
+
+
+def hidden_if_version(page: Dom) -> str | None:
+    return page.one("name", "if_version", tag="input").get("value")
+
+
+def keys_listed(page: Dom) -> list[str]:
+    return [str(e.get("data-kv-key")) for e in page.all("data-kv-key")]
+
+
+def versions_listed(page: Dom) -> list[int]:
+    return [int(str(e.get("data-kv-version"))) for e in page.all("data-kv-version")]
+
+
+def messages_of(page: Dom) -> str:
+    return " ".join(e.squashed for e in page.elements if "alert" in (e.get("class") or ""))
+
+
+def url(key: str) -> str:
+    return f"/kv/{key}/"
+
+
+def post_write(
+    client: Client, key: str, payload: str, if_version: int | str | None, **extra: Any
+) -> Any:
+    data: dict[str, Any] = {"action": "write", "payload": payload}
+    if if_version is not None:
+        data["if_version"] = str(if_version)
+    return client.post(url(key), data, **extra)
+
+
+def post_delete(client: Client, key: str, confirm: str | None, **extra: Any) -> Any:
+    data = {"action": "delete"}
+    if confirm is not None:
+        data["confirm"] = confirm
+    return client.post(url(key), data, **extra)
+
+
+def count_queries(client: Client, path: str) -> int:
+    with CaptureQueriesContext(connection) as context:
+        response = client.get(path)
+    assert response.status_code == 200
+    return len(context.captured_queries)
+
+
+def versions_of(team: Team, key: str) -> list[tuple[int, str]]:
+    return list(
+        Version.objects.filter(key__team=team, key__key=key)
+        .order_by("version")
+        .values_list("version", "payload")
+    )
+
+
+def login_redirect(response: Any, path: str) -> None:
+    assert response.status_code == 302
+    target = urlsplit(response["Location"])
+    assert target.path == "/accounts/login/"
+    assert parse_qs(target.query)["next"] == [path]
+
+
+# --- who sees what ---------------------------------------------------------------------
+
+
+def test_a_member_sees_the_list_and_a_key(team: Team, member_client: Client) -> None:
+    store.write(team, "root", "Start here.")
+    listing = dom(member_client.get("/kv/"))
+    assert keys_listed(listing) == ["root"]
+    assert listing.one("href", "/kv/root/", tag="a").squashed == "root"
+    detail = dom(member_client.get(url("root")))
+    assert shown_payload(detail) == "Start here."
+
+
+def test_anonymous_visitors_are_sent_to_log_in_and_change_nothing(team: Team) -> None:
+    store.write(team, "root", "Start here.")
+    anonymous = Client()
+    login_redirect(anonymous.get("/kv/"), "/kv/")
+    login_redirect(anonymous.get("/kv/?prefix=ro"), "/kv/?prefix=ro")
+    login_redirect(anonymous.get(url("root")), url("root"))
+    login_redirect(anonymous.get(url("nothing.here")), url("nothing.here"))
+    login_redirect(post_write(anonymous, "root", "Defaced.", 1), url("root"))
+    login_redirect(post_write(anonymous, "fresh", "New.", None), url("fresh"))
+    login_redirect(post_delete(anonymous, "root", "root"), url("root"))
+    assert versions_of(team, "root") == [(1, "Start here.")]
+    assert not Key.objects.filter(key="fresh").exists()
+
+
+def test_another_teams_keys_are_invisible_and_untouchable(
+    team: Team, other_team: Team, member_client: Client, stranger_client: Client
+) -> None:
+    store.write(team, "must.ours", "Ours.")
+    store.write(team, "root", "Our root.")
+    store.write(other_team, "must.theirs", "Theirs.")
+    store.write(other_team, "root", "Their root.")
+
+    # The stranger sees only globex's keys, whatever the prefix.
+    assert keys_listed(dom(stranger_client.get("/kv/"))) == ["must.theirs", "root"]
+    assert keys_listed(dom(stranger_client.get("/kv/?prefix=must."))) == ["must.theirs"]
+    assert keys_listed(dom(stranger_client.get("/kv/?prefix=must.o"))) == []
+    assert keys_listed(dom(stranger_client.get("/kv/?prefix=must.", headers=HTMX))) == [
+        "must.theirs"
+    ]
+    # Our key, by name: as if it did not exist.
+    for path in (
+        url("must.ours"),
+        url("must.ours") + "?version=1",
+        url("must.ours") + "?from=1&to=1",
+    ):
+        assert stranger_client.get(path).status_code == 404
+    assert post_write(stranger_client, "must.ours", "Overwritten.", 1).status_code == 404
+    assert post_write(stranger_client, "must.ours", "Overwritten.", None).status_code == 404
+    assert post_delete(stranger_client, "must.ours", "must.ours").status_code == 404
+    # A key both teams have is each team's own.
+    assert shown_payload(dom(stranger_client.get(url("root")))) == "Their root."
+    assert shown_payload(dom(member_client.get(url("root")))) == "Our root."
+    assert post_write(stranger_client, "root", "Their v2.", 1).status_code == 302
+    assert versions_of(team, "root") == [(1, "Our root.")]
+    assert versions_of(team, "must.ours") == [(1, "Ours.")]
+    # And the member cannot reach globex by asking for it.
+    assert member_client.get("/kv/?team=globex").status_code == 404
+    assert member_client.get(url("must.theirs") + "?team=globex").status_code == 404
+    assert member_client.get(url("must.theirs")).status_code == 404
+    assert keys_listed(dom(member_client.get("/kv/"))) == ["must.ours", "root"]
+
+
+def test_a_user_in_no_team_gets_404(team: Team) -> None:
+    store.write(team, "root", "Start here.")
+    client = Client()
+    client.force_login(make_user("loner"))
+    assert client.get("/kv/").status_code == 404
+    assert client.get(url("root")).status_code == 404
+    assert post_delete(client, "root", "root").status_code == 404
+    assert versions_of(team, "root") == [(1, "Start here.")]
+
+
+def test_a_missing_or_invalid_key_is_404(team: Team, member_client: Client) -> None:
+    store.write(team, "root", "Start here.")
+    for key in ("nope", "root.child", "a..b", ".root", "white%20space", "x" * 257):
+        assert member_client.get(url(key)).status_code == 404, key
+    assert post_write(member_client, "nope", "New.", 0).status_code == 404
+    assert not Key.objects.filter(key="nope").exists()
+
+
+# --- the list --------------------------------------------------------------------------
+
+
+def test_a_prefix_lists_only_its_namespace_in_code_point_order(
+    team: Team, member_client: Client
+) -> None:
+    keys = [
+        "must.craft.traps",
+        "must.craft",
+        "must.crafty",
+        "must.Zeta",
+        "must.alpha",
+        "must._under",
+        "must.-dash",
+        "must.9",
+        "must.:colon",
+        "must.B",
+        "mustard",
+        "must_x",
+        "must",
+        "ref.must.x",
+        "root",
+        "Must.upper",
+    ]
+    for key in keys:
+        store.write(team, key, f"payload of {key}")
+    in_namespace = sorted(k for k in keys if k.startswith("must."))
+    assert in_namespace[:4] == ["must.-dash", "must.9", "must.:colon", "must.B"]
+
+    page = dom(member_client.get("/kv/?prefix=must."))
+    assert keys_listed(page) == in_namespace
+    # The box shows the prefix that was asked for.
+    assert page.one("name", "prefix", tag="input").get("value") == "must."
+    # A plain string prefix: "must.craft" also matches "must.crafty".
+    assert keys_listed(dom(member_client.get("/kv/?prefix=must.craft"))) == [
+        "must.craft",
+        "must.craft.traps",
+        "must.crafty",
+    ]
+    # "_" is a literal character, never a wildcard.
+    assert keys_listed(dom(member_client.get("/kv/?prefix=must_"))) == ["must_x"]
+    assert keys_listed(dom(member_client.get("/kv/?prefix=must.:"))) == ["must.:colon"]
+    # No prefix: every key, in code-point order.
+    assert keys_listed(dom(member_client.get("/kv/"))) == sorted(keys)
+    empty = dom(member_client.get("/kv/?prefix=nothing."))
+    assert keys_listed(empty) == []
+    assert "No keys starting with nothing." in empty.one("id", "kv-results").squashed
+
+
+def test_each_row_shows_the_latest_version_size_and_time(team: Team, member_client: Client) -> None:
+    store.write(team, "must.a", "one")
+    store.write(team, "must.a", "two!")
+    written = store.write(team, "must.a", "three \U0001f600")
+    page = dom(member_client.get("/kv/?prefix=must."))
+    row = page.one("data-kv-key", "must.a")
+    assert "v3" in row.squashed
+    assert "7 chars" in row.squashed  # code points: the emoji is one
+    times = [e for e in page.elements if e.tag == "time" and e in _descendants(row)]
+    assert len(times) == 1
+    assert datetime.fromisoformat(str(times[0].get("datetime"))) == written.written_at
+
+
+def _descendants(element: Element) -> list[Element]:
+    found: list[Element] = []
+    for child in element.children:
+        found.append(child)
+        found.extend(_descendants(child))
+    return found
+
+
+def test_the_list_pages_by_50_and_its_links_keep_the_prefix(
+    team: Team, member_client: Client
+) -> None:
+    keys = [f"must.k{i:03d}" for i in range(120)]
+    for key in reversed(keys):
+        store.write(team, key, key)
+    for key in ("mustard", "ref.a", "root"):
+        store.write(team, key, key)
+
+    seen: list[str] = []
+    path = "/kv/?prefix=must."
+    pages = 0
+    while True:
+        page = dom(member_client.get(path))
+        pages += 1
+        rows = keys_listed(page)
+        assert len(rows) == (50 if pages < 3 else 20)
+        seen.extend(rows)
+        assert f"page {pages} of 3" in page.one("id", "kv-results").squashed
+        nexts = page.links("Next")
+        if not nexts:
+            break
+        assert len(nexts) == 1
+        query = parse_qs(urlsplit(nexts[0]).query)
+        assert query == {"prefix": ["must."], "page": [str(pages + 1)]}
+        path = urljoin(path, nexts[0])
+    assert pages == 3
+    assert seen == keys
+    # And back: "Previous" keeps the prefix too.
+    previous = page.links("Previous")
+    assert len(previous) == 1
+    assert parse_qs(urlsplit(previous[0]).query) == {"prefix": ["must."], "page": ["2"]}
+    assert keys_listed(dom(member_client.get(urljoin(path, previous[0])))) == keys[50:100]
+
+
+def test_an_htmx_request_gets_only_the_results(team: Team, member_client: Client) -> None:
+    for key in ("must.a", "must.b", "ref.a", "root"):
+        store.write(team, key, key)
+    response = member_client.get("/kv/?prefix=must.", headers=HTMX)
+    assert response.status_code == 200
+    html = response.content.decode()
+    assert "<html" not in html.lower()
+    assert "<body" not in html.lower()
+    assert 'name="prefix"' not in html
+    page = dom(response)
+    assert page.elements[0].get("id") == "kv-results"
+    assert [e.get("id") for e in page.elements if e.get("id") == "kv-results"] == ["kv-results"]
+    assert keys_listed(page) == ["must.a", "must.b"]
+    # Without the header, the same address is the whole page.
+    full = member_client.get("/kv/?prefix=must.")
+    assert "<html" in full.content.decode()
+    assert keys_listed(dom(full)) == ["must.a", "must.b"]
+
+
+def test_htmx_restoring_history_gets_the_whole_page(team: Team, member_client: Client) -> None:
+    """The prefix box pushes its URL; when the user goes back to it and htmx has no
+    snapshot, htmx asks for the page with both headers and swaps the answer into <body>:
+    a bare fragment there would lose the header and the prefix box.
+    """
+    store.write(team, "must.a", "a")
+    response = member_client.get(
+        "/kv/?prefix=must.", headers={**HTMX, "HX-History-Restore-Request": "true"}
+    )
+    page = dom(response)
+    assert "<html" in response.content.decode()
+    assert page.one("name", "prefix", tag="input").get("value") == "must."
+    assert keys_listed(page) == ["must.a"]
+
+
+def test_the_list_varies_on_the_htmx_header(team: Team, member_client: Client) -> None:
+    """The same URL answers a fragment or a page depending on HX-Request, so caches (the
+    browser's back button included) must key on it.
+    """
+    response = member_client.get("/kv/?prefix=must.", headers=HTMX)
+    assert "hx-request" in response.get("Vary", "").lower()
+    response = member_client.get("/kv/?prefix=must.")
+    assert "hx-request" in response.get("Vary", "").lower()
+
+
+# --- one key ---------------------------------------------------------------------------
+
+TRICKY = (
+    "\n\nLeading blank lines, then <b>markup</b> & &amp; entities &lt;kept&gt;.\n"
+    "\tTabs,  double  spaces, trailing spaces   \n"
+    "CRLF line\r\nand a lone CR\rhere\n"
+    "Quotes \"double\" 'single' \u2014 caf\u00e9 \U0001f600 {{ not_a_template }} {% nope %}\n"
+    "</pre><script>alert(1)</script>\n\n"
+)
+
+
+def test_the_detail_page_shows_the_latest_payload_exactly(
+    team: Team, member_client: Client
+) -> None:
+    store.write(team, "must.craft.traps", "old")
+    store.write(team, "must.craft.traps", TRICKY)
+    response = member_client.get(url("must.craft.traps"))
+    assert "<script>alert(1)</script>" not in response.content.decode()
+    page = dom(response)
+    assert shown_payload(page) == TRICKY
+    assert "not the latest" not in page.one("id", "value-h").squashed
+    assert "Version 2" in page.one("id", "value-h").squashed
+    # The editor starts from what is shown, based on the version shown.
+    assert hidden_if_version(page) == "2"
+    # A textarea cannot hold a lone CR: a browser submits every line break as CRLF.
+    assert draft(page) == TRICKY.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def test_a_chosen_version_is_shown_and_marked_not_the_latest(
+    team: Team, member_client: Client
+) -> None:
+    for text in ("first", "second", "third"):
+        store.write(team, "root", text)
+    page = dom(member_client.get(url("root") + "?version=1"))
+    assert shown_payload(page) == "first"
+    heading = page.one("id", "value-h").squashed
+    assert "Version 1" in heading
+    assert "not the latest" in heading.lower()
+    # The page still says what the latest is.
+    assert "Latest v3" in " ".join(e.squashed for e in page.elements if e.tag == "p")
+    assert page.one("data-kv-version", "1").get("aria-current") == "true"
+    # Editing from here is based on the version the user was looking at.
+    assert hidden_if_version(page) == "1"
+    assert draft(page) == "first"
+
+    latest = dom(member_client.get(url("root") + "?version=3"))
+    assert shown_payload(latest) == "third"
+    assert "not the latest" not in latest.one("id", "value-h").squashed.lower()
+
+
+@pytest.mark.parametrize("version", ["4", "0", "-1", "999999"])
+def test_a_missing_version_is_404(team: Team, member_client: Client, version: str) -> None:
+    for text in ("first", "second", "third"):
+        store.write(team, "root", text)
+    assert member_client.get(url("root") + f"?version={version}").status_code == 404
+
+
+def test_history_is_newest_first_and_pages_by_50(team: Team, member_client: Client) -> None:
+    for n in range(1, 121):
+        store.write(team, "root", f"line of version {n}\nsecond line")
+    path = url("root")
+    page = dom(member_client.get(path))
+    assert versions_listed(page) == list(range(120, 70, -1))
+    entry = page.one("data-kv-version", "120")
+    assert "line of version 120" in entry.squashed
+    assert "second line" not in entry.squashed  # the first line only
+    assert "120 versions" in page.one("aria-label", "History pages").squashed
+    assert page.links("Newer") == []
+
+    seen = versions_listed(page)
+    for expected in (list(range(70, 20, -1)), list(range(20, 0, -1))):
+        older = page.links("Older")
+        assert len(older) == 1
+        page = dom(member_client.get(urljoin(path, older[0])))
+        assert versions_listed(page) == expected
+        seen.extend(expected)
+        # Paging the history leaves the value shown alone.
+        assert shown_payload(page) == "line of version 120\nsecond line"
+    assert page.links("Older") == []
+    assert seen == list(range(120, 0, -1))
+    newer = page.links("Newer")
+    assert len(newer) == 1
+    assert versions_listed(dom(member_client.get(urljoin(path, newer[0])))) == list(
+        range(70, 20, -1)
+    )
+
+
+def test_a_diff_between_two_versions(team: Team, member_client: Client) -> None:
+    store.write(team, "root", "alpha\nbeta\ngamma\n")
+    store.write(team, "root", "alpha\nBETA <changed>\ngamma\n")
+    store.write(team, "root", "alpha\nBETA <changed>\ngamma\ndelta\n")
+    page = dom(member_client.get(url("root") + "?from=1&to=2"))
+    diff = page.one("data-kv-diff").text
+    assert diff.splitlines() == [
+        "--- root@1",
+        "+++ root@2",
+        "@@ -1,3 +1,3 @@",
+        " alpha",
+        "-beta",
+        "+BETA <changed>",
+        " gamma",
+    ]
+    # Any two versions, in either direction.
+    backwards = dom(member_client.get(url("root") + "?from=3&to=1")).one("data-kv-diff").text
+    assert "-delta" in backwards.splitlines()
+    assert "+beta" in backwards.splitlines()
+    # Each history entry links to its diff with the previous version.
+    history_page = dom(member_client.get(url("root")))
+    diff_links = [
+        str(e.get("href"))
+        for e in _descendants(history_page.one("data-kv-version", "3"))
+        if e.tag == "a" and e.squashed == "diff"
+    ]
+    assert len(diff_links) == 1
+    linked = dom(member_client.get(urljoin(url("root"), diff_links[0])))
+    assert linked.one("data-kv-diff").text.splitlines()[-1] == "+delta"
+    # Equal versions, and a version that does not exist.
+    same = dom(member_client.get(url("root") + "?from=2&to=2"))
+    assert "identical" in same.one("data-kv-diff").squashed
+    missing = dom(member_client.get(url("root") + "?from=1&to=9"))
+    assert missing.all("data-kv-diff") == []
+    assert "no version 9" in messages_of(missing)
+
+
+# --- writing ---------------------------------------------------------------------------
+
+
+def test_saving_from_the_latest_version_writes_the_next_one(
+    team: Team, member_client: Client
+) -> None:
+    store.write(team, "root", "first")
+    # Browsers submit a textarea's line breaks as CRLF.
+    response = post_write(member_client, "root", "second\r\nwith two lines\r\n", 1)
+    assert response.status_code == 302
+    assert response["Location"] == url("root")
+    assert versions_of(team, "root") == [(1, "first"), (2, "second\nwith two lines\n")]
+    page = dom(member_client.get(response["Location"]))
+    assert "Saved version 2." in messages_of(page)
+    assert shown_payload(page) == "second\nwith two lines\n"
+    assert hidden_if_version(page) == "2"
+    # An emptied payload is a version like any other.
+    assert post_write(member_client, "root", "", 2).status_code == 302
+    assert versions_of(team, "root")[-1] == (3, "")
+
+
+def test_a_stale_edit_is_a_conflict_that_names_the_newer_version(
+    team: Team, member_client: Client
+) -> None:
+    store.write(team, "root", "first")
+    store.write(team, "root", "second, by someone else")
+    store.write(team, "root", "third, by someone else")
+    mine = "my edit of <first> & more\nline two"
+    response = post_write(member_client, "root", mine, 1)
+    page = dom(response, status=409)
+    error = page.one("data-write-error").squashed
+    assert "version 3" in error
+    assert "v3" in error
+    # The user's text is kept, the diff from v3 to it is shown, and nothing was written.
+    assert draft(page) == mine
+    conflict = page.one("data-conflict-diff").text.splitlines()
+    assert "-third, by someone else" in conflict
+    assert "+my edit of <first> & more" in conflict
+    assert versions_of(team, "root") == [
+        (1, "first"),
+        (2, "second, by someone else"),
+        (3, "third, by someone else"),
+    ]
+    # The page shows the stored latest, not the user's text.
+    assert shown_payload(page) == "third, by someone else"
+    # Saving again is a deliberate write over v3.
+    assert hidden_if_version(page) == "3"
+    assert post_write(member_client, "root", mine, hidden_if_version(page)).status_code == 302
+    assert versions_of(team, "root")[-1] == (4, mine)
+
+
+def test_saving_from_an_old_version_conflicts_with_the_latest(
+    team: Team, member_client: Client
+) -> None:
+    store.write(team, "root", "first")
+    store.write(team, "root", "second")
+    page = dom(member_client.get(url("root") + "?version=1"))
+    response = post_write(member_client, "root", draft(page) + " again", hidden_if_version(page))
+    assert response.status_code == 409
+    assert "version 2" in dom(response, status=409).one("data-write-error").squashed
+    assert len(versions_of(team, "root")) == 2
+
+
+def test_a_payload_over_the_limit_is_refused_with_the_limit_and_the_count(
+    team: Team, member_client: Client
+) -> None:
+    store.write(team, "root", "first")
+    too_big = "\U0001f600" * (PAYLOAD_MAX_RUNES + 1)  # code points, not bytes
+    response = post_write(member_client, "root", too_big, 1)
+    page = dom(response, status=413)
+    error = page.one("data-write-error").squashed.replace(",", "")
+    assert str(PAYLOAD_MAX_RUNES) in error
+    assert str(PAYLOAD_MAX_RUNES + 1) in error
+    assert draft(page) == too_big
+    assert hidden_if_version(page) == "1"
+    assert versions_of(team, "root") == [(1, "first")]
+    # Exactly at the limit is fine.
+    at_limit = "\U0001f600" * PAYLOAD_MAX_RUNES
+    assert post_write(member_client, "root", at_limit, 1).status_code == 302
+    assert versions_of(team, "root")[-1] == (2, at_limit)
+
+
+def test_an_unknown_action_is_refused(team: Team, member_client: Client) -> None:
+    store.write(team, "root", "first")
+    assert member_client.post(url("root"), {"payload": "x"}).status_code == 400
+    assert member_client.post(url("root"), {"action": "nuke"}).status_code == 400
+    assert member_client.put(url("root")).status_code == 405
+    assert versions_of(team, "root") == [(1, "first")]
+
+
+def test_posts_need_the_csrf_token(team: Team, member: User) -> None:
+    store.write(team, "root", "first")
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(member)
+    assert post_write(client, "root", "forged", 1).status_code == 403
+    assert post_delete(client, "root", "root").status_code == 403
+    assert versions_of(team, "root") == [(1, "first")]
+
+    # The forms carry the token, and with it the same posts work.
+    page = dom(client.get(url("root")))
+    tokens = {e.get("value") for e in page.all("name", "csrfmiddlewaretoken", tag="input")}
+    assert len(tokens) >= 1
+    token = str(tokens.pop())
+    data = {"action": "write", "payload": "real", "if_version": "1", "csrfmiddlewaretoken": token}
+    assert client.post(url("root"), data).status_code == 302
+    assert versions_of(team, "root")[-1] == (2, "real")
+
+
+# --- deleting --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("confirm", [None, "", "ROOT.x", "root.x ", " root.x", "root", "x"])
+def test_deleting_needs_the_key_typed_exactly(
+    team: Team, member_client: Client, confirm: str | None
+) -> None:
+    store.write(team, "root.x", "first")
+    store.write(team, "root.x", "second")
+    response = post_delete(member_client, "root.x", confirm)
+    assert response.status_code == 302
+    assert response["Location"] == url("root.x")
+    assert len(versions_of(team, "root.x")) == 2
+    page = dom(member_client.get(response["Location"]))
+    assert "Type the key's name to confirm" in messages_of(page)
+    assert shown_payload(page) == "second"
+
+
+def test_deleting_with_the_key_typed_removes_every_version(
+    team: Team, member_client: Client
+) -> None:
+    store.write(team, "must.gone", "first")
+    store.write(team, "must.gone", "second")
+    store.write(team, "must.kept", "kept")
+    page = dom(member_client.get(url("must.gone")))
+    assert "Deletes all 2 versions" in page.one("for", "confirm", tag="label").squashed
+    response = post_delete(member_client, "must.gone", "must.gone")
+    assert response.status_code == 302
+    assert response["Location"] == "/kv/"
+    assert not Key.objects.filter(team=team, key="must.gone").exists()
+    assert versions_of(team, "must.gone") == []
+    listing = dom(member_client.get("/kv/"))
+    assert "Deleted must.gone and its 2 versions." in messages_of(listing)
+    assert keys_listed(listing) == ["must.kept"]
+    assert member_client.get(url("must.gone")).status_code == 404
+    # A later write starts again at version 1.
+    assert store.write(team, "must.gone", "again").version == 1
+
+
+# --- big payloads and query counts -----------------------------------------------------
+
+
+def test_a_large_multi_line_payload_renders_whole_and_quickly(
+    team: Team, member_client: Client
+) -> None:
+    line = "The quick <brown> fox & the lazy dog \u2014 \u00e9t\u00e9 \U0001f600 "
+    lines = [f"{n:05d} {line}{'x' * (n % 40)}" for n in range(700)]
+    big = "\n".join(lines)[:35_000]
+    assert len(big) == 35_000
+    store.write(team, "ref.big", big)
+    edited = big.replace("00350 ", "00350 EDITED ", 1)
+    store.write(team, "ref.big", edited)
+    member_client.get(url("ref.big"))  # warm-up
+
+    started = time.perf_counter()
+    response = member_client.get(url("ref.big"))
+    elapsed = time.perf_counter() - started
+    page = dom(response)
+    assert elapsed < 2.0, elapsed
+    assert shown_payload(page) == edited
+    assert draft(page) == edited
+    assert page.one("data-kv-version", "2").squashed.startswith("v2 35007 chars")
+    assert page.one("data-kv-version", "1").squashed.startswith("v1 35000 chars")
+
+    started = time.perf_counter()
+    response = member_client.get(url("ref.big") + "?from=1&to=2")
+    elapsed = time.perf_counter() - started
+    diff = dom(response).one("data-kv-diff").text.splitlines()
+    assert elapsed < 2.0, elapsed
+    assert [d for d in diff if d.startswith(("-0", "+0"))] == [
+        "-" + lines[350],
+        "+" + lines[350].replace("00350 ", "00350 EDITED ", 1),
+    ]
+
+    listing = dom(member_client.get("/kv/"))
+    assert "35007 chars" in listing.one("data-kv-key", "ref.big").squashed
+
+
+def test_the_list_does_not_query_per_key(team: Team, member_client: Client) -> None:
+    store.write(team, "must.k000", "x")
+    member_client.get("/kv/?prefix=must.")  # warm-up: session, team
+    one = count_queries(member_client, "/kv/?prefix=must.")
+    for i in range(1, 120):
+        store.write(team, f"must.k{i:03d}", "x" * i)
+    many = count_queries(member_client, "/kv/?prefix=must.")
+    assert many == one
+    assert count_queries(member_client, "/kv/?prefix=must.&page=3") == one
+    htmx_one = member_client.get("/kv/?prefix=must.", headers=HTMX)
+    assert htmx_one.status_code == 200
+    with CaptureQueriesContext(connection) as context:
+        member_client.get("/kv/?prefix=must.", headers=HTMX)
+    assert len(context.captured_queries) <= one
+
+
+def test_the_detail_page_does_not_query_per_version(team: Team, member_client: Client) -> None:
+    store.write(team, "root", "v1")
+    member_client.get(url("root"))  # warm-up: session, team
+    one = count_queries(member_client, url("root"))
+    for n in range(2, 121):
+        store.write(team, "root", f"version {n}\n" * 50)
+    many = count_queries(member_client, url("root"))
+    assert many == one
+    assert count_queries(member_client, url("root") + "?page=3") == one
+    assert count_queries(member_client, url("root") + "?version=7") == one
