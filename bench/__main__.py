@@ -7,11 +7,8 @@ benchmark then works inside a team of its own and deletes it afterwards.
 from __future__ import annotations
 
 import os
-import statistics
 import sys
 import tempfile
-import time
-from collections.abc import Callable
 
 _scratch = tempfile.mkdtemp(prefix="lens-bench-")
 os.environ.setdefault("DATABASE_URL", f"sqlite:///{_scratch}/bench.sqlite3")
@@ -27,22 +24,6 @@ from django.db import connection  # noqa: E402
 from django.test.utils import setup_test_environment  # noqa: E402
 
 
-def median_ms(fn: Callable[[], object], runs: int) -> float:
-    fn()  # warm caches (templates, pydantic validators) the way a running server has them
-    samples = []
-    for _ in range(runs):
-        start = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples)
-
-
-def report(name: str, value: float, target: float | None = None, unit: str = "ms") -> None:
-    verdict = "" if target is None else ("  ok" if value < target else "  MISSED")
-    goal = "" if target is None else f"  (target < {target:g} {unit})"
-    print(f"  {name:<58} {value:9.2f} {unit}{goal}{verdict}")
-
-
 def main() -> int:
     call_command("migrate", verbosity=0)
     setup_test_environment()
@@ -50,6 +31,7 @@ def main() -> int:
 
     tune_gc()  # as lens/wsgi.py does once the application is loaded
     from bench import approvals_bench, kv_bench, lens_bench, memory_bench
+    from bench.common import median_ms, report
 
     print(f"Composition Lens benchmarks — {connection.vendor}")
     for module in (lens_bench, memory_bench, approvals_bench, kv_bench):

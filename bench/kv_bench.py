@@ -10,6 +10,7 @@ from collections.abc import Callable
 from django.db import connection
 from django.utils import timezone
 
+from bench.common import analyze
 from kvstore import store
 from kvstore.models import Key, Version
 from lens.models import Team
@@ -69,7 +70,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     print("\nKey/value store")
     store.write(team, "root", "entry point\n" * 20)
     read_ms = median_ms(lambda: store.read(team, "root"), 500)
-    report("read of the latest version through the service", read_ms, 1)
+    report("read of the latest version through the service", read_ms * 1000, 1000, unit="µs")
     if connection.vendor == "sqlite":
         raw = sqlite3.connect(connection.settings_dict["NAME"])
         sql = (
@@ -79,11 +80,12 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
         )
         raw_ms = median_ms(lambda: raw.execute(sql, (team.pk, "root")).fetchone(), 500)
         raw.close()
-        report("the same lookup in raw sqlite3", raw_ms)
+        report("the same lookup in raw sqlite3", raw_ms * 1000, unit="µs")
         print(f"  ratio service / raw sqlite3: {read_ms / raw_ms:.1f}x")
 
     _versions(team, "hist.small", 10)
     _versions(team, "hist.large", 10_000)
+    analyze()
     small = median_ms(lambda: store.history(team, "hist.small", 50, 0), 100)
     large = median_ms(lambda: store.history(team, "hist.large", 50, 0), 100)
     report("first history page, key with 10 versions", small)
@@ -92,6 +94,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
 
     started = time.perf_counter()
     _bulk_keys(team, 100_000)
+    analyze()
     print(f"  (loaded 100,000 keys in {time.perf_counter() - started:.1f} s)")
 
     def list_page() -> None:

@@ -14,6 +14,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from bench.common import analyze
 from lens.agents import store_config
 from lens.core.background import Background
 from lens.core.config import AgentConfig
@@ -177,6 +178,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     large = _agent(team, "large")
     started = time.perf_counter()
     _fill(large, 100_000)
+    analyze()
     print(f"  (loaded 100,000 records in {time.perf_counter() - started:.1f} s)")
     with_100 = _save_median(small, 200, median_ms)
     with_100k = _save_median(large, 200, median_ms)
@@ -187,6 +189,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     print("\nAn agent with 10,000 memories (approved, pending, declined)")
     tenk = _agent(team, "tenk")
     _fill(tenk, 10_000, statuses=("approved", "pending", "declined", "rejected"))
+    analyze()
     few = _agent(team, "few")
     _fill(few, 10, statuses=("approved", "pending", "declined", "rejected"))
     _token, raw = ApiToken.objects.issue(team)

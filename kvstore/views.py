@@ -18,17 +18,10 @@ from kvstore import store
 from kvstore.keys import PAYLOAD_MAX_RUNES, key_problem, unified_diff
 from kvstore.models import Version
 from lens.models import Team
-from lens.teams import current_team
+from lens.teams import require_team
 
 PAGE_SIZE = 50
 HISTORY_PAGE = 50
-
-
-def _team(request: HttpRequest) -> Team:
-    team = current_team(request)
-    if team is None:
-        raise Http404("No team")
-    return team
 
 
 @require_GET
@@ -37,7 +30,7 @@ def _team(request: HttpRequest) -> Team:
 # browser's back button can bring back a cached bare fragment as the whole page.
 @vary_on_headers("HX-Request")
 def key_list(request: HttpRequest) -> HttpResponse:
-    team = _team(request)
+    team = require_team(request)
     prefix = request.GET.get("prefix", "")
     page = Paginator(store.keys_with_prefix(team, prefix), PAGE_SIZE).get_page(
         request.GET.get("page")
@@ -65,7 +58,7 @@ def _detail_url(key: str, **params: object) -> str:
 @require_http_methods(["GET", "POST"])
 @login_required
 def key_detail(request: HttpRequest, key: str) -> HttpResponse:
-    team = _team(request)
+    team = require_team(request)
     if key_problem(key):
         raise Http404("Not a valid key")
     try:

@@ -42,6 +42,14 @@ def current_team(request: HttpRequest) -> Team | None:
     return team
 
 
+def require_team(request: HttpRequest) -> Team:
+    """The current team; 404 for a user who belongs to none."""
+    team = current_team(request)
+    if team is None:
+        raise Http404("No team")
+    return team
+
+
 def get_agent_for_user(request: HttpRequest, slug: str) -> Agent:
     """The current team's agent ``slug``; 404 for anyone who cannot see it."""
     from lens.agents import with_config

@@ -18,7 +18,7 @@ from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_POST
 
 from lens.models import Agent, AuthoredEntry, SectionDeclaration, Team
-from lens.teams import current_team
+from lens.teams import require_team
 from memory.actors import Actor
 from memory.approvals import (
     AlreadyDecided,
@@ -35,10 +35,14 @@ PERMISSION = "memory.approve_promotion"
 REASON_MAX = 2000
 
 
-def _team(request: HttpRequest) -> Team:
-    team = current_team(request)
-    if team is None:
-        raise Http404("No team")
+def _reviewable(request: HttpRequest, record_id: str) -> Team:
+    """The current team, when ``record_id`` is one of its memories (else 404) and the
+    user may decide (else 403).
+    """
+    team = require_team(request)
+    if not Promotion.objects.filter(pk=record_id, agent__team=team).exists():
+        raise Http404("No such memory")
+    _require_reviewer(request)
     return team
 
 
@@ -158,7 +162,7 @@ def _queue_context(request: HttpRequest, team: Team, **extra: Any) -> dict[str, 
 @require_GET
 @login_required
 def queue(request: HttpRequest) -> HttpResponse:
-    team = _team(request)
+    team = require_team(request)
     return render(request, "memory/approvals.html", _queue_context(request, team))
 
 
@@ -170,10 +174,7 @@ def _back_to_queue(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def decide_one(request: HttpRequest, record_id: str) -> HttpResponse:
-    team = _team(request)
-    if not Promotion.objects.filter(pk=record_id, agent__team=team).exists():
-        raise Http404("No such promotion")
-    _require_reviewer(request)
+    team = _reviewable(request, record_id)
     decision = request.POST.get("decision")
     if decision not in ("approve", "reject"):
         return HttpResponse("decision must be approve or reject", status=400)
@@ -202,7 +203,7 @@ def decide_one(request: HttpRequest, record_id: str) -> HttpResponse:
 @require_POST
 @login_required
 def decide_bulk(request: HttpRequest) -> HttpResponse:
-    team = _team(request)
+    team = require_team(request)
     _require_reviewer(request)
     decision = request.POST.get("decision")
     ids = request.POST.getlist("selected")
@@ -240,10 +241,7 @@ def decide_bulk(request: HttpRequest) -> HttpResponse:
 @require_POST
 @login_required
 def revoke_one(request: HttpRequest, record_id: str) -> HttpResponse:
-    team = _team(request)
-    if not Promotion.objects.filter(pk=record_id, agent__team=team).exists():
-        raise Http404("No such memory")
-    _require_reviewer(request)
+    team = _reviewable(request, record_id)
     reason = request.POST.get("reason", "").strip()[:REASON_MAX]
     result = revoke(record_id, Actor.for_user(request.user), reason, team=team)
     if isinstance(result, AlreadyDecided):
