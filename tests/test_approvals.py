@@ -22,7 +22,8 @@ from memory.actors import Actor
 from memory.approvals import decide, pending_count
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, Status
 from tests.conftest import SAMPLE_CONFIG, create_agent, make_user
-from tests.test_memory_views import Dom, Element, composed, dom, memory_config, remember
+from tests.pages import Dom, Element, dom
+from tests.test_memory_views import composed, memory_config, remember
 
 pytestmark = pytest.mark.django_db
 

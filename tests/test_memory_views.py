@@ -6,15 +6,12 @@ full story at ``/memories/<id>/``, the memories list, and the counts on the agen
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from html.parser import HTMLParser
+from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 
 from lens.agents import with_config
 from lens.composition import compose
@@ -26,6 +23,7 @@ from memory.records import MemoryInput
 from memory.report import DROP_REASONS
 from memory.services import Saved, save_memory
 from tests.conftest import SAMPLE_CONFIG, create_agent, make_user
+from tests.pages import Dom, Element, count_queries, dom
 
 pytestmark = pytest.mark.django_db
 
@@ -82,108 +80,6 @@ def remember(
 
 def composed(agent: Agent) -> Composition:
     return compose(with_config(Agent.objects.filter(pk=agent.pk)).get())
-
-
-# --- a small DOM -----------------------------------------------------------------------
-
-VOID_TAGS = frozenset(
-    {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
-)
-
-
-@dataclass
-class Element:
-    tag: str
-    attrs: dict[str, str | None]
-    parent: Element | None = None
-    text: str = ""  # textContent, as a browser reads it
-    children: list[Element] = field(default_factory=list)
-
-    def get(self, name: str) -> str | None:
-        return self.attrs.get(name)
-
-    @property
-    def squashed(self) -> str:
-        """The text with every run of whitespace made one space (for prose checks)."""
-        return " ".join(self.text.split())
-
-    def ancestor(self, tag: str) -> Element | None:
-        node = self.parent
-        while node is not None and node.tag != tag:
-            node = node.parent
-        return node
-
-    def descendants(self) -> list[Element]:
-        found: list[Element] = []
-        for child in self.children:
-            found.append(child)
-            found.extend(child.descendants())
-        return found
-
-
-class Dom(HTMLParser):
-    """Every element with its attributes and its ``textContent``, in document order."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.elements: list[Element] = []
-        self._open: list[Element] = []
-        self._after_pre = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        parent = self._open[-1] if self._open else None
-        element = Element(tag=tag, attrs=dict(attrs), parent=parent)
-        if parent is not None:
-            parent.children.append(element)
-        self.elements.append(element)
-        if tag not in VOID_TAGS:
-            self._open.append(element)
-        # A browser ignores one line feed right after <pre> (HTML's parsing rules).
-        self._after_pre = tag == "pre"
-
-    def handle_endtag(self, tag: str) -> None:
-        self._after_pre = False
-        for depth in range(len(self._open) - 1, -1, -1):
-            if self._open[depth].tag == tag:
-                del self._open[depth:]
-                return
-
-    def handle_data(self, data: str) -> None:
-        if self._after_pre and data.startswith("\n"):
-            data = data[1:]
-        self._after_pre = False
-        for element in self._open:
-            element.text += data
-
-    def all(self, attribute: str, value: str | None = None) -> list[Element]:
-        return [
-            e
-            for e in self.elements
-            if attribute in e.attrs and (value is None or e.attrs[attribute] == value)
-        ]
-
-    def one(self, attribute: str, value: str | None = None) -> Element:
-        found = self.all(attribute, value)
-        assert len(found) == 1, (attribute, value, len(found))
-        return found[0]
-
-
-def dom(response: Any) -> Dom:
-    assert response.status_code == 200
-    # A browser turns every CR and CRLF of the input stream into LF before parsing
-    # (character references excepted); html.parser does not.
-    html = response.content.decode().replace("\r\n", "\n").replace("\r", "\n")
-    parser = Dom()
-    parser.feed(html)
-    parser.close()
-    return parser
-
-
-def count_queries(client: Client, path: str) -> int:
-    with CaptureQueriesContext(connection) as context:
-        response = client.get(path)
-    assert response.status_code == 200
-    return len(context.captured_queries)
 
 
 # --- fixtures --------------------------------------------------------------------------

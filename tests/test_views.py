@@ -9,9 +9,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 
 from lens.agents import with_config
 from lens.composition import compose
@@ -19,6 +17,7 @@ from lens.core.composition import Composition
 from lens.models import Agent, Membership, Team
 from lens.teams import SESSION_KEY
 from tests.conftest import SAMPLE_CONFIG, create_agent, make_user
+from tests.pages import count_queries
 
 pytestmark = pytest.mark.django_db
 
@@ -151,13 +150,6 @@ def big_config(sections: int, entries: int) -> dict[str, Any]:
             ]
         },
     }
-
-
-def count_queries(client: Client, path: str) -> int:
-    with CaptureQueriesContext(connection) as context:
-        response = client.get(path)
-    assert response.status_code == 200
-    return len(context.captured_queries)
 
 
 @pytest.fixture
