@@ -9,35 +9,24 @@ from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from operator import attrgetter
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# In order of precedence (SPEC §5.6): when several apply, the first is reported.
 DropReason = Literal[
+    "superseded",
     "spec-declined",
     "undeclared-section",
     "locked-section",
     "earned-inert",
     "awaiting-approval",
     "rejected",
-    "superseded",
     "authored-wins",
     "reconciled",
     "over-budget",
 ]
-
-DROP_REASONS: tuple[DropReason, ...] = (
-    "superseded",
-    "spec-declined",
-    "undeclared-section",
-    "locked-section",
-    "earned-inert",
-    "awaiting-approval",
-    "rejected",
-    "authored-wins",
-    "reconciled",
-    "over-budget",
-)
+DROP_REASONS: tuple[DropReason, ...] = get_args(DropReason)
 
 DROP_REASON_HELP: dict[str, str] = {
     "superseded": "A newer memory replaced it.",
