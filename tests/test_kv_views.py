@@ -653,3 +653,34 @@ def test_the_detail_page_does_not_query_per_version(team: Team, member_client: C
     assert many == one
     assert count_queries(member_client, url("root") + "?page=3") == one
     assert count_queries(member_client, url("root") + "?version=7") == one
+
+
+def test_a_key_deleted_while_editing_keeps_the_text_and_can_be_created_again(
+    team: Team, member_client: Client
+) -> None:
+    store.write(team, "must.gone", "first\n")
+    store.delete(team, "must.gone")
+    response = member_client.post(
+        "/kv/must.gone/", {"action": "write", "payload": "my edit\n", "if_version": "1"}
+    )
+    assert response.status_code == 409
+    page = dom(response, status=409)
+    assert page.one("name", "payload", tag="textarea").text == "my edit\n"
+    assert not Key.objects.filter(team=team, key="must.gone").exists()
+
+    again = member_client.post(
+        "/kv/must.gone/", {"action": "write", "payload": "my edit\n", "if_version": "0"}
+    )
+    assert again.status_code == 302
+    assert store.read(team, "must.gone").version == 1
+    assert store.read(team, "must.gone").payload == "my edit\n"
+
+
+def test_a_write_to_a_key_that_never_existed_is_not_created_by_accident(
+    team: Team, member_client: Client
+) -> None:
+    response = member_client.post(
+        "/kv/never.there/", {"action": "write", "payload": "x", "if_version": "3"}
+    )
+    assert response.status_code == 409
+    assert not Key.objects.filter(team=team, key="never.there").exists()
