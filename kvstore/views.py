@@ -65,7 +65,7 @@ def key_detail(request: HttpRequest, key: str) -> HttpResponse:
         row = store.get_key(team, key)
     except store.KeyNotFound:
         if request.method == "POST" and request.POST.get("action") == "write":
-            return _write_to_missing(request, team, key)
+            return _write_to_missing(request, key)
         raise Http404("No such key") from None
     if request.method == "POST":
         return _post(request, team, row.key)
@@ -152,19 +152,11 @@ def _post(request: HttpRequest, team: Team, key: str) -> HttpResponse:
     return redirect(_detail_url(key))
 
 
-def _write_to_missing(request: HttpRequest, team: Team, key: str) -> HttpResponse:
-    """A write to a key that is gone: deleted while someone edited it. Creating it again
-    must be deliberate, so only an explicit ``if_version=0`` does; otherwise the text is
-    shown back instead of being lost.
+def _write_to_missing(request: HttpRequest, key: str) -> HttpResponse:
+    """A write to a key that does not exist (here, most likely deleted while someone
+    edited it). Nothing is created — a missing key stays a 404 — but the text that was
+    typed is shown back instead of being lost.
     """
     payload = request.POST.get("payload", "").replace("\r\n", "\n")
-    if _int(request.POST.get("if_version")) == 0:
-        try:
-            store.write(team, key, payload, if_version=0)
-        except (store.VersionConflict, store.PayloadTooLarge) as exc:
-            messages.error(request, exc.message)
-        else:
-            messages.success(request, f"Created {key} again at version 1.")
-            return redirect(_detail_url(key))
-    context = {"key": key, "draft": payload, "limit": PAYLOAD_MAX_RUNES, "nav": "kv"}
-    return render(request, "kvstore/key_gone.html", context, status=409)
+    context = {"key": key, "draft": payload, "nav": "kv"}
+    return render(request, "kvstore/key_gone.html", context, status=404)
