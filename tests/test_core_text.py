@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lens.core import text as text_module
-from lens.core.text import LINE_BREAKS, collapse, has_line_break, value_text
+from lens.core.text import LINE_BREAKS, collapse, value_text
 from tests.samples import SPEC_LINE_BREAKS
 
 SINGLE_BREAK_CHARS = [b for b in SPEC_LINE_BREAKS if len(b) == 1]
@@ -108,13 +108,6 @@ def test_collapse_leaves_unit_separator_alone_because_splitlines_does_not_break_
 def test_collapse_treats_unicode_whitespace_after_a_break_as_part_of_the_run() -> None:
     assert collapse("a\n\u00a0\u3000\u2003b") == "a b"
     assert collapse("a\u2028\u2029\x85b") == "a b"
-
-
-def test_has_line_break_agrees_with_splitlines() -> None:
-    assert has_line_break("a\nb")
-    assert has_line_break("\u2028")
-    assert not has_line_break("a\tb\x1f")
-    assert not has_line_break("")
 
 
 def test_regex_whitespace_agrees_with_isspace_for_every_code_point() -> None:

@@ -19,10 +19,6 @@ def collapse(text: str) -> str:
     return _BREAK_RUN.sub(" ", text)
 
 
-def has_line_break(text: str) -> bool:
-    return _BREAK_RUN.search(text) is not None
-
-
 def value_text(value: str | int | float | bool) -> str:
     """The text a Background value renders as.
 
