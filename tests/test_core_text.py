@@ -54,6 +54,10 @@ tricky_text = st.lists(
 # --- collapse: the SPEC examples ------------------------------------------------------
 
 
+def has_line_break(text: str) -> bool:
+    return any(char in LINE_BREAKS for char in text)
+
+
 def test_collapse_turns_the_spec_example_into_one_line() -> None:
     assert collapse("ok\r\n# H\r\n") == "ok # H "
 
