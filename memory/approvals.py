@@ -62,21 +62,37 @@ def decide(
     """Approve or reject one pending promotion (of ``team``, when given); None if there
     is no such row.
     """
+    status, kind = (
+        (Status.APPROVED, EventKind.APPROVED) if approve else (Status.REJECTED, EventKind.REJECTED)
+    )
+    return _transition(record_id, team, Status.PENDING, status, kind, actor, note)
+
+
+def _transition(
+    record_id: str,
+    team: Team | None,
+    from_status: str,
+    to_status: str,
+    kind: str,
+    actor: Actor,
+    note: str,
+) -> Decided | AlreadyDecided | None:
+    """Move one row from ``from_status`` to ``to_status`` and record the event — only
+    if it is still in ``from_status``, so of racing people exactly one lands.
+    """
     at = timezone.now()
-    status = Status.APPROVED if approve else Status.REJECTED
     rows = _rows(record_id, team)
     with transaction.atomic():
-        changed = rows.filter(status=Status.PENDING).update(
-            status=status, decided_by=actor.user, decided_at=at, decision_note=note
+        changed = rows.filter(status=from_status).update(
+            status=to_status, decided_by=actor.user, decided_at=at, decision_note=note
         )
         promotion = rows.select_related("record", "decided_by", "agent").first()
         if promotion is None:
             return None
         if not changed:
             return AlreadyDecided(promotion)
-        kind = EventKind.APPROVED if approve else EventKind.REJECTED
         detail = {"reason": note} if note else {}
-        event(promotion.record, kind, actor, at, **detail).save()
+        event(record_id, promotion.agent_id, kind, actor, at, **detail).save()
     return Decided(promotion)
 
 
@@ -127,17 +143,7 @@ def decide_many(
     detail = {"reason": note, "bulk": True} if note else {"bulk": True}
     agent_ids = dict(Promotion.objects.filter(pk__in=ids).values_list("record_id", "agent_id"))
     MemoryEvent.objects.bulk_create(
-        MemoryEvent(
-            record_id=rid,
-            agent_id=agent_ids[rid],
-            kind=kind,
-            actor=actor.label,
-            actor_user=actor.user,
-            actor_token=actor.token,
-            detail=detail,
-            at=at,
-        )
-        for rid in ids
+        event(rid, agent_ids[rid], kind, actor, at, **detail) for rid in ids
     )
     return ids
 
@@ -146,17 +152,6 @@ def revoke(
     record_id: str, actor: Actor, note: str = "", *, team: Team | None = None
 ) -> Decided | AlreadyDecided | None:
     """Take an approved memory back out of the prompt (its row becomes ``rejected``)."""
-    at = timezone.now()
-    rows = _rows(record_id, team)
-    with transaction.atomic():
-        changed = rows.filter(status=Status.APPROVED).update(
-            status=Status.REJECTED, decided_by=actor.user, decided_at=at, decision_note=note
-        )
-        promotion = rows.select_related("record", "decided_by", "agent").first()
-        if promotion is None:
-            return None
-        if not changed:
-            return AlreadyDecided(promotion)
-        detail = {"reason": note} if note else {}
-        event(promotion.record, EventKind.REVOKED, actor, at, **detail).save()
-    return Decided(promotion)
+    return _transition(
+        record_id, team, Status.APPROVED, Status.REJECTED, EventKind.REVOKED, actor, note
+    )

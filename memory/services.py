@@ -95,11 +95,11 @@ def _outcome(placement: Placement | None, ctx: RoutingContext) -> tuple[str, str
 
 
 def event(
-    record: MemoryRecord, kind: str, actor: Actor, at: datetime, **detail: object
+    record_id: str, agent_id: int, kind: str, actor: Actor, at: datetime, **detail: object
 ) -> MemoryEvent:
     return MemoryEvent(
-        record=record,
-        agent_id=record.agent_id,
+        record_id=record_id,
+        agent_id=agent_id,
         kind=kind,
         actor=actor.label,
         actor_user=actor.user,
@@ -162,13 +162,15 @@ def _commit(
         supersedes=older,
         created_at=at,
     )
-    events = [event(record, EventKind.SAVED, actor, at)]
+    events = [event(record.pk, record.agent_id, EventKind.SAVED, actor, at)]
     if older is not None:
         # Superseding is immediate and final, whatever becomes of the newer record.
         Promotion.objects.filter(record=older).exclude(status=Status.SUPERSEDED).update(
             status=Status.SUPERSEDED
         )
-        events.append(event(older, EventKind.SUPERSEDED, actor, at, by=record.id))
+        events.append(
+            event(older.pk, older.agent_id, EventKind.SUPERSEDED, actor, at, by=record.id)
+        )
 
     status, reason, tier = _outcome(placement, ctx)
     Promotion.objects.create(
@@ -187,10 +189,25 @@ def _commit(
         decided_at=at if status == Status.APPROVED else None,
     )
     if status == Status.APPROVED:
-        events.append(event(record, EventKind.PROMOTED, SYSTEM, at, section=placement.section))  # type: ignore[union-attr]
+        events.append(
+            event(
+                record.pk,
+                record.agent_id,
+                EventKind.PROMOTED,
+                SYSTEM,
+                at,
+                section=placement.section,
+            )
+        )  # type: ignore[union-attr]
     elif status == Status.PENDING:
-        events.append(event(record, EventKind.QUEUED, SYSTEM, at, section=placement.section))  # type: ignore[union-attr]
+        events.append(
+            event(
+                record.pk, record.agent_id, EventKind.QUEUED, SYSTEM, at, section=placement.section
+            )
+        )  # type: ignore[union-attr]
     else:
-        events.append(event(record, EventKind.DECLINED, SYSTEM, at, reason=reason))
+        events.append(
+            event(record.pk, record.agent_id, EventKind.DECLINED, SYSTEM, at, reason=reason)
+        )
     MemoryEvent.objects.bulk_create(events)
     return record.id
