@@ -13,7 +13,7 @@ from django.test.utils import CaptureQueriesContext
 
 from bench.memory_bench import _agent, _fill
 from lens.models import Membership, Team
-from memory.models import Promotion, Status
+from memory.models import Promotion, PromotionStatus
 
 _RUN = uuid.uuid4().hex[:8]
 
@@ -36,7 +36,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     print(f"  SQL queries for the page: {len(ctx.captured_queries)}")
 
     ids = list(
-        Promotion.objects.filter(agent=agent, status=Status.PENDING)
+        Promotion.objects.filter(agent=agent, status=PromotionStatus.PENDING)
         .order_by("promoted_at")
         .values_list("record_id", flat=True)[:200]
     )
@@ -46,7 +46,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     )
     elapsed = (time.perf_counter() - started) * 1000
     assert response.status_code == 200, response.status_code
-    approved = Promotion.objects.filter(pk__in=ids, status=Status.APPROVED).count()
+    approved = Promotion.objects.filter(pk__in=ids, status=PromotionStatus.APPROVED).count()
     assert approved == 200, approved
     report("bulk-approve 200 (one request, one transaction)", elapsed, 1000)
 

@@ -11,10 +11,11 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from bench.data import ENTRIES_PER_SECTION, SECTIONS, big_config
-from lens.agents import store_config, with_config
-from lens.composition import compose
+from lens.agents import with_config
 from lens.core.config import AgentConfig
 from lens.models import Agent, Membership, Team
+from memory.agents import store_agent
+from memory.composition import compose
 
 _RUN = uuid.uuid4().hex[:8]
 
@@ -31,7 +32,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     user = User.objects.create_user(f"bench-{_RUN}", password="x")
     Membership.objects.create(team=team, user=user)
     config = big_config()
-    store_config(team, "big", config)
+    store_agent(team, "big", config)
     client = Client()
     client.force_login(user)
     client.get(f"/?team={team.slug}")
@@ -58,12 +59,12 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     lens_small_team = Team.objects.create(slug=f"bench-small-{_RUN}", name="Bench small")
     Membership.objects.create(team=lens_small_team, user=user)
     tiny = {"sections": [{"id": "one", "title": "One", "entries": [{"key": "k", "value": "v"}]}]}
-    store_config(lens_small_team, "big", AgentConfig(name="Tiny", background=tiny))
+    store_agent(lens_small_team, "big", AgentConfig(name="Tiny", background=tiny))
     client.get(f"/?team={lens_small_team.slug}")
     small_lens = _queries(client, "/agents/big/")
     one_agent_list = _queries(client, "/")
     for i in range(30):
-        store_config(lens_small_team, f"extra-{i}", AgentConfig(name=f"Extra {i}"))
+        store_agent(lens_small_team, f"extra-{i}", AgentConfig(name=f"Extra {i}"))
     many_agent_list = _queries(client, "/")
     client.get(f"/?team={team.slug}")
     big_lens = _queries(client, "/agents/big/")

@@ -15,16 +15,16 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from bench.common import analyze
-from lens.agents import store_config
+from lens.actors import SYSTEM
 from lens.core.background import Background
 from lens.core.config import AgentConfig
 from lens.models import Agent, ApiToken, Team
-from memory.actors import SYSTEM
+from memory.agents import store_agent
+from memory.core.overlay import apply_memory_overlay
+from memory.core.records import MemoryInput
+from memory.core.routing import PlacedRecord, placement_key
 from memory.models import MemoryRecord, Promotion, new_record_id
-from memory.overlay import apply_memory_overlay
-from memory.records import MemoryInput
-from memory.routing import PlacedRecord, placement_key
-from memory.services import save_memory
+from memory.saving import save_memory
 
 _RUN = uuid.uuid4().hex[:8]
 SECTIONS = [
@@ -42,7 +42,7 @@ def _agent(team: Team, slug: str) -> Agent:
             {"sections": [{"id": i, "title": t, "promotion": p} for i, t, p in SECTIONS]}
         ),
     )
-    return store_config(team, slug, config)[0]
+    return store_agent(team, slug, config)[0]
 
 
 def _fill(agent: Agent, count: int, statuses: tuple[str, ...] = ("approved",)) -> None:
@@ -86,7 +86,7 @@ def _fill(agent: Agent, count: int, statuses: tuple[str, ...] = ("approved",)) -
 
 
 def placement_key_of(section: str, key: str) -> str:
-    from memory.routing import Placement
+    from memory.core.routing import Placement
 
     return placement_key(Placement(section=section, key=key))
 

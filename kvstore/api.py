@@ -9,9 +9,7 @@ from ninja import Query, Router, Status
 from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from kvstore import store
-from kvstore.keys import unified_diff
 from lens.apiauth import team_of
-from lens.apierrors import ApiError
 
 router = Router(tags=["key/value store"])
 
@@ -90,10 +88,6 @@ class DiffOut(BaseModel):
     diff: str
 
 
-def _fail(error: store.StoreError) -> ApiError:
-    return ApiError(error.status, error.code, error.message, **error.details)
-
-
 def _next(offset: int, limit: int, total: int) -> int | None:
     return offset + limit if offset + limit < total else None
 
@@ -101,17 +95,16 @@ def _next(offset: int, limit: int, total: int) -> int | None:
 @router.get("", response=KeyList)
 def list_keys(request: HttpRequest, params: Query[ListParams]) -> KeyList:
     """Keys by plain string prefix (end it with '.' for a namespace), in code-point order."""
-    rows = store.keys_with_prefix(team_of(request), params.prefix)
-    total = rows.count()
-    page = rows.values_list("key", "latest_version", "latest_written_at", "latest_runes")[
-        params.offset : params.offset + params.limit
-    ]
+    page = store.list_keys(team_of(request), params.prefix, params.limit, params.offset)
     return KeyList(
-        keys=[KeyOut(id=k, version=v, written_at=w, runes=r) for k, v, w, r in page],
-        total=total,
+        keys=[
+            KeyOut(id=k.key, version=k.version, written_at=k.written_at, runes=k.runes)
+            for k in page.keys
+        ],
+        total=page.total,
         limit=params.limit,
         offset=params.offset,
-        next_offset=_next(params.offset, params.limit, total),
+        next_offset=_next(params.offset, params.limit, page.total),
     )
 
 
@@ -119,41 +112,28 @@ def list_keys(request: HttpRequest, params: Query[ListParams]) -> KeyList:
 @router.get("/{path:key}/history", response=HistoryOut)
 def key_history(request: HttpRequest, key: str, params: Query[Page]) -> HistoryOut:
     """Version metadata, newest first; never payloads."""
-    try:
-        row, versions = store.history(team_of(request), key, params.limit, params.offset)
-    except store.StoreError as exc:
-        raise _fail(exc) from None
-    # Versions are 1..latest with no gaps: writes append, nothing prunes, and delete
-    # removes the key with every version. So the count needs no scan.
-    total = row.latest_version
+    found = store.history(team_of(request), key, params.limit, params.offset)
     return HistoryOut(
-        id=row.key,
-        versions=[VersionMeta(**v) for v in versions],
-        total_versions=total,
+        id=found.key,
+        versions=[VersionMeta.model_validate(v, from_attributes=True) for v in found.versions],
+        total_versions=found.total_versions,
         limit=params.limit,
         offset=params.offset,
-        next_offset=_next(params.offset, params.limit, total),
+        next_offset=_next(params.offset, params.limit, found.total_versions),
     )
 
 
 @router.get("/{path:key}/diff", response=DiffOut, by_alias=True)
 def key_diff(request: HttpRequest, key: str, params: Query[DiffParams]) -> DiffOut:
     """A unified diff from one version to another."""
-    try:
-        old, new = store.diff(team_of(request), key, params.from_, params.to)
-    except store.StoreError as exc:
-        raise _fail(exc) from None
-    text = unified_diff(old.payload, new.payload, f"{key}@{old.version}", f"{key}@{new.version}")
-    return DiffOut(id=key, from_=old.version, to=new.version, diff=text)
+    found = store.diff(team_of(request), key, params.from_, params.to)
+    return DiffOut(id=key, from_=found.old.version, to=found.new.version, diff=found.text)
 
 
 @router.get("/{path:key}", response=ValueOut)
 def read_key(request: HttpRequest, key: str, params: Query[ReadParams]) -> ValueOut:
     """The latest version, or ``?version=N``. A missing key is an error, never empty."""
-    try:
-        found = store.read(team_of(request), key, params.version)
-    except store.StoreError as exc:
-        raise _fail(exc) from None
+    found = store.read(team_of(request), key, params.version)
     return ValueOut(
         id=key,
         version=found.version,
@@ -168,10 +148,7 @@ def write_key(request: HttpRequest, key: str, body: WriteIn) -> Status[KeyOut]:
     """Append a version (201 for version 1). ``if_version``: compare-and-swap; 0 means
     "only if the key does not exist". Over-limit payloads are refused, never truncated.
     """
-    try:
-        written = store.write(team_of(request), key, body.payload, body.if_version)
-    except store.StoreError as exc:
-        raise _fail(exc) from None
+    written = store.write(team_of(request), key, body.payload, body.if_version)
     out = KeyOut(
         id=key, version=written.version, written_at=written.written_at, runes=written.runes
     )
@@ -181,8 +158,4 @@ def write_key(request: HttpRequest, key: str, body: WriteIn) -> Status[KeyOut]:
 @router.delete("/{path:key}", response=DeletedOut)
 def delete_key(request: HttpRequest, key: str) -> DeletedOut:
     """Remove every version; a later write starts again at version 1."""
-    try:
-        count = store.delete(team_of(request), key)
-    except store.StoreError as exc:
-        raise _fail(exc) from None
-    return DeletedOut(id=key, deleted_versions=count)
+    return DeletedOut(id=key, deleted_versions=store.delete(team_of(request), key))

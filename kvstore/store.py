@@ -13,7 +13,7 @@ from django.db.models.functions import Collate
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from kvstore.keys import (
+from kvstore.core.keys import (
     KEY_CHARS,
     PAYLOAD_MAX_RUNES,
     PREFIX_END,
@@ -22,39 +22,39 @@ from kvstore.keys import (
     runes,
 )
 from kvstore.models import Key, Version
+from lens.core.diffs import unified_diff
+from lens.core.errors import DomainError
 from lens.models import Team
 
 
-class StoreError(Exception):
-    """A refused operation; ``code`` is the API's error code."""
+class StoreError(DomainError):
+    """A refused key/value operation."""
 
-    code = "error"
-    status = 400
-
-    def __init__(self, message: str, **details: object) -> None:
-        super().__init__(message)
-        self.message = message
-        self.details = details
+    code = "store_error"
 
 
 class InvalidKey(StoreError):
-    code, status = "invalid_key", 422
+    code = "invalid_key"
 
 
 class KeyNotFound(StoreError):
-    code, status = "key_not_found", 404
+    code = "key_not_found"
 
 
 class VersionNotFound(StoreError):
-    code, status = "version_not_found", 404
+    code = "version_not_found"
 
 
 class PayloadTooLarge(StoreError):
-    code, status = "payload_too_large", 413
+    code = "payload_too_large"
 
 
 class VersionConflict(StoreError):
-    code, status = "version_conflict", 409
+    code = "version_conflict"
+
+
+class StoreBusy(StoreError):
+    code = "store_busy"
 
 
 @dataclass(frozen=True)
@@ -90,7 +90,7 @@ def write(team: Team, key: str, payload: str, if_version: int | None = None) -> 
             # Another writer created the key between our read and our insert; the
             # retry sees it (and its version) and either appends after it or conflicts.
             continue
-    raise StoreError("The key is under heavy concurrent writes; try again.")  # pragma: no cover
+    raise StoreBusy("The key is under heavy concurrent writes; try again.")  # pragma: no cover
 
 
 @transaction.atomic
@@ -183,15 +183,50 @@ def get_key(team: Team, key: str) -> Key:
     return row
 
 
-def history(team: Team, key: str, limit: int, offset: int) -> tuple[Key, list[dict[str, object]]]:
+@dataclass(frozen=True)
+class VersionMeta:
+    version: int
+    written_at: datetime
+    runes: int
+    first_line: str
+
+
+@dataclass(frozen=True)
+class History:
+    key: str
+    versions: list[VersionMeta]
+    # Versions are 1..latest with no gaps: writes append, nothing prunes, and delete
+    # removes the key with every version. So the total is the latest version: no count.
+    total_versions: int
+
+
+def history(team: Team, key: str, limit: int, offset: int) -> History:
     """Metadata of versions, newest first. Never reads a payload."""
     row = get_key(team, key)
-    versions = list(
+    versions = (
         Version.objects.filter(key=row)
         .order_by("-version")
-        .values("version", "written_at", "runes", "first_line")[offset : offset + limit]
+        .values_list("version", "written_at", "runes", "first_line")[offset : offset + limit]
     )
-    return row, versions
+    return History(
+        key=row.key,
+        versions=[VersionMeta(*fields) for fields in versions],
+        total_versions=row.latest_version,
+    )
+
+
+@dataclass(frozen=True)
+class KeyMeta:
+    key: str
+    version: int
+    written_at: datetime
+    runes: int
+
+
+@dataclass(frozen=True)
+class KeyPage:
+    keys: list[KeyMeta]
+    total: int
 
 
 def _ordered_key() -> F | Collate:
@@ -224,5 +259,26 @@ def delete(team: Team, key: str) -> int:
     return count
 
 
-def diff(team: Team, key: str, old: int, new: int) -> tuple[Value, Value]:
-    return read(team, key, old), read(team, key, new)
+def list_keys(team: Team, prefix: str, limit: int, offset: int) -> KeyPage:
+    """A page of keys starting with ``prefix``, in code-point order, with the total."""
+    rows = keys_with_prefix(team, prefix)
+    page = rows.values_list("key", "latest_version", "latest_written_at", "latest_runes")
+    return KeyPage(
+        keys=[KeyMeta(*fields) for fields in page[offset : offset + limit]],
+        total=rows.count(),
+    )
+
+
+@dataclass(frozen=True)
+class Diff:
+    key: str
+    old: Value
+    new: Value
+    text: str  # a unified diff; empty when the versions are identical
+
+
+def diff(team: Team, key: str, old: int, new: int) -> Diff:
+    """The unified diff from version ``old`` to version ``new``."""
+    before, after = read(team, key, old), read(team, key, new)
+    text = unified_diff(before.payload, after.payload, f"{key}@{old}", f"{key}@{new}")
+    return Diff(key=key, old=before, new=after, text=text)

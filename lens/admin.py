@@ -26,8 +26,9 @@ from lens.models import (
     SectionDeclaration,
     Team,
 )
-from lens.presets import apply_preset
-from memory.registry import known_spec_keys, specs
+from memory.agents import apply_preset
+from memory.core.presets import Preset
+from memory.registry import UnknownRoutingSpec, check_spec_key, preset_specs
 
 admin.site.site_header = "Composition Lens administration"
 admin.site.site_title = "Composition Lens"
@@ -208,11 +209,10 @@ class AgentForm(forms.ModelForm):
         fields = "__all__"
 
     def clean_routing_spec(self) -> str | None:
-        spec = self.cleaned_data.get("routing_spec") or None
-        if spec is not None and spec not in known_spec_keys():
-            known = ", ".join(sorted(known_spec_keys())) or "none configured"
-            raise forms.ValidationError(f"Unknown routing spec {spec!r} (known: {known}).")
-        return spec
+        try:
+            return check_spec_key(self.cleaned_data.get("routing_spec") or None)
+        except UnknownRoutingSpec as exc:
+            raise forms.ValidationError(exc.message) from None
 
     def clean_name(self) -> str:
         name: str = self.cleaned_data["name"]
@@ -243,12 +243,7 @@ class AgentAdmin(admin.ModelAdmin):
         return actions
 
 
-def preset_specs() -> list[Any]:
-    """Registered specs that come with the section declarations they expect."""
-    return [spec for spec in specs().values() if getattr(spec, "sections", None)]
-
-
-def _preset_action(spec: Any) -> Any:
+def _preset_action(spec: Preset) -> Any:
     def apply(modeladmin: AgentAdmin, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
         for agent in queryset:
             added = apply_preset(agent, spec)

@@ -1,4 +1,8 @@
-"""Agents between the ORM and the pure core: load, store and compose configurations."""
+"""Agents between the ORM and the pure core: find, load and write authored configurations.
+
+Storing a config through an operation goes through ``memory.agents.store_agent``, which
+also checks the routing spec the config names (specs belong to memory).
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,8 @@ from django.db import transaction
 from django.db.models import QuerySet
 
 from lens.core.background import Background
-from lens.core.config import AgentConfig
+from lens.core.config import AgentConfig, is_agent_slug
+from lens.core.errors import DomainError
 from lens.models import (
     Agent,
     AuthoredEntry,
@@ -19,6 +24,36 @@ from lens.models import (
     SectionDeclaration,
     Team,
 )
+
+
+class AgentNotFound(DomainError):
+    code = "agent_not_found"
+
+
+class InvalidSlug(DomainError):
+    code = "invalid_slug"
+
+
+def check_slug(slug: str) -> str:
+    if not is_agent_slug(slug):
+        raise InvalidSlug(
+            f"Agent slug {slug!r} must be 1-64 lowercase letters, digits or '-', "
+            "starting with a letter or digit."
+        )
+    return slug
+
+
+def get_agent(team: Team, slug: str, *, full: bool = True) -> Agent:
+    """``team``'s agent ``slug``. Another team's agent does not exist here.
+
+    ``full`` prefetches the authored configuration, for composition.
+    """
+    queryset = Agent.objects.filter(team=team, slug=slug)
+    agent = (with_config(queryset) if full else queryset).first()
+    if agent is None:
+        raise AgentNotFound(f"No agent {slug!r} in this team.")
+    agent.team = team  # already loaded; saves a query
+    return agent
 
 
 def with_config(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
@@ -94,8 +129,9 @@ def config_of(agent: Agent) -> AgentConfig:
 
 
 @transaction.atomic
-def store_config(team: Team, slug: str, config: AgentConfig) -> tuple[Agent, bool]:
-    """Create or replace an agent's whole authored configuration, all or nothing.
+def write_config(team: Team, slug: str, config: AgentConfig) -> tuple[Agent, bool]:
+    """Create or replace an agent's whole authored configuration, all or nothing
+    (the slug and the routing spec are checked by ``memory.agents.store_agent``).
 
     Declarations are rewritten wholesale; promotion rows refer to sections by their
     string id, so nothing that memory decided is lost when declarations change.

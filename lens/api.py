@@ -12,17 +12,17 @@ from pydantic import BaseModel
 
 from kvstore.api import router as kv_router
 from lens import apierrors
-from lens.agents import config_of, store_config, with_config
-from lens.apiauth import TeamToken, get_agent, team_of
+from lens.agents import config_of, get_agent, with_config
+from lens.apiauth import TeamToken, team_of
 from lens.apierrors import ApiError
 from lens.apijson import ApiRenderer
-from lens.composition import compose, compose_many
 from lens.core.composition import Composition
-from lens.core.config import AgentConfig, is_agent_slug
+from lens.core.config import AgentConfig
 from lens.core.counts import Counts
 from lens.models import Agent
+from memory.agents import store_agent
 from memory.api import router as memory_router
-from memory.registry import known_spec_keys
+from memory.composition import compose, compose_many
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
@@ -118,26 +118,12 @@ def list_agents(request: HttpRequest) -> AgentList:
 
 @agents.get("/{slug}", response=AgentConfig)
 def get_agent_config(request: HttpRequest, slug: str) -> AgentConfig:
-    return config_of(get_agent(request, slug))
+    return config_of(get_agent(team_of(request), slug))
 
 
 @agents.put("/{slug}", response={200: AgentConfig, 201: AgentConfig})
 def put_agent_config(request: HttpRequest, slug: str, config: AgentConfig) -> Status[AgentConfig]:
-    if not is_agent_slug(slug):
-        raise ApiError(
-            422,
-            "invalid_slug",
-            f"Agent slug {slug!r} must be 1-64 lowercase letters, digits or '-', "
-            "starting with a letter or digit.",
-        )
-    if config.routing_spec is not None and config.routing_spec not in known_spec_keys():
-        raise ApiError(
-            422,
-            "unknown_routing_spec",
-            f"Unknown routing spec {config.routing_spec!r}.",
-            known=sorted(known_spec_keys()),
-        )
-    agent, created = store_config(team_of(request), slug, config)
+    agent, created = store_agent(team_of(request), slug, config)
     stored = config_of(with_config(Agent.objects).get(pk=agent.pk))
     return Status(201 if created else 200, stored)
 
@@ -145,7 +131,7 @@ def put_agent_config(request: HttpRequest, slug: str, config: AgentConfig) -> St
 @agents.get("/{slug}/composition", response=Composition)
 def get_composition(request: HttpRequest, slug: str) -> Composition:
     """The agent's composed prompt as it would be delivered now. Records nothing."""
-    return compose(get_agent(request, slug))
+    return compose(get_agent(team_of(request), slug))
 
 
 api.add_router("/agents", agents)

@@ -5,9 +5,7 @@ from __future__ import annotations
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
-from lens.agents import with_config
-from lens.apierrors import ApiError
-from lens.models import Agent, ApiToken, Team, hash_token
+from lens.models import ApiToken, Team, hash_token
 
 
 class TeamToken(HttpBearer):
@@ -33,15 +31,3 @@ def team_of(request: HttpRequest) -> Team:
 def token_of(request: HttpRequest) -> ApiToken:
     """The token that authenticated the request."""
     return request.api_token  # type: ignore[attr-defined,no-any-return]
-
-
-def get_agent(request: HttpRequest, slug: str, *, full: bool = True) -> Agent:
-    """The token's team's agent, or 404 — another team's agent does not exist here.
-
-    ``full`` prefetches the authored configuration for composition.
-    """
-    queryset = Agent.objects.filter(team=team_of(request), slug=slug)
-    agent = (with_config(queryset) if full else queryset).first()
-    if agent is None:
-        raise ApiError(404, "agent_not_found", f"No agent {slug!r} in this team.")
-    return agent

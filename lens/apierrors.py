@@ -10,6 +10,8 @@ from django.http import Http404, HttpRequest, HttpResponse
 from ninja import NinjaAPI
 from ninja.errors import AuthenticationError, HttpError, ValidationError
 
+from lens.core.errors import DomainError, error_body, invalid_input, pydantic_problems
+
 logger = logging.getLogger(__name__)
 
 _CODES_BY_STATUS = {
@@ -35,8 +37,32 @@ class ApiError(Exception):
         self.details = details
 
 
-def error_body(code: str, message: str, **details: Any) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message, **details}}
+# Every domain error code and the HTTP status it answers with: the one place where
+# meaning becomes HTTP (tests/test_api_envelope.py checks that no code is missing).
+STATUS_BY_CODE: dict[str, int] = {
+    "agent_not_found": 404,
+    "key_not_found": 404,
+    "version_not_found": 404,
+    "invalid_request": 422,
+    "invalid_background": 422,
+    "invalid_kind": 422,
+    "invalid_content": 422,
+    "invalid_tags": 422,
+    "invalid_label": 422,
+    "invalid_supersedes": 422,
+    "invalid_slug": 422,
+    "invalid_key": 422,
+    "unknown_routing_spec": 422,
+    "unknown_supersedes": 422,
+    "search_unavailable": 422,
+    "payload_too_large": 413,
+    "version_conflict": 409,
+    "store_busy": 503,
+}
+
+
+def from_domain(error: DomainError) -> ApiError:
+    return ApiError(STATUS_BY_CODE[error.code], error.code, error.message, **error.details)
 
 
 def body_too_large(limit: int) -> ApiError:
@@ -48,40 +74,20 @@ def body_too_large(limit: int) -> ApiError:
     )
 
 
-def _loc_text(loc: list[Any]) -> str:
-    # ninja prefixes "body" and the parameter name; a reader wants the field path.
-    parts = [str(part) for part in loc]
-    if parts[:1] == ["body"]:
-        parts = parts[2:]
-    return ".".join(parts) or "body"
-
-
-def _clean_msg(msg: str) -> str:
-    return msg.removeprefix("Value error, ")
-
-
-# Field paths whose failures earn a more specific code than invalid_request.
-SPECIFIC_CODES: dict[str, str] = {
-    "background": "invalid_background",
-    "kind": "invalid_kind",
-    "content": "invalid_content",
-    "tags": "invalid_tags",
-    "label": "invalid_label",
-    "supersedes": "invalid_supersedes",
-}
-
-
 def validation_error(errors: list[dict[str, Any]]) -> ApiError:
-    described = [
-        {"loc": _loc_text(list(error.get("loc", []))), "message": _clean_msg(error["msg"])}
+    """ninja's validation errors as the envelope. Body locations start with ``body`` and
+    the parameter name, which a reader does not need.
+    """
+    problems = [
+        problem
         for error in errors
+        for problem in pydantic_problems([error], skip=2 if _in_body(error) else 0)
     ]
-    first = described[0] if described else {"loc": "body", "message": "invalid request"}
-    code = SPECIFIC_CODES.get(first["loc"].split(".")[0], "invalid_request")
-    message = f"{first['loc']}: {first['message']}"
-    if first["message"] == "Field required":
-        message = f"{first['loc']} is required"
-    return ApiError(422, code, message, errors=described)
+    return from_domain(invalid_input(problems))
+
+
+def _in_body(error: dict[str, Any]) -> bool:
+    return list(error.get("loc", ()))[:1] == ["body"]
 
 
 def install(api: NinjaAPI) -> None:
@@ -95,6 +101,9 @@ def install(api: NinjaAPI) -> None:
 
     def on_api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
         return respond(request, exc)
+
+    def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
+        return respond(request, from_domain(exc))
 
     def on_validation(request: HttpRequest, exc: ValidationError) -> HttpResponse:
         return respond(request, validation_error(list(exc.errors)))
@@ -127,6 +136,7 @@ def install(api: NinjaAPI) -> None:
         return respond(request, ApiError(500, "internal_error", "An unexpected error occurred."))
 
     api.add_exception_handler(ApiError, on_api_error)
+    api.add_exception_handler(DomainError, on_domain_error)
     api.add_exception_handler(ValidationError, on_validation)
     api.add_exception_handler(AuthenticationError, on_auth)
     api.add_exception_handler(HttpError, on_http_error)

@@ -2,14 +2,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.http import HttpRequest
 from django.utils.functional import SimpleLazyObject
 
-from lens.teams import teams_of
-from memory.approvals import pending_count
+from lens.http import AppRequest, teams_of
+from memory.decisions import pending_count
 
 
-def current_team(request: HttpRequest) -> dict[str, Any]:
+def current_team(request: AppRequest) -> dict[str, Any]:
     """The team switcher's data, for pages whose view resolved a current team."""
     team = getattr(request, "lens_team", None)
     if team is None:

@@ -12,8 +12,8 @@ from django.db import models
 
 from lens.core.background import (
     KEY_MAX,
-    PROMOTION_TIERS,
     SECTION_ID_MAX,
+    TIERS,
     TITLE_MAX,
     section_id_problem,
     title_problem,
@@ -160,7 +160,7 @@ class SectionDeclaration(models.Model):
     )
     title = models.CharField(max_length=TITLE_MAX, validators=[_validate_title])
     promotion = models.CharField(
-        max_length=8, choices=[(tier, tier) for tier in PROMOTION_TIERS], default="locked"
+        max_length=8, choices=[(tier, tier) for tier in TIERS], default="locked"
     )
     position = models.PositiveIntegerField(default=0)
 

@@ -130,9 +130,9 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 API_MAX_BODY_BYTES = 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 
-# Routing specs the deployment offers, by import path (memory.routing).
+# Routing specs the deployment offers, by import path (memory.core.routing).
 MEMORY_ROUTING_SPECS: list[str] = env_list(
-    "MEMORY_ROUTING_SPECS", ["memory.presets.USER_BACKGROUND", "memory.presets.PROJECT"]
+    "MEMORY_ROUTING_SPECS", ["memory.core.presets.USER_BACKGROUND", "memory.core.presets.PROJECT"]
 )
 # Code points of memory-derived Background lines, prefix and newline included.
 MEMORY_OVERLAY_BUDGET_CHARS = env_int("MEMORY_OVERLAY_BUDGET_CHARS", 3000, minimum=0)

@@ -8,23 +8,23 @@ from html import escape
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET
 
 from lens.agents import with_config
-from lens.composition import compose, compose_many, summarise
+from lens.core.report import DROP_REASON_HELP, DROP_REASONS
+from lens.http import AppRequest, current_team, get_agent_for_user
 from lens.models import Agent
-from lens.teams import current_team, get_agent_for_user
+from memory.composition import compose, compose_many, summarise
 from memory.queries import record_briefs
-from memory.report import DROP_REASON_HELP, DROP_REASONS
 
 
 @require_GET
 @login_required
-def agent_list(request: HttpRequest) -> HttpResponse:
+def agent_list(request: AppRequest) -> HttpResponse:
     team = current_team(request)
     agents = (
         list(with_config(Agent.objects.filter(team=team)).order_by("name", "slug")) if team else []
@@ -36,7 +36,7 @@ def agent_list(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 @login_required
-def agent_lens(request: HttpRequest, slug: str) -> HttpResponse:
+def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
     agent = get_agent_for_user(request, slug)
     briefs, states = record_briefs(agent)
     composition = compose(agent, states)

@@ -2,34 +2,20 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 
 from django.http import HttpRequest
 from ninja import Query, Router, Status
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, Field
 
-from lens.apiauth import get_agent, token_of
-from lens.apierrors import ApiError
-from memory.actors import Actor
-from memory.models import MemoryRecord
-from memory.records import MemoryInput
-from memory.records import MemoryRecord as RecordSchema
-from memory.services import Conflict, UnknownSupersedes, save_memory
+from lens.actors import Actor
+from lens.agents import get_agent
+from lens.apiauth import team_of, token_of
+from memory.core.records import MemoryInput, MemoryView
+from memory.queries import memory_page, view_of
+from memory.saving import Conflict, save_memory
 
 router = Router(tags=["memories"])
-
-
-class MemoryView(BaseModel):
-    """What the model may see of a record: no routing outcome, ever."""
-
-    id: str
-    kind: str
-    content: str
-    tags: list[str]
-    label: str | None
-    supersedes: str | None
-    created_at: datetime
 
 
 class SavedOut(BaseModel):
@@ -58,31 +44,13 @@ class ListParams(BaseModel):
     offset: int = Field(0, ge=0)
 
 
-def view_of(record: MemoryRecord) -> MemoryView:
-    parsed = RecordSchema.model_validate(
-        {
-            "id": record.pk,
-            "kind": record.kind,
-            "content": record.content,
-            "tags": tuple(record.tags or ()),
-            "label": record.label,
-            "supersedes": record.supersedes_id,
-            "created_at": record.created_at,
-        }
-    )
-    return MemoryView(**{**parsed.model_dump(), "tags": list(parsed.tags)})
-
-
 @router.post("/{slug}/memories", response={201: SavedOut, 409: ConflictOut})
 def save(request: HttpRequest, slug: str, memory: MemoryInput) -> Status[SavedOut | ConflictOut]:
     """``memory_save``. The answer is ``saved`` or ``conflict``: it never says whether or
     where the memory was composed (the model would learn to rephrase until it is).
     """
-    agent = get_agent(request, slug, full=False)
-    try:
-        result = save_memory(agent, memory, Actor.for_token(token_of(request)))
-    except UnknownSupersedes as exc:
-        raise ApiError(422, "unknown_supersedes", str(exc), supersedes=exc.record_id) from None
+    agent = get_agent(team_of(request), slug, full=False)
+    result = save_memory(agent, memory, Actor.for_token(token_of(request)))
     if isinstance(result, Conflict):
         return Status(409, ConflictOut(existing=view_of(result.existing), message=result.message))
     return Status(201, SavedOut(id=result.id))
@@ -91,24 +59,12 @@ def save(request: HttpRequest, slug: str, memory: MemoryInput) -> Status[SavedOu
 @router.get("/{slug}/memories", response=MemoryList)
 def list_memories(request: HttpRequest, slug: str, params: Query[ListParams]) -> MemoryList:
     """Newest first (ties by id). Rows that no longer parse are skipped and counted."""
-    agent = get_agent(request, slug, full=False)
-    if params.q is not None:
-        raise ApiError(422, "search_unavailable", "Search is not available yet; list without q.")
-    rows = MemoryRecord.objects.filter(agent=agent).order_by("-created_at", "id")
-    if params.kind:
-        rows = rows.filter(kind=params.kind)
-    page = list(rows[params.offset : params.offset + params.limit + 1])
-    more = len(page) > params.limit
-    views, skipped = [], 0
-    for record in page[: params.limit]:
-        try:
-            views.append(view_of(record))
-        except ValidationError:
-            skipped += 1  # one bad row costs one record, never the listing
+    agent = get_agent(team_of(request), slug, full=False)
+    page = memory_page(agent, params.kind, params.limit, params.offset, query=params.q)
     return MemoryList(
-        memories=views,
-        skipped=skipped,
+        memories=page.memories,
+        skipped=page.skipped,
         limit=params.limit,
         offset=params.offset,
-        next_offset=params.offset + params.limit if more else None,
+        next_offset=page.next_offset,
     )

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import secrets
 import time
+from datetime import datetime
 
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
+from lens.actors import Actor
 from lens.models import Agent, ApiToken
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -53,7 +55,7 @@ class MemoryRecord(models.Model):
         return f"{self.kind}: {self.content[:60]}"
 
 
-class Status(models.TextChoices):
+class PromotionStatus(models.TextChoices):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
@@ -61,7 +63,7 @@ class Status(models.TextChoices):
     SUPERSEDED = "superseded"
 
 
-HOLDING = (Status.PENDING, Status.APPROVED)
+HOLDING = (PromotionStatus.PENDING, PromotionStatus.APPROVED)
 
 
 class Promotion(models.Model):
@@ -82,7 +84,7 @@ class Promotion(models.Model):
     spec_key = models.CharField(max_length=100, blank=True)
     spec_version = models.CharField(max_length=32, blank=True)
     tier = models.CharField(max_length=8, null=True, blank=True)
-    status = models.CharField(max_length=12, choices=Status.choices)
+    status = models.CharField(max_length=12, choices=PromotionStatus.choices)
     reason = models.CharField(max_length=32, blank=True)
     promoted_at = models.DateTimeField()
     decided_by = models.ForeignKey(
@@ -124,6 +126,7 @@ class EventKind(models.TextChoices):
     APPROVED = "approved"
     REJECTED = "rejected"
     REVOKED = "revoked"
+    REOPENED = "reopened"
 
 
 class MemoryEvent(models.Model):
@@ -144,3 +147,19 @@ class MemoryEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.record_id} {self.kind}"
+
+
+def new_event(
+    record_id: str, agent_id: int, kind: str, actor: Actor, at: datetime, **detail: object
+) -> MemoryEvent:
+    """An unsaved event: who did what to a record, and when."""
+    return MemoryEvent(
+        record_id=record_id,
+        agent_id=agent_id,
+        kind=kind,
+        actor=actor.label,
+        actor_user=actor.user,
+        actor_token=actor.token,
+        detail=detail,
+        at=at,
+    )

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models.functions import Substr
+from pydantic import ValidationError
 
+from lens.core.errors import DomainError
+from lens.core.report import PromotionState
 from lens.models import Agent
-from memory.models import Promotion, Status
-from memory.report import PromotionState
-from memory.routing import PlacedRecord
+from memory.core.records import MemoryView
+from memory.core.routing import PlacedRecord
+from memory.models import MemoryRecord, Promotion, PromotionStatus
 
 
 def promotion_states(agent_ids: Iterable[int]) -> dict[int, list[PromotionState]]:
@@ -32,7 +36,7 @@ def placed_records(agent_ids: Iterable[int]) -> dict[int, list[PlacedRecord]]:
     """
     placed: dict[int, list[PlacedRecord]] = defaultdict(list)
     rows = Promotion.objects.filter(
-        agent_id__in=list(agent_ids), status=Status.APPROVED, section__isnull=False
+        agent_id__in=list(agent_ids), status=PromotionStatus.APPROVED, section__isnull=False
     ).values_list(
         "agent_id",
         "record_id",
@@ -87,3 +91,50 @@ def record_briefs(agent: Agent) -> tuple[dict[str, dict[str, Any]], list[Promoti
         briefs[record_id] = {"kind": kind, "label": label, "snippet": snippet}
         states.append(PromotionState(memory_id=record_id, status=status, reason=reason))
     return briefs, states
+
+
+class SearchUnavailable(DomainError):
+    code = "search_unavailable"
+
+
+def view_of(record: MemoryRecord) -> MemoryView:
+    """The stored row as readers see it; raises ValidationError when it no longer parses."""
+    return MemoryView.model_validate(
+        {
+            "id": record.pk,
+            "kind": record.kind,
+            "content": record.content,
+            "tags": tuple(record.tags or ()),
+            "label": record.label,
+            "supersedes": record.supersedes_id,
+            "created_at": record.created_at,
+        }
+    )
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    memories: list[MemoryView]
+    skipped: int  # stored rows on this page that no longer parse
+    next_offset: int | None
+
+
+def memory_page(
+    agent: Agent, kind: str | None, limit: int, offset: int, *, query: str | None = None
+) -> MemoryPage:
+    """One page of ``agent``'s memories, newest first (ties by id). A row that no longer
+    parses costs one record, never the listing: it is skipped and counted.
+    """
+    if query is not None:
+        raise SearchUnavailable("Search is not available yet; list without q.")
+    rows = MemoryRecord.objects.filter(agent=agent).order_by("-created_at", "id")
+    if kind:
+        rows = rows.filter(kind=kind)
+    page = list(rows[offset : offset + limit + 1])
+    views, skipped = [], 0
+    for record in page[:limit]:
+        try:
+            views.append(view_of(record))
+        except ValidationError:
+            skipped += 1
+    return MemoryPage(views, skipped, offset + limit if len(page) > limit else None)

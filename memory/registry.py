@@ -8,7 +8,13 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.module_loading import import_string
 
-from memory.routing import RoutingSpec
+from lens.core.errors import DomainError
+from memory.core.presets import Preset
+from memory.core.routing import RoutingSpec
+
+
+class UnknownRoutingSpec(DomainError):
+    code = "unknown_routing_spec"
 
 
 @cache
@@ -35,3 +41,19 @@ def known_spec_keys() -> frozenset[str]:
 def get_spec(key: str | None) -> RoutingSpec | None:
     """The registered spec named ``key``; None for no key or one no longer registered."""
     return specs().get(key) if key else None
+
+
+def check_spec_key(key: str | None) -> str | None:
+    """``key`` when it names a registered spec (or is None); else UnknownRoutingSpec."""
+    if key is not None and key not in specs():
+        known = sorted(specs())
+        raise UnknownRoutingSpec(
+            f"Unknown routing spec {key!r} (known: {', '.join(known) or 'none configured'}).",
+            known=known,
+        )
+    return key
+
+
+def preset_specs() -> list[Preset]:
+    """Registered specs that come with the section declarations they expect."""
+    return [spec for spec in specs().values() if isinstance(spec, Preset)]

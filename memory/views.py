@@ -4,24 +4,22 @@ from __future__ import annotations
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
 from lens.agents import with_config
-from lens.composition import compose
+from lens.core.report import DROP_REASON_HELP
+from lens.http import PAGE_SIZE, AppRequest, current_team, get_record_for_user, render_list
 from lens.models import Agent
-from lens.teams import current_team
+from memory.approval_views import PERMISSION
+from memory.composition import compose
 from memory.models import MemoryRecord
-from memory.records import is_record_id
-from memory.report import DROP_REASON_HELP
-
-PAGE_SIZE = 50
 
 
 @require_GET
 @login_required
-def memory_list(request: HttpRequest) -> HttpResponse:
+def memory_list(request: AppRequest) -> HttpResponse:
     team = current_team(request)
     records = (
         MemoryRecord.objects.filter(agent__team=team)
@@ -43,41 +41,29 @@ def memory_list(request: HttpRequest) -> HttpResponse:
         "kind": kind,
         "nav": "memories",
     }
-    return render(request, "memory/memory_list.html", context)
+    return render_list(request, "memory/memory_list.html", context)
 
 
 @require_GET
 @login_required
-def memory_detail(request: HttpRequest, record_id: str) -> HttpResponse:
-    team = current_team(request)
-    record = (
-        MemoryRecord.objects.select_related(
-            "agent", "promotion", "promotion__decided_by", "supersedes"
-        )
-        .filter(pk=record_id, agent__team=team)
-        .first()
-        if team and is_record_id(record_id)
-        else None
-    )
-    if record is None:
-        raise Http404("No such memory")
+def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
+    record = get_record_for_user(request, record_id)
     agent = with_config(Agent.objects.filter(pk=record.agent_id)).get()
     composition = compose(agent)
     drop = next((d for d in composition.report.drops if d.memory_id == record.pk), None)
     section_titles = {s.id: s.title for s in composition.background.sections}
+    promotion = getattr(record, "promotion", None)
     context = {
         "record": record,
         "agent": agent,
-        "promotion": getattr(record, "promotion", None),
-        "section_title": section_titles.get(record.promotion.section or "")
-        if hasattr(record, "promotion")
-        else None,
+        "promotion": promotion,
+        "section_title": section_titles.get(promotion.section or "") if promotion else None,
         "composed": drop is None,
         "drop": drop,
         "drop_help": DROP_REASON_HELP.get(drop.reason, "") if drop else "",
         "superseded_by": list(record.superseded_by.order_by("created_at")),
         "events": list(record.events.select_related("actor_user").order_by("at", "id")),
-        "can_decide": request.user.has_perm("memory.approve_promotion"),
+        "can_decide": request.user.has_perm(PERMISSION),
         "nav": "memories",
     }
     return render(request, "memory/memory_detail.html", context)

@@ -11,9 +11,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from lens.agents import store_config
 from lens.core.config import AgentConfig
 from lens.models import Agent, ApiToken, Membership, Team
+from memory.agents import store_agent
 from tests.samples import SAMPLE_CONFIG
 
 PASSWORD = "correct horse battery staple"
@@ -66,7 +66,7 @@ def stranger_client(stranger: User) -> Client:
 
 
 def create_agent(team: Team, slug: str = "wren", config: dict[str, Any] | None = None) -> Agent:
-    agent, _ = store_config(team, slug, AgentConfig.model_validate(config or SAMPLE_CONFIG))
+    agent, _ = store_agent(team, slug, AgentConfig.model_validate(config or SAMPLE_CONFIG))
     return agent
 
 

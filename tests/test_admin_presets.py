@@ -7,7 +7,7 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from lens.models import Agent, Team
-from memory.presets import PROJECT, USER_BACKGROUND
+from memory.core.presets import PROJECT, USER_BACKGROUND
 from tests.conftest import create_agent
 
 pytestmark = pytest.mark.django_db

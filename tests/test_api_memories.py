@@ -11,9 +11,9 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
+from lens.actors import Actor
 from lens.models import Agent, ApiToken, Team
-from memory.actors import Actor
-from memory.approvals import decide
+from memory.decisions import decide
 from memory.models import MemoryEvent, MemoryRecord, Promotion
 from tests.conftest import SAMPLE_CONFIG, ApiClient, create_agent
 

@@ -17,10 +17,10 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from lens.actors import Actor
 from lens.models import Agent, ApiToken, Team
-from memory.actors import Actor
-from memory.approvals import decide, pending_count
-from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, Status
+from memory.decisions import decide, pending_count
+from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
 from tests.conftest import SAMPLE_CONFIG, create_agent, make_user
 from tests.pages import Dom, Element, dom
 from tests.test_memory_views import composed, memory_config, remember
@@ -119,7 +119,7 @@ def outsider_client(stranger: User) -> Client:
 def preference(agent: Agent, content: str, label: str | None = None, **extra: Any) -> str:
     """A memory routed to a guarded section: its promotion row is pending."""
     record_id = remember(agent, "preference", content, label=label, **extra)
-    assert promotion(record_id).status == Status.PENDING
+    assert promotion(record_id).status == PromotionStatus.PENDING
     return record_id
 
 
@@ -433,7 +433,7 @@ def test_approving_with_htmx_swaps_the_row_and_composes_the_memory(
     assert oob_count(page) == 1
 
     row = promotion(record_id)
-    assert row.status == Status.APPROVED
+    assert row.status == PromotionStatus.APPROVED
     assert row.decided_by == reviewer
     assert row.decided_at is not None
     assert row.decision_note == ""
@@ -445,7 +445,7 @@ def test_approving_with_htmx_swaps_the_row_and_composes_the_memory(
     assert drop_reason(wren, record_id) is None
     lens = dom(reviewer_client.get("/agents/wren/"))
     assert lens.one("data-memory-ids", record_id).squashed == "- **drink**: Tea, never coffee."
-    assert promotion(other).status == Status.PENDING
+    assert promotion(other).status == PromotionStatus.PENDING
     assert row_ids(queue(reviewer_client)) == [other]
 
 
@@ -462,7 +462,7 @@ def test_rejecting_with_a_reason_drops_the_memory_as_rejected(
 
     row = promotion(record_id)
     assert (row.status, row.decided_by, row.decision_note) == (
-        Status.REJECTED,
+        PromotionStatus.REJECTED,
         reviewer,
         "not useful",
     )
@@ -503,8 +503,8 @@ def test_without_javascript_deciding_redirects_back_to_the_queue_with_a_message(
     page = dom(reviewer_client.get(response["Location"]))
     assert "Rejected by mira: too noisy" in messages_on(page)
     assert row_ids(page) == []
-    assert promotion(approved).status == Status.APPROVED
-    assert promotion(rejected).status == Status.REJECTED
+    assert promotion(approved).status == PromotionStatus.APPROVED
+    assert promotion(rejected).status == PromotionStatus.REJECTED
 
 
 @pytest.mark.parametrize("decision", [None, "", "maybe", "APPROVE"])
@@ -515,7 +515,7 @@ def test_a_decision_other_than_approve_or_reject_is_refused(
     data = {} if decision is None else {"decision": decision}
     response = reviewer_client.post(f"/approvals/{record_id}/decide/", data, headers=HTMX)
     assert response.status_code == 400
-    assert promotion(record_id).status == Status.PENDING
+    assert promotion(record_id).status == PromotionStatus.PENDING
     assert decisions(record_id) == []
 
 
@@ -530,7 +530,7 @@ def test_the_decide_and_bulk_urls_refuse_get(reviewer_client: Client, wren: Agen
     assert reviewer_client.get("/approvals/bulk/").status_code == 405
     assert reviewer_client.get(f"/memories/{record_id}/revoke/").status_code == 405
     assert reviewer_client.post("/approvals/").status_code == 405
-    assert promotion(record_id).status == Status.PENDING
+    assert promotion(record_id).status == PromotionStatus.PENDING
 
 
 # --- races and stale rows ------------------------------------------------------------------
@@ -555,13 +555,13 @@ def test_deciding_a_row_someone_already_decided_changes_nothing_and_says_who(
 
     after = promotion(record_id)
     assert (after.status, after.decided_by, after.decided_at, after.decision_note) == (
-        Status.APPROVED,
+        PromotionStatus.APPROVED,
         rhea,
         before.decided_at,
         "",
     )
     assert decisions(record_id) == [(record_id, "approved", "rhea")]
-    assert promotion(waiting).status == Status.PENDING
+    assert promotion(waiting).status == PromotionStatus.PENDING
 
 
 def test_without_javascript_a_stale_decision_says_who_after_the_redirect(
@@ -574,7 +574,7 @@ def test_without_javascript_a_stale_decision_says_who_after_the_redirect(
     assert response["Location"] == "/approvals/"
     shown = messages_on(dom(reviewer_client.get("/approvals/")))
     assert any("already decided by rhea" in m and "rejected" in m for m in shown), shown
-    assert promotion(record_id).status == Status.REJECTED
+    assert promotion(record_id).status == PromotionStatus.REJECTED
     assert decisions(record_id) == [(record_id, "rejected", "rhea")]
 
 
@@ -583,7 +583,7 @@ def test_deciding_a_row_whose_memory_was_superseded_meanwhile_says_so(
 ) -> None:
     older = preference(wren, "Likes jazz.", label="music")
     newer = preference(wren, "Likes jazz and blues.", label="music", supersedes=older)
-    assert promotion(older).status == Status.SUPERSEDED
+    assert promotion(older).status == PromotionStatus.SUPERSEDED
 
     for decision in ("approve", "reject"):
         response = post_decision(reviewer_client, older, decision)
@@ -593,9 +593,9 @@ def test_deciding_a_row_whose_memory_was_superseded_meanwhile_says_so(
         assert "superseded" in stale.squashed
         assert newer in stale.squashed
 
-    assert promotion(older).status == Status.SUPERSEDED
+    assert promotion(older).status == PromotionStatus.SUPERSEDED
     assert promotion(older).decided_by is None
-    assert promotion(newer).status == Status.PENDING
+    assert promotion(newer).status == PromotionStatus.PENDING
     assert decisions(older, newer) == []
 
 
@@ -673,7 +673,7 @@ def test_reviewers_revoking_one_memory_at_once_revoke_it_once(
     assert [kind for _rid, kind, _who in landed] == ["approved", "revoked"]
     assert MemoryEvent.objects.filter(record_id=record_id, kind=EventKind.REVOKED).count() == 1
     row = promotion(record_id)
-    assert row.status == Status.REJECTED
+    assert row.status == PromotionStatus.REJECTED
     assert row.decided_by is not None and row.decided_by.get_username() == landed[-1][2]
     assert not in_prompt(wren, record_id)
 
@@ -725,8 +725,8 @@ def test_bulk_approve_decides_every_selected_row_and_nothing_else(
 
     for record_id in [*ids, convention]:
         row = promotion(record_id)
-        assert (row.status, row.decided_by) == (Status.APPROVED, reviewer)
-    assert promotion(left).status == Status.PENDING
+        assert (row.status, row.decided_by) == (PromotionStatus.APPROVED, reviewer)
+    assert promotion(left).status == PromotionStatus.PENDING
     events = MemoryEvent.objects.filter(kind=EventKind.APPROVED).order_by("record_id")
     assert sorted(e.record_id for e in events) == sorted([*ids, convention])
     assert {(e.actor, e.actor_user_id, json.dumps(e.detail)) for e in events} == {
@@ -745,7 +745,7 @@ def test_bulk_reject_stores_the_reason_on_every_row(
     assert page.one("role", "status").squashed == "Rejected 2 memories."
     for record_id in ids:
         row = promotion(record_id)
-        assert (row.status, row.decision_note) == (Status.REJECTED, "duplicates")
+        assert (row.status, row.decision_note) == (PromotionStatus.REJECTED, "duplicates")
         event = MemoryEvent.objects.get(record_id=record_id, kind=EventKind.REJECTED)
         assert event.detail == {"reason": "duplicates", "bulk": True}
         assert drop_reason(wren, record_id) == "rejected"
@@ -759,7 +759,7 @@ def test_without_javascript_bulk_redirects_back_with_a_message(
     assert response.status_code == 302
     assert response["Location"] == "/approvals/?agent=wren"
     assert "Approved 1 memory." in messages_on(dom(reviewer_client.get(response["Location"])))
-    assert promotion(record_id).status == Status.APPROVED
+    assert promotion(record_id).status == PromotionStatus.APPROVED
 
 
 def test_bulk_is_all_or_nothing_when_a_selected_row_is_no_longer_pending(
@@ -809,7 +809,7 @@ def test_bulk_with_a_row_of_another_team_changes_nothing(
         page = fragment(post_bulk(reviewer_client, "approve", ids))
         assert "Nothing was changed" in page.one("role", "alert").squashed
         assert row_ids(page) == [ours]
-    assert promotion(theirs).status == promotion(ours).status == Status.PENDING
+    assert promotion(theirs).status == promotion(ours).status == PromotionStatus.PENDING
     assert decisions(theirs, ours) == []
 
 
@@ -830,7 +830,7 @@ def test_bulk_without_a_selection_or_a_decision_shows_an_error(
         data = {**data, "selected": [record_id]}
     page = fragment(reviewer_client.post("/approvals/bulk/", data, headers=HTMX))
     assert page.one("role", "alert").squashed == error
-    assert promotion(record_id).status == Status.PENDING
+    assert promotion(record_id).status == PromotionStatus.PENDING
     assert decisions(record_id) == []
 
 
@@ -848,7 +848,7 @@ def test_bulk_approving_sixty_rows_creates_sixty_events_and_empties_the_queue(
     assert events.count() == 60
     assert set(events.values_list("record_id", flat=True)) == set(ids)
     assert set(events.values_list("actor_user", flat=True)) == {reviewer.pk}
-    assert Promotion.objects.filter(pk__in=ids, status=Status.APPROVED).count() == 60
+    assert Promotion.objects.filter(pk__in=ids, status=PromotionStatus.APPROVED).count() == 60
     assert composed(wren).report.stats.composed == 60
     assert row_ids(queue(reviewer_client)) == []
 
@@ -878,7 +878,7 @@ def test_revoking_an_approved_memory_takes_it_out_of_the_prompt(
 
     row = promotion(record_id)
     assert (row.status, row.decided_by, row.decision_note) == (
-        Status.REJECTED,
+        PromotionStatus.REJECTED,
         reviewer,
         "outdated",
     )
@@ -958,8 +958,8 @@ def test_a_member_without_the_permission_gets_403_and_nothing_changes(
     assert post_decision(viewer_client, pending, "reject", htmx=False).status_code == 403
     assert post_bulk(viewer_client, "approve", [pending]).status_code == 403
     assert viewer_client.post(f"/memories/{approved}/revoke/").status_code == 403
-    assert promotion(pending).status == Status.PENDING
-    assert promotion(approved).status == Status.APPROVED
+    assert promotion(pending).status == PromotionStatus.PENDING
+    assert promotion(approved).status == PromotionStatus.APPROVED
     assert decisions(pending, approved) == [(approved, "approved", "mira")]
 
 
@@ -984,8 +984,8 @@ def test_the_permission_alone_is_not_enough_without_membership(
     page = fragment(post_bulk(outsider_client, "approve", [ours]))
     assert "Nothing was changed" in page.one("role", "alert").squashed
 
-    assert promotion(ours).status == Status.PENDING
-    assert promotion(approved).status == Status.APPROVED
+    assert promotion(ours).status == PromotionStatus.PENDING
+    assert promotion(approved).status == PromotionStatus.APPROVED
     assert decisions(ours, approved) == [(approved, "approved", "mira")]
 
 
@@ -995,7 +995,7 @@ def test_a_non_member_without_the_permission_gets_404_not_403(
     ours = preference(wren, "Tea, never coffee.", label="drink")
     assert post_decision(stranger_client, ours, "approve").status_code == 404
     assert stranger_client.post(f"/memories/{ours}/revoke/").status_code == 404
-    assert promotion(ours).status == Status.PENDING
+    assert promotion(ours).status == PromotionStatus.PENDING
 
 
 def test_a_user_of_two_teams_decides_in_the_current_one_only(wren: Agent, other_team: Team) -> None:
@@ -1011,8 +1011,8 @@ def test_a_user_of_two_teams_decides_in_the_current_one_only(wren: Agent, other_
     assert post_decision(client, ours, "approve").status_code == 404  # the switch sticks
     decided = fragment(post_decision(client, theirs, "approve")).one("data-decision")
     assert decided.get("data-decision") == "approved"
-    assert promotion(ours).status == Status.PENDING
-    assert promotion(theirs).status == Status.APPROVED
+    assert promotion(ours).status == PromotionStatus.PENDING
+    assert promotion(theirs).status == PromotionStatus.APPROVED
 
 
 def test_an_anonymous_visitor_is_sent_to_log_in(wren: Agent, reviewer: User) -> None:
@@ -1033,8 +1033,8 @@ def test_an_anonymous_visitor_is_sent_to_log_in(wren: Agent, reviewer: User) -> 
             response = anonymous.post(path, data, headers=headers)
             assert response.status_code == 302, path
             assert response["Location"] == f"/accounts/login/?next={path}"
-    assert promotion(pending).status == Status.PENDING
-    assert promotion(approved).status == Status.APPROVED
+    assert promotion(pending).status == PromotionStatus.PENDING
+    assert promotion(approved).status == PromotionStatus.APPROVED
     assert decisions(pending, approved) == [(approved, "approved", "mira")]
 
 
@@ -1064,8 +1064,8 @@ def test_an_api_token_can_never_decide(wren: Agent, reviewer: User) -> None:
         f"/api/approvals/{pending}",
     ):
         assert client.post(path, {}, headers=bearer).status_code in (404, 405), path
-    assert promotion(pending).status == Status.PENDING
-    assert promotion(approved).status == Status.APPROVED
+    assert promotion(pending).status == PromotionStatus.PENDING
+    assert promotion(approved).status == PromotionStatus.APPROVED
     assert decisions(pending, approved) == [(approved, "approved", "mira")]
 
 
@@ -1084,8 +1084,8 @@ def test_a_post_without_the_csrf_token_is_refused(wren: Agent, reviewer: User) -
     assert post_bulk(client, "approve", [pending]).status_code == 403
     assert client.post(f"/memories/{approved}/revoke/").status_code == 403
     assert post_decision(client, pending, "approve", X_CSRFToken="forged" * 6).status_code == 403
-    assert promotion(pending).status == Status.PENDING
-    assert promotion(approved).status == Status.APPROVED
+    assert promotion(pending).status == PromotionStatus.PENDING
+    assert promotion(approved).status == PromotionStatus.APPROVED
     assert decisions(pending, approved) == [(approved, "approved", "mira")]
 
 
@@ -1100,7 +1100,7 @@ def test_a_post_with_the_csrf_token_htmx_sends_works(wren: Agent, reviewer: User
 
     response = post_decision(client, first, "approve", X_CSRFToken=token)
     assert fragment(response).one("data-promotion-id").get("data-decision") == "approved"
-    assert promotion(first).status == Status.APPROVED
+    assert promotion(first).status == PromotionStatus.APPROVED
 
     # The forms carry it too, for the no-JavaScript path.
     (field,) = {
@@ -1112,7 +1112,7 @@ def test_a_post_with_the_csrf_token_htmx_sends_works(wren: Agent, reviewer: User
         f"/approvals/{second}/decide/", {"decision": "reject", "csrfmiddlewaretoken": field}
     )
     assert response.status_code == 302
-    assert promotion(second).status == Status.REJECTED
+    assert promotion(second).status == PromotionStatus.REJECTED
 
 
 # --- the pending count and query counts --------------------------------------------------------

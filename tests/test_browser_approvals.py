@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import Permission
 
+from lens.actors import SYSTEM
 from lens.models import Agent, Team
-from memory.actors import SYSTEM
+from memory.core.records import MemoryInput
 from memory.models import Promotion
-from memory.records import MemoryInput
-from memory.services import Saved, save_memory
+from memory.saving import Saved, save_memory
 from tests.conftest import SAMPLE_CONFIG, create_agent, login, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -8,7 +8,7 @@ import pytest
 from pydantic import ValidationError
 
 from lens.core.background import (
-    PROMOTION_TIERS,
+    TIERS,
     Background,
     BackgroundEntry,
     BackgroundSection,
@@ -46,13 +46,13 @@ def test_section_promotion_defaults_to_locked() -> None:
     assert parsed.entries == ()
 
 
-@pytest.mark.parametrize("tier", PROMOTION_TIERS)
+@pytest.mark.parametrize("tier", TIERS)
 def test_section_accepts_every_promotion_tier(tier: str) -> None:
     assert BackgroundSection.model_validate(section("a", promotion=tier)).promotion == tier
 
 
 def test_promotion_tiers_are_exactly_the_spec_four() -> None:
-    assert PROMOTION_TIERS == ("locked", "guarded", "earned", "auto")
+    assert TIERS == ("locked", "guarded", "earned", "auto")
 
 
 @pytest.mark.parametrize("tier", ["Locked", "manual", "", "AUTO", "earned "])

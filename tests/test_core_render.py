@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from lens.core.background import (
-    PROMOTION_TIERS,
+    TIERS,
     Background,
     BackgroundEntry,
     BackgroundSection,
@@ -610,7 +610,7 @@ def backgrounds(draw: st.DrawFn, with_memory: bool) -> Background:
             BackgroundSection(
                 id=section_id,
                 title=draw(titles),
-                promotion=draw(st.sampled_from(PROMOTION_TIERS)),
+                promotion=draw(st.sampled_from(TIERS)),
                 entries=entries,
             )
         )

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvstore.keys import (
+from kvstore.core.keys import (
     FIRST_LINE_MAX,
     KEY_CHARS,
     KEY_MAX,
@@ -17,8 +17,8 @@ from kvstore.keys import (
     first_line,
     key_problem,
     runes,
-    unified_diff,
 )
+from lens.core.diffs import unified_diff
 
 KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:-"
 GRINNING = "\U0001f600"

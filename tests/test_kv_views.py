@@ -16,7 +16,7 @@ from django.test import Client
 from django.test.utils import CaptureQueriesContext
 
 from kvstore import store
-from kvstore.keys import PAYLOAD_MAX_RUNES
+from kvstore.core.keys import PAYLOAD_MAX_RUNES
 from kvstore.models import Key, Version
 from lens.models import Team
 from tests.conftest import make_user
@@ -256,7 +256,7 @@ def test_the_list_pages_by_50_and_its_links_keep_the_prefix(
         rows = keys_listed(page)
         assert len(rows) == (50 if pages < 3 else 20)
         seen.extend(rows)
-        assert f"page {pages} of 3" in page.one("id", "kv-results").squashed
+        assert f"Page {pages} of 3" in page.one("id", "kv-results").squashed
         nexts = page.links("Next")
         if not nexts:
             break

@@ -14,11 +14,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lens.core.background import PROMOTION_TIERS, Background, BackgroundEntry, BackgroundSection
+from lens.core.background import TIERS, Background, BackgroundEntry, BackgroundSection
 from lens.core.render import entry_line
-from memory.overlay import DEFAULT_BUDGET_CHARS, apply_memory_overlay
-from memory.report import Drop, RoutingReport
-from memory.routing import OverlayPlan, PlacedRecord, RoutableRecord
+from lens.core.report import Drop, RoutingReport
+from memory.core.overlay import DEFAULT_BUDGET_CHARS, apply_memory_overlay
+from memory.core.routing import OverlayPlan, PlacedRecord, RoutableRecord
 
 T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
 ID_ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -169,7 +169,7 @@ MOMENTS = st.one_of(
     st.datetimes(min_value=datetime(1900, 1, 1), max_value=datetime(2200, 1, 1), timezones=OFFSETS),
 )
 # Tiers weighted towards the ones memory may fill, so most records reach the later steps.
-TIERS = st.sampled_from(("auto", "auto", "guarded", *PROMOTION_TIERS))
+TIER_CHOICES = st.sampled_from(("auto", "auto", "guarded", *TIERS))
 RECORD_IDS = st.text(alphabet=ID_ALPHABET, min_size=1, max_size=3)
 CONTENT = st.one_of(
     st.text(
@@ -188,7 +188,7 @@ def backgrounds(draw: st.DrawFn) -> Background:
     some = st.lists(st.sampled_from(SECTION_POOL), unique=True, max_size=4)
     for section_id in draw(st.one_of(st.permutations(SECTION_POOL), some)):
         keys = draw(st.lists(st.sampled_from(KEY_POOL), unique=True, max_size=2))
-        tier = draw(TIERS)
+        tier = draw(TIER_CHOICES)
         sections.append(section(section_id, tier, *((key, f"authored {key}") for key in keys)))
     return Background(sections=tuple(sections))
 

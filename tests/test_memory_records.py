@@ -11,13 +11,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from memory.records import (
+from memory.core.records import (
     CONTENT_MAX,
     LABEL_MAX,
     TAG_MAX,
     TAGS_MAX,
     MemoryInput,
-    MemoryRecord,
+    MemoryView,
     forbidden_char,
 )
 
@@ -60,8 +60,8 @@ def test_memory_input_refuses_any_field_beyond_the_five(field: str) -> None:
 
 
 def test_memory_record_has_no_target_and_no_payload_field() -> None:
-    assert "target" not in MemoryRecord.model_fields
-    assert "payload" not in MemoryRecord.model_fields
+    assert "target" not in MemoryView.model_fields
+    assert "payload" not in MemoryView.model_fields
 
 
 def test_memory_input_is_frozen() -> None:
@@ -246,8 +246,8 @@ def test_tags_dedupe_is_first_seen_order_and_counts_unique_tags(tags: list[str])
 
 def test_memory_record_applies_the_same_validation() -> None:
     base = {"id": "a1", "kind": "fact", "content": "c", "created_at": datetime.now(UTC)}
-    record = MemoryRecord.model_validate({**base, "tags": ["x", "y", "x"]})
+    record = MemoryView.model_validate({**base, "tags": ["x", "y", "x"]})
     assert record.tags == ("x", "y")
     for bad in ({"kind": "Fact"}, {"content": ""}, {"label": "a\nb"}, {"tags": [""]}):
         with pytest.raises(ValidationError):
-            MemoryRecord.model_validate({**base, **bad})
+            MemoryView.model_validate({**base, **bad})

@@ -9,12 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lens.core.background import PROMOTION_TIERS, Background, BackgroundSection
+from lens.core.background import TIERS, Background, BackgroundSection
 from lens.core.config import AgentConfig
 from lens.core.render import entry_line, render_sections
-from memory.overlay import DEFAULT_BUDGET_CHARS, apply_memory_overlay
-from memory.presets import USER_BACKGROUND, PresetSpec
-from memory.report import (
+from lens.core.report import (
     DROP_REASON_HELP,
     DROP_REASONS,
     Drop,
@@ -23,7 +21,9 @@ from memory.report import (
     RoutingReport,
     routing_report,
 )
-from memory.routing import PlacedRecord, RoutableRecord, RoutingContext, evaluate
+from memory.core.overlay import DEFAULT_BUDGET_CHARS, apply_memory_overlay
+from memory.core.presets import USER_BACKGROUND, PresetSpec
+from memory.core.routing import PlacedRecord, RoutableRecord, RoutingContext, evaluate
 
 ALLOWED = (
     "spec-declined",
@@ -168,7 +168,7 @@ def authored_backgrounds(draw: st.DrawFn) -> Background:
                 {
                     "id": section_id,
                     "title": f"Section {section_id}",
-                    "promotion": draw(st.sampled_from(PROMOTION_TIERS)),
+                    "promotion": draw(st.sampled_from(TIERS)),
                     "entries": [{"key": key, "value": f"authored {key}"} for key in keys],
                 }
             )

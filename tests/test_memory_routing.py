@@ -17,14 +17,14 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from lens.core.background import BackgroundSection
-from memory.presets import PROJECT, USER_BACKGROUND, PresetSpec, content_key, derive_key, slug
-from memory.routing import (
+from memory.core.presets import PROJECT, USER_BACKGROUND, PresetSpec, content_key, derive_key, slug
+from memory.core.routing import (
+    DeclaredSection,
     PlacedRecord,
     Placement,
     RoutableRecord,
     RoutingContext,
     RoutingSpec,
-    SectionDeclaration,
     classify_then_route,
     evaluate,
     placement_key,
@@ -51,7 +51,7 @@ def record(kind: str = "fact", content: str = "c", label: str | None = None) -> 
 def context(*sections: tuple[str, str]) -> RoutingContext:
     return RoutingContext(
         sections=tuple(
-            SectionDeclaration(id=sid, title=sid.title(), promotion=tier) for sid, tier in sections
+            DeclaredSection(id=sid, title=sid.title(), promotion=tier) for sid, tier in sections
         )
     )
 
@@ -204,12 +204,10 @@ def test_evaluate_passes_the_record_and_context_to_route() -> None:
 def test_routing_context_holds_section_declarations_only() -> None:
     ctx = context(("user_profile", "auto"), ("notes", "guarded"))
     assert list(RoutingContext.model_fields) == ["sections"]
-    assert list(SectionDeclaration.model_fields) == ["id", "title", "promotion"]
+    assert list(DeclaredSection.model_fields) == ["id", "title", "promotion"]
     assert not hasattr(ctx, "entries")
     assert all(not hasattr(section, "entries") for section in ctx.sections)
-    assert ctx.section("notes") == SectionDeclaration(
-        id="notes", title="Notes", promotion="guarded"
-    )
+    assert ctx.section("notes") == DeclaredSection(id="notes", title="Notes", promotion="guarded")
     assert ctx.section("missing") is None
 
 
@@ -217,7 +215,7 @@ def test_routing_context_built_from_a_section_with_entries_keeps_no_entries() ->
     authored = BackgroundSection.model_validate(
         {"id": "s", "title": "S", "promotion": "auto", "entries": [{"key": "k", "value": "v"}]}
     )
-    declaration = SectionDeclaration.model_validate(authored, from_attributes=True)
+    declaration = DeclaredSection.model_validate(authored, from_attributes=True)
     assert declaration.model_dump() == {"id": "s", "title": "S", "promotion": "auto"}
 
 

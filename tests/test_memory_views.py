@@ -13,15 +13,15 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from lens.actors import SYSTEM, Actor
 from lens.agents import with_config
-from lens.composition import compose
 from lens.core.composition import Composition
+from lens.core.report import DROP_REASONS
 from lens.models import Agent, ApiToken, Team
-from memory.actors import SYSTEM, Actor
-from memory.approvals import decide
-from memory.records import MemoryInput
-from memory.report import DROP_REASONS
-from memory.services import Saved, save_memory
+from memory.composition import compose
+from memory.core.records import MemoryInput
+from memory.decisions import decide
+from memory.saving import Saved, save_memory
 from tests.conftest import SAMPLE_CONFIG, create_agent, make_user
 from tests.pages import Dom, Element, count_queries, dom
 
@@ -570,7 +570,12 @@ def test_the_list_is_paginated_by_fifty(member_client: Client, wren: Agent) -> N
     next_links = [
         e.get("href") for e in first.one("aria-label", "Pages").descendants() if e.tag == "a"
     ]
-    assert next_links == ["?agent=&kind=&page=2"]
+    assert next_links == ["?page=2"]
+    filtered = dom(member_client.get("/memories/?agent=wren&kind=fact"))
+    filtered_links = [
+        e.get("href") for e in filtered.one("aria-label", "Pages").descendants() if e.tag == "a"
+    ]
+    assert filtered_links == ["?agent=wren&kind=fact&page=2"]
 
 
 def test_a_non_member_sees_none_of_the_team_s_memories(

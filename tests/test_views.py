@@ -12,10 +12,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from lens.agents import with_config
-from lens.composition import compose
 from lens.core.composition import Composition
+from lens.http import SESSION_KEY
 from lens.models import Agent, Membership, Team
-from lens.teams import SESSION_KEY
+from memory.composition import compose
 from tests.conftest import SAMPLE_CONFIG, create_agent, make_user
 from tests.pages import count_queries
 

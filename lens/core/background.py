@@ -21,8 +21,8 @@ from pydantic import (
     model_validator,
 )
 
-Promotion = Literal["locked", "guarded", "earned", "auto"]
-PROMOTION_TIERS: tuple[Promotion, ...] = ("locked", "guarded", "earned", "auto")
+Tier = Literal["locked", "guarded", "earned", "auto"]
+TIERS: tuple[Tier, ...] = ("locked", "guarded", "earned", "auto")
 
 SECTION_ID_PATTERN = r"^[a-z0-9][a-z0-9_-]*$"
 SECTION_ID_MAX = 64
@@ -92,7 +92,7 @@ class BackgroundEntry(_Frozen):
 class BackgroundSection(_Frozen):
     id: StrictStr
     title: StrictStr = Field(min_length=1)
-    promotion: Promotion = "locked"
+    promotion: Tier = "locked"
     entries: tuple[BackgroundEntry, ...] = ()
 
     @field_validator("id")

@@ -7,7 +7,7 @@ from pydantic import BaseModel, ConfigDict
 from lens.core.background import Background
 from lens.core.counts import Counts
 from lens.core.fragments import PromptSection, prompt_text
-from memory.report import RoutingReport
+from lens.core.report import RoutingReport
 
 
 class SpecRef(BaseModel):

@@ -10,8 +10,17 @@ from lens.core.text import collapse, value_text
 AWARENESS_HEADING = "### Available Information Sources\n"
 
 
+def entry_text(key: str, value: str) -> str:
+    """One Background entry line from an already collapsed key and value."""
+    return f"- **{key}**: {value}\n"
+
+
+# What a line costs beyond its key and value: the overlay budgets in whole lines.
+ENTRY_LINE_OVERHEAD = len(entry_text("", ""))
+
+
 def entry_line(entry: BackgroundEntry) -> str:
-    return f"- **{collapse(entry.key)}**: {collapse(value_text(entry.value))}\n"
+    return entry_text(collapse(entry.key), collapse(value_text(entry.value)))
 
 
 def add_background_section(out: FragmentBuilder, section: BackgroundSection) -> None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from lens.actors import Actor
 from lens.models import Agent, ApiToken
-from memory.actors import Actor
-from memory.approvals import decide
-from memory.records import MemoryInput
-from memory.services import Saved, save_memory
+from memory.core.records import MemoryInput
+from memory.decisions import decide
+from memory.saving import Saved, save_memory
 
 
 @dataclass(frozen=True)

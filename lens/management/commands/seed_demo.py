@@ -6,13 +6,13 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand
 from django.db import transaction
 
-from lens.agents import store_config
+from lens.actors import Actor
 from lens.core.config import AgentConfig
 from lens.demo.agents import DEMO_AGENTS
 from lens.demo.kv import seed_kv
 from lens.demo.memories import seed_memories
 from lens.models import ApiToken, Membership, Team
-from memory.actors import Actor
+from memory.agents import store_agent
 
 DEMO_TEAM = "demo"
 DEMO_USER = "demo"
@@ -39,7 +39,7 @@ class Command(BaseCommand):
             token, _raw = ApiToken.objects.issue(team, name=SEED_TOKEN)
         saved = 0
         for slug, raw in DEMO_AGENTS.items():
-            agent, _ = store_config(team, slug, AgentConfig.model_validate(raw))
+            agent, _ = store_agent(team, slug, AgentConfig.model_validate(raw))
             saved += seed_memories(agent, token, Actor.for_user(user))
         versions = seed_kv(team)
         self.stdout.write(

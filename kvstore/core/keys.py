@@ -1,8 +1,7 @@
-"""Pure rules of the key/value store: keys, payload limits, metadata and diffs."""
+"""Pure rules of the key/value store: keys, payload limits and version metadata."""
 
 from __future__ import annotations
 
-import difflib
 import re
 
 KEY_MAX = 256
@@ -39,16 +38,3 @@ def first_line(payload: str) -> str:
     """The first line of the payload, at most FIRST_LINE_MAX code points."""
     lines = payload.splitlines()
     return lines[0][:FIRST_LINE_MAX] if lines else ""
-
-
-def unified_diff(old: str, new: str, old_label: str, new_label: str) -> str:
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        fromfile=old_label,
-        tofile=new_label,
-    )
-    # A line without a final newline would glue onto the next diff line.
-    return "".join(
-        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
-    )

@@ -10,12 +10,12 @@ from lens.agents import config_of, load_entry_values
 from lens.core.composition import Composition, Prompt, SpecRef
 from lens.core.counts import Counts
 from lens.core.render import render_sections
+from lens.core.report import PromotionState, routing_report
 from lens.models import Agent
-from memory.overlay import apply_memory_overlay
+from memory.core.overlay import apply_memory_overlay
+from memory.core.routing import PlacedRecord
 from memory.queries import placed_records, promotion_states
 from memory.registry import get_spec
-from memory.report import PromotionState, routing_report
-from memory.routing import PlacedRecord
 
 
 def compose(agent: Agent, states: list[PromotionState] | None = None) -> Composition:

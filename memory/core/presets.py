@@ -10,33 +10,23 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
 
-from lens.core.background import Promotion
-from memory.routing import (
+from lens.core.background import Tier
+from memory.core.routing import (
+    DeclaredSection,
     KeySource,
     Placement,
     RoutableRecord,
     RoutingContext,
-    SectionDeclaration,
+    RoutingSpec,
 )
+from memory.core.tokens import tokenize
 
 
 def slug(text: str) -> str:
-    """Lowercase alphanumeric runs joined by '-', diacritics dropped."""
-    decomposed = unicodedata.normalize("NFKD", text)
-    runs: list[str] = []
-    current: list[str] = []
-    for char in decomposed.casefold():
-        if unicodedata.combining(char):
-            continue
-        if char.isalnum():
-            current.append(char)
-        elif current:
-            runs.append("".join(current))
-            current = []
-    if current:
-        runs.append("".join(current))
-    return "-".join(runs)
+    """The label's tokens joined by '-': "Name" and "name " are one address."""
+    return "-".join(tokenize(text))
 
 
 def content_key(content: str) -> str:
@@ -50,13 +40,20 @@ def derive_key(record: RoutableRecord) -> tuple[str, KeySource]:
     return content_key(record.content), "content"
 
 
+@runtime_checkable
+class Preset(RoutingSpec, Protocol):
+    """A routing spec that comes with the section declarations it expects."""
+
+    sections: tuple[DeclaredSection, ...]
+
+
 @dataclass(frozen=True)
 class PresetSpec:
     """A routing spec driven by a ``kind -> section`` table."""
 
     key: str
     version: str
-    sections: tuple[SectionDeclaration, ...]
+    sections: tuple[DeclaredSection, ...]
     routes: dict[str, str] = field(default_factory=dict)
 
     def route(self, record: RoutableRecord, ctx: RoutingContext) -> Placement | None:
@@ -69,8 +66,8 @@ class PresetSpec:
         return derive_key(record)[1]
 
 
-def _declare(section_id: str, title: str, promotion: Promotion) -> SectionDeclaration:
-    return SectionDeclaration(id=section_id, title=title, promotion=promotion)
+def _declare(section_id: str, title: str, promotion: Tier) -> DeclaredSection:
+    return DeclaredSection(id=section_id, title=title, promotion=promotion)
 
 
 USER_BACKGROUND = PresetSpec(

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from lens.core.background import Promotion
+from lens.core.background import Tier
 
 KeySource = Literal["label", "content"]
 Verdict = Literal["a", "b", "both"]
@@ -49,20 +49,20 @@ class RoutableRecord(BaseModel):
     created_at: datetime | None = None
 
 
-class SectionDeclaration(BaseModel):
+class DeclaredSection(BaseModel):
     model_config = ConfigDict(frozen=True)
 
     id: str
     title: str
-    promotion: Promotion
+    promotion: Tier
 
 
 class RoutingContext(BaseModel):
     model_config = ConfigDict(frozen=True)
 
-    sections: tuple[SectionDeclaration, ...] = ()
+    sections: tuple[DeclaredSection, ...] = ()
 
-    def section(self, section_id: str) -> SectionDeclaration | None:
+    def section(self, section_id: str) -> DeclaredSection | None:
         return next((s for s in self.sections if s.id == section_id), None)
 
 

@@ -8,28 +8,42 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from lens.actors import SYSTEM, Actor
+from lens.core.errors import DomainError
 from lens.models import Agent, SectionDeclaration
-from memory.actors import SYSTEM, Actor
-from memory.models import HOLDING, EventKind, MemoryEvent, MemoryRecord, Promotion, Status
-from memory.records import MemoryInput
-from memory.registry import get_spec
-from memory.routing import (
+from memory.core.outcome import route_outcome
+from memory.core.records import MemoryInput
+from memory.core.routing import (
+    DeclaredSection,
     Placement,
     RoutableRecord,
     RoutingContext,
+    RoutingSpec,
     evaluate,
     placement_key,
     spec_key_source,
 )
-from memory.routing import SectionDeclaration as DeclaredSection
+from memory.models import (
+    HOLDING,
+    EventKind,
+    MemoryEvent,
+    MemoryRecord,
+    Promotion,
+    PromotionStatus,
+    new_event,
+)
+from memory.registry import get_spec
 
 CONFLICT_HINT = "supersede it or use a different label"
 
 
-class UnknownSupersedes(Exception):
+class UnknownSupersedes(DomainError):
+    code = "unknown_supersedes"
+
     def __init__(self, record_id: str) -> None:
-        super().__init__(f"No memory {record_id!r} of this agent to supersede.")
-        self.record_id = record_id
+        super().__init__(
+            f"No memory {record_id!r} of this agent to supersede.", supersedes=record_id
+        )
 
 
 @dataclass(frozen=True)
@@ -77,38 +91,6 @@ def _next_timestamp(agent: Agent) -> datetime:
     return now
 
 
-def _outcome(placement: Placement | None, ctx: RoutingContext) -> tuple[str, str, str | None]:
-    """(status, reason, tier) for a fresh save."""
-    if placement is None:
-        return Status.DECLINED, "spec-declined", None
-    section = ctx.section(placement.section)
-    if section is None:
-        return Status.DECLINED, "undeclared-section", None
-    tier = section.promotion
-    if tier == "locked":
-        return Status.DECLINED, "locked-section", tier
-    if tier == "earned":
-        return Status.DECLINED, "earned-inert", tier
-    if tier == "auto":
-        return Status.APPROVED, "", tier
-    return Status.PENDING, "", tier
-
-
-def event(
-    record_id: str, agent_id: int, kind: str, actor: Actor, at: datetime, **detail: object
-) -> MemoryEvent:
-    return MemoryEvent(
-        record_id=record_id,
-        agent_id=agent_id,
-        kind=kind,
-        actor=actor.label,
-        actor_user=actor.user,
-        actor_token=actor.token,
-        detail=detail,
-        at=at,
-    )
-
-
 def save_memory(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Conflict:
     """Save one memory for ``agent``. The answer never says where (or if) it composed."""
     older = None
@@ -146,7 +128,7 @@ def _commit(
     agent: Agent,
     data: MemoryInput,
     actor: Actor,
-    spec: object,
+    spec: RoutingSpec | None,
     routable: RoutableRecord,
     placement: Placement | None,
     ctx: RoutingContext,
@@ -162,52 +144,43 @@ def _commit(
         supersedes=older,
         created_at=at,
     )
-    events = [event(record.pk, record.agent_id, EventKind.SAVED, actor, at)]
+    events = [new_event(record.pk, agent.pk, EventKind.SAVED, actor, at)]
     if older is not None:
         # Superseding is immediate and final, whatever becomes of the newer record.
-        Promotion.objects.filter(record=older).exclude(status=Status.SUPERSEDED).update(
-            status=Status.SUPERSEDED
+        Promotion.objects.filter(record=older).exclude(status=PromotionStatus.SUPERSEDED).update(
+            status=PromotionStatus.SUPERSEDED
         )
-        events.append(
-            event(older.pk, older.agent_id, EventKind.SUPERSEDED, actor, at, by=record.id)
-        )
+        events.append(new_event(older.pk, agent.pk, EventKind.SUPERSEDED, actor, at, by=record.id))
 
-    status, reason, tier = _outcome(placement, ctx)
+    outcome = route_outcome(placement, ctx)
     Promotion.objects.create(
         record=record,
         agent=agent,
         section=placement.section if placement else None,
         key=placement.key if placement else None,
         placement_key=placement_key(placement) if placement else None,
-        key_source=spec_key_source(spec, routable) if placement else None,  # type: ignore[arg-type]
-        spec_key=getattr(spec, "key", ""),
-        spec_version=getattr(spec, "version", ""),
-        tier=tier,
-        status=status,
-        reason=reason,
+        key_source=spec_key_source(spec, routable) if placement and spec else None,
+        spec_key=spec.key if spec else "",
+        spec_version=spec.version if spec else "",
+        tier=outcome.tier,
+        status=outcome.status,
+        reason=outcome.reason or "",
         promoted_at=at,
-        decided_at=at if status == Status.APPROVED else None,
+        decided_at=at if outcome.status == PromotionStatus.APPROVED else None,
     )
-    if status == Status.APPROVED:
+    if placement is not None and outcome.status == PromotionStatus.APPROVED:
         events.append(
-            event(
-                record.pk,
-                record.agent_id,
-                EventKind.PROMOTED,
-                SYSTEM,
-                at,
-                section=placement.section,
+            new_event(
+                record.pk, agent.pk, EventKind.PROMOTED, SYSTEM, at, section=placement.section
             )
-        )  # type: ignore[union-attr]
-    elif status == Status.PENDING:
+        )
+    elif placement is not None and outcome.status == PromotionStatus.PENDING:
         events.append(
-            event(
-                record.pk, record.agent_id, EventKind.QUEUED, SYSTEM, at, section=placement.section
-            )
-        )  # type: ignore[union-attr]
+            new_event(record.pk, agent.pk, EventKind.QUEUED, SYSTEM, at, section=placement.section)
+        )
     else:
         events.append(
-            event(record.pk, record.agent_id, EventKind.DECLINED, SYSTEM, at, reason=reason)
+            new_event(record.pk, agent.pk, EventKind.DECLINED, SYSTEM, at, reason=outcome.reason)
         )
     MemoryEvent.objects.bulk_create(events)
     return record.id

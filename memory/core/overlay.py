@@ -15,9 +15,17 @@ from datetime import UTC, datetime
 from operator import attrgetter, itemgetter
 
 from lens.core.background import Background, BackgroundEntry, BackgroundSection
+from lens.core.render import ENTRY_LINE_OVERHEAD
+from lens.core.report import Drop, DropReason, ReportStats, RoutingReport
 from lens.core.text import collapse
-from memory.report import Drop, DropReason, ReportStats, RoutingReport
-from memory.routing import OverlayPlan, PlacedRecord, RoutingSpec, spec_reconcile, spec_render_entry
+from memory.core.outcome import tier_block
+from memory.core.routing import (
+    OverlayPlan,
+    PlacedRecord,
+    RoutingSpec,
+    spec_reconcile,
+    spec_render_entry,
+)
 
 DEFAULT_BUDGET_CHARS = 3000
 # Each record is dropped at most once, so its id alone orders the drops totally.
@@ -45,11 +53,8 @@ def _renderer(spec: RoutingSpec | None) -> Callable[[PlacedRecord], str]:
     return lambda placed: spec_render_entry(spec, placed)
 
 
-# A rendered line costs len(lens.core.render.entry_line(...)) code points:
-# the collapsed key and value plus this much template.
-_LINE_OVERHEAD = len("- ****: \n")
 # A key has at least one character; a value may be empty.
-_SHORTEST_LINE = _LINE_OVERHEAD + 1
+_SHORTEST_LINE = ENTRY_LINE_OVERHEAD + 1
 
 
 def _reconcile(
@@ -78,18 +83,12 @@ def _identity(record: PlacedRecord) -> tuple[str, str, str, float]:
     return (record.section, record.key, record.content, _when(record.created_at))
 
 
-def _recheck(record: PlacedRecord, declared: dict[str, BackgroundSection]) -> DropReason | None:
-    """Re-check a committed placement against the current declarations."""
+def _recheck(record: PlacedRecord, declared: dict[str, BackgroundSection]) -> DropReason:
+    """Why a committed placement no longer lands, against the current declarations
+    (called only for placements that do not land).
+    """
     section = declared.get(record.section)
-    if section is None:
-        return "undeclared-section"
-    if section.promotion == "locked":
-        return "locked-section"
-    if section.promotion == "earned":
-        return "earned-inert"
-    if section.entry(record.key) is not None:
-        return "authored-wins"
-    return None
+    return tier_block(section.promotion if section is not None else None) or "authored-wins"
 
 
 def apply_memory_overlay(
@@ -124,7 +123,7 @@ def _fold(
     open_keys = {
         s.id: {e.key for e in s.entries}
         for s in background.sections
-        if s.promotion in ("auto", "guarded")
+        if tier_block(s.promotion) is None
     }
 
     # 1. Placements whose section or tier no longer admits them, or whose key an
@@ -142,7 +141,7 @@ def _fold(
             else:
                 group.append(item)
         else:
-            drops.append(Drop(record.id, _recheck(record, declared) or "authored-wins"))
+            drops.append(Drop(record.id, _recheck(record, declared)))
 
     # 2. One candidate entry per address: reconcile, or newest wins (ties to the
     #    smaller id). A candidate, (-created_at, winner id, winner, memory_ids), is its
@@ -186,7 +185,7 @@ def _fold(
         for neg_when, winner_id, winner, ids in bucket:
             if budget_chars - used >= _SHORTEST_LINE:
                 value = render(winner)
-                cost = len(collapse(winner.key)) + len(collapse(value)) + _LINE_OVERHEAD
+                cost = len(collapse(winner.key)) + len(collapse(value)) + ENTRY_LINE_OVERHEAD
                 if used + cost <= budget_chars:
                     used += cost
                     composed.append((-neg_when, winner_id, winner, ids, value))

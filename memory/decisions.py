@@ -1,4 +1,4 @@
-"""Deciding guarded promotions: approve, reject (one or many), and revoke.
+"""Deciding guarded promotions: approve, reject (one or many), revoke and reopen.
 
 Every decision is a conditional update on the row's current status, so of two
 reviewers racing on one row exactly one decision lands; the other is told who decided.
@@ -9,14 +9,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
+from lens.actors import Actor
+from lens.core.errors import DomainError
 from lens.models import Agent, Team
-from memory.actors import Actor
-from memory.models import EventKind, MemoryEvent, Promotion, Status
-from memory.services import event
+from memory.models import EventKind, MemoryEvent, Promotion, PromotionStatus, new_event
+from memory.saving import holder_of
 
 
 @dataclass(frozen=True)
@@ -37,21 +38,21 @@ class AlreadyDecided:
 
 def pending_count(team: Team) -> int:
     """How many promotions of ``team`` wait for a person (one indexed count)."""
-    return Promotion.objects.filter(agent__team=team, status=Status.PENDING).count()
+    return Promotion.objects.filter(agent__team=team, status=PromotionStatus.PENDING).count()
 
 
 def notice_for(promotion: Promotion) -> str:
     """Why a row can no longer be decided, in words a reviewer can act on."""
-    if promotion.status == Status.SUPERSEDED:
+    if promotion.status == PromotionStatus.SUPERSEDED:
         newer = promotion.record.superseded_by.order_by("created_at").first()
         by = f" by memory {newer.pk}" if newer else ""
         return f"This memory was superseded{by} meanwhile; nothing was changed."
-    if promotion.status in (Status.APPROVED, Status.REJECTED):
+    if promotion.status in (PromotionStatus.APPROVED, PromotionStatus.REJECTED):
         who = promotion.decided_by.get_username() if promotion.decided_by else "the system"
         when = (
             promotion.decided_at.strftime("%Y-%m-%d %H:%M:%S UTC") if promotion.decided_at else ""
         )
-        verb = "approved" if promotion.status == Status.APPROVED else "rejected"
+        verb = "approved" if promotion.status == PromotionStatus.APPROVED else "rejected"
         return f"This was already decided by {who}: {verb} at {when}. Nothing was changed."
     return f"This promotion is {promotion.status}; nothing was changed."
 
@@ -63,9 +64,11 @@ def decide(
     is no such row.
     """
     status, kind = (
-        (Status.APPROVED, EventKind.APPROVED) if approve else (Status.REJECTED, EventKind.REJECTED)
+        (PromotionStatus.APPROVED, EventKind.APPROVED)
+        if approve
+        else (PromotionStatus.REJECTED, EventKind.REJECTED)
     )
-    return _transition(record_id, team, Status.PENDING, status, kind, actor, note)
+    return _transition(record_id, team, PromotionStatus.PENDING, status, kind, actor, note)
 
 
 def _transition(
@@ -92,7 +95,7 @@ def _transition(
         if not changed:
             return AlreadyDecided(promotion)
         detail = {"reason": note} if note else {}
-        event(record_id, promotion.agent_id, kind, actor, at, **detail).save()
+        new_event(record_id, promotion.agent_id, kind, actor, at, **detail).save()
     return Decided(promotion)
 
 
@@ -110,11 +113,17 @@ def _agents_of(team: Team) -> QuerySet[Agent]:
     return Agent.objects.filter(team=team).values("pk")
 
 
-class NotAllPending(Exception):
+class NotAllPending(DomainError):
     """A bulk decision met rows that are no longer pending: nothing was changed."""
 
+    code = "not_pending"
+
     def __init__(self, stale: Sequence[str]) -> None:
-        super().__init__(f"{len(stale)} of the selected promotions are no longer pending")
+        super().__init__(
+            f"Nothing was changed: {len(stale)} of the selected memories are no longer "
+            "pending (someone decided them, or they were superseded).",
+            stale=list(stale),
+        )
         self.stale = list(stale)
 
 
@@ -128,8 +137,10 @@ def decide_many(
     """
     ids = list(dict.fromkeys(record_ids))
     at = timezone.now()
-    status = Status.APPROVED if approve else Status.REJECTED
-    rows = Promotion.objects.filter(pk__in=ids, agent__in=_agents_of(team), status=Status.PENDING)
+    status = PromotionStatus.APPROVED if approve else PromotionStatus.REJECTED
+    rows = Promotion.objects.filter(
+        pk__in=ids, agent__in=_agents_of(team), status=PromotionStatus.PENDING
+    )
     changed = rows.update(status=status, decided_by=actor.user, decided_at=at, decision_note=note)
     if changed != len(ids):
         still = set(
@@ -143,7 +154,7 @@ def decide_many(
     detail = {"reason": note, "bulk": True} if note else {"bulk": True}
     agent_ids = dict(Promotion.objects.filter(pk__in=ids).values_list("record_id", "agent_id"))
     MemoryEvent.objects.bulk_create(
-        event(rid, agent_ids[rid], kind, actor, at, **detail) for rid in ids
+        new_event(rid, agent_ids[rid], kind, actor, at, **detail) for rid in ids
     )
     return ids
 
@@ -153,5 +164,57 @@ def revoke(
 ) -> Decided | AlreadyDecided | None:
     """Take an approved memory back out of the prompt (its row becomes ``rejected``)."""
     return _transition(
-        record_id, team, Status.APPROVED, Status.REJECTED, EventKind.REVOKED, actor, note
+        record_id,
+        team,
+        PromotionStatus.APPROVED,
+        PromotionStatus.REJECTED,
+        EventKind.REVOKED,
+        actor,
+        note,
     )
+
+
+@dataclass(frozen=True)
+class AddressTaken:
+    """Reopening was refused: another record now holds the address. Nothing changed."""
+
+    promotion: Promotion
+    holder_id: str
+
+    @property
+    def notice(self) -> str:
+        return (
+            f"Memory {self.holder_id} now holds this address, so this one cannot wait for "
+            "approval again; nothing was changed."
+        )
+
+
+def reopen(
+    record_id: str, actor: Actor, note: str = "", *, team: Team | None = None
+) -> Decided | AlreadyDecided | AddressTaken | None:
+    """Put a rejected (or revoked) promotion back into the queue as ``pending`` — unless
+    the memory was superseded meanwhile (AlreadyDecided) or another record holds its
+    address now (AddressTaken). None if there is no such row.
+    """
+    at = timezone.now()
+    rows = _rows(record_id, team)
+    promotion = rows.select_related("agent").first()
+    if promotion is None:
+        return None
+    try:
+        with transaction.atomic():
+            # The partial unique index refuses a second holder of one address, so a
+            # save racing this update cannot leave two records holding it.
+            changed = rows.filter(status=PromotionStatus.REJECTED).update(
+                status=PromotionStatus.PENDING, decided_by=None, decided_at=None, decision_note=""
+            )
+            if changed:
+                detail = {"reason": note} if note else {}
+                new_event(
+                    record_id, promotion.agent_id, EventKind.REOPENED, actor, at, **detail
+                ).save()
+    except IntegrityError:
+        holder = holder_of(promotion.agent, promotion.placement_key or "")
+        return AddressTaken(promotion, holder.record_id if holder else "")
+    current = rows.select_related("record", "decided_by", "agent").get()
+    return Decided(current) if changed else AlreadyDecided(current)

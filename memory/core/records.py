@@ -89,7 +89,11 @@ class MemoryInput(BaseModel):
     supersedes: StrictStr | None = None
 
 
-class MemoryRecord(BaseModel):
+class MemoryView(BaseModel):
+    """A stored record as readers see it (SPEC §3.2): what the model saved, no routing
+    outcome, ever. Reading a stored row through it is how unparseable rows are found.
+    """
+
     model_config = ConfigDict(frozen=True)
 
     id: str

@@ -28,6 +28,10 @@ DropReason = Literal[
 ]
 DROP_REASONS: tuple[DropReason, ...] = get_args(DropReason)
 
+# The outcomes decided when a memory is saved that keep it out of every section.
+DeclineReason = Literal["spec-declined", "undeclared-section", "locked-section", "earned-inert"]
+DECLINE_REASONS: frozenset[str] = frozenset(get_args(DeclineReason))
+
 DROP_REASON_HELP: dict[str, str] = {
     "superseded": "A newer memory replaced it.",
     "spec-declined": "The routing spec does not place this kind of memory; it stays recall-only.",
@@ -66,15 +70,13 @@ class RoutingReport(BaseModel):
     stats: ReportStats = ReportStats()
 
 
-PromotionStatus = Literal["pending", "approved", "rejected", "declined", "superseded"]
-
-
 @dataclass(frozen=True, slots=True)
 class PromotionState:
     """What the report needs of one record's promotion row: its id, status and reason."""
 
     memory_id: str
-    status: PromotionStatus
+    # A promotion row's status: pending, approved, rejected, declined or superseded.
+    status: str
     # The save-time outcome for a declined row (spec-declined, undeclared-section, ...).
     reason: str = ""
 
@@ -92,7 +94,7 @@ def routing_report(states: Iterable[PromotionState], fold: RoutingReport) -> Rou
         if state.status == "superseded":
             reason = "superseded"
         elif state.status == "declined":
-            reason = state.reason if state.reason in _SAVE_TIME_REASONS else "spec-declined"
+            reason = state.reason if state.reason in DECLINE_REASONS else "spec-declined"
         elif state.status == "pending":
             reason = "awaiting-approval"
         elif state.status == "rejected":
@@ -107,8 +109,3 @@ def routing_report(states: Iterable[PromotionState], fold: RoutingReport) -> Rou
     )
     # Every part is already validated; skip re-validating thousands of drops.
     return RoutingReport.model_construct(drops=tuple(drops), stats=stats)
-
-
-_SAVE_TIME_REASONS = frozenset(
-    {"spec-declined", "undeclared-section", "locked-section", "earned-inert"}
-)

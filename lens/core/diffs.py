@@ -1,0 +1,39 @@
+"""Text diffs shown to people: line diffs of key/value versions, word diffs of memories.
+
+Every diff in the product comes from here, so its cost has one place to be bounded.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Literal
+
+WordOp = Literal["equal", "delete", "insert"]
+
+
+def unified_diff(old: str, new: str, old_label: str, new_label: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True),
+        new.splitlines(keepends=True),
+        fromfile=old_label,
+        tofile=new_label,
+    )
+    # A line without a final newline would glue onto the next diff line.
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+def word_diff(old: str, new: str) -> list[tuple[WordOp, str]]:
+    """``old`` → ``new`` word by word: runs of equal, deleted and inserted words."""
+    a, b = old.split(" "), new.split(" ")
+    parts: list[tuple[WordOp, str]] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+        if op == "equal":
+            parts.append(("equal", " ".join(a[i1:i2])))
+            continue
+        if i2 > i1:
+            parts.append(("delete", " ".join(a[i1:i2])))
+        if j2 > j1:
+            parts.append(("insert", " ".join(b[j1:j2])))
+    return parts

@@ -1,0 +1,132 @@
+"""What every dashboard view shares: the typed request, the current team, lookups that
+404 strangers, and list pages that filter as you type.
+
+This is the outer layer: it may import every package (tests/test_layers.py).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import render
+from django.utils.cache import patch_vary_headers
+from django_htmx.middleware import HtmxDetails
+
+from kvstore import store
+from kvstore.core.keys import key_problem
+from kvstore.models import Key
+from lens.agents import AgentNotFound, get_agent
+from lens.models import Agent, Team
+from memory.core.records import is_record_id
+from memory.models import MemoryRecord
+
+SESSION_KEY = "lens_team"
+# Rows per page on every list page (the API's default limit is the same).
+PAGE_SIZE = 50
+
+
+class AppRequest(HttpRequest):
+    """A dashboard request as the middleware leaves it; views annotate with this.
+
+    ``lens_team`` and ``lens_teams`` are set by ``current_team``/``teams_of``.
+    """
+
+    htmx: HtmxDetails
+    user: AbstractBaseUser | AnonymousUser
+    lens_team: Team | None
+    lens_teams: list[Team]
+
+
+def teams_of(request: AppRequest) -> list[Team]:
+    """The user's teams by slug, loaded once per request."""
+    if not hasattr(request, "lens_teams"):
+        request.lens_teams = list(
+            Team.objects.filter(memberships__user=request.user.pk).order_by("slug")
+        )
+    return request.lens_teams
+
+
+def current_team(request: AppRequest) -> Team | None:
+    """``?team=`` when given (404 unless a member), else the last one used, else the first.
+
+    Returns None only for a user who belongs to no team.
+    """
+    if getattr(request, "lens_team", None) is not None:
+        return request.lens_team
+    teams = {team.slug: team for team in teams_of(request)}
+    asked = request.GET.get("team")
+    if asked is not None:
+        if asked not in teams:
+            raise Http404("No such team")
+        team: Team | None = teams[asked]
+    else:
+        team = teams.get(request.session.get(SESSION_KEY, "")) or next(iter(teams.values()), None)
+    if team is not None and request.session.get(SESSION_KEY) != team.slug:
+        request.session[SESSION_KEY] = team.slug
+    request.lens_team = team
+    return team
+
+
+def require_team(request: AppRequest) -> Team:
+    """The current team; 404 for a user who belongs to none."""
+    team = current_team(request)
+    if team is None:
+        raise Http404("No team")
+    return team
+
+
+def get_agent_for_user(request: AppRequest, slug: str) -> Agent:
+    """The current team's agent ``slug``, ready to compose; 404 for anyone else."""
+    try:
+        return get_agent(require_team(request), slug)
+    except AgentNotFound:
+        raise Http404("No such agent") from None
+
+
+def get_record_for_user(request: AppRequest, record_id: str) -> MemoryRecord:
+    """The current team's memory ``record_id`` with its agent and promotion; 404 otherwise."""
+    team = require_team(request)
+    record = (
+        MemoryRecord.objects.select_related(
+            "agent", "promotion", "promotion__decided_by", "supersedes"
+        )
+        .filter(pk=record_id, agent__team=team)
+        .first()
+        if is_record_id(record_id)
+        else None
+    )
+    if record is None:
+        raise Http404("No such memory")
+    return record
+
+
+def get_key_for_user(request: AppRequest, key: str) -> Key:
+    """The current team's key/value key ``key``; 404 otherwise."""
+    if key_problem(key):
+        raise Http404("Not a valid key")
+    try:
+        return store.get_key(require_team(request), key)
+    except store.KeyNotFound:
+        raise Http404("No such key") from None
+
+
+def render_list(
+    request: AppRequest, template: str, context: dict[str, Any], results: str = "results"
+) -> HttpResponse:
+    """A list page, or only its ``results`` partial for an htmx filter request.
+
+    Every list page filters as you type the same way: its filter form sends
+    ``hx-get`` to the page's own URL and swaps ``#results`` (templates/_filters.html).
+    """
+    # htmx restoring a pushed URL it has no snapshot of swaps the answer into <body>,
+    # so that request gets the whole page.
+    if request.htmx and not request.htmx.history_restore_request:
+        response = render(request, f"{template}#{results}", context)
+    else:
+        response = render(request, template, context)
+    # The same URL answers a fragment or a page; without Vary the browser's back button
+    # can bring back a cached bare fragment as the whole page.
+    patch_vary_headers(response, ("HX-Request",))
+    return response
