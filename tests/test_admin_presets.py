@@ -8,7 +8,7 @@ from django.test import Client
 
 from lens.models import Agent, Team
 from memory.core.presets import PROJECT, USER_BACKGROUND
-from tests.conftest import create_agent
+from tests.factories import create_agent
 
 pytestmark = pytest.mark.django_db
 

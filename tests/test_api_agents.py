@@ -15,7 +15,7 @@ from django.utils import timezone
 from lens.core.config import AgentConfig
 from lens.core.render import render_sections
 from lens.models import Agent, ApiToken, SectionDeclaration, Team
-from tests.conftest import SAMPLE_CONFIG, ApiClient, create_agent
+from tests.factories import SAMPLE_CONFIG, ApiClient, create_agent
 
 pytestmark = pytest.mark.django_db
 

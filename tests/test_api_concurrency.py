@@ -9,7 +9,7 @@ import pytest
 from django.db import connection
 
 from lens.models import Agent, ApiToken, SectionDeclaration, Team
-from tests.conftest import SAMPLE_CONFIG, ApiClient
+from tests.factories import SAMPLE_CONFIG, ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -16,7 +16,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from kvstore.models import Key, Version
-from tests.conftest import ApiClient
+from tests.factories import ApiClient
 
 SNAKE_CASE = re.compile(r"[a-z]+(?:_[a-z]+)*")
 GRINNING = "\U0001f600"

@@ -15,7 +15,7 @@ from lens.actors import Actor
 from lens.models import Agent, ApiToken, Team
 from memory.decisions import decide
 from memory.models import MemoryEvent, MemoryRecord, Promotion
-from tests.conftest import SAMPLE_CONFIG, ApiClient, create_agent
+from tests.factories import SAMPLE_CONFIG, ApiClient, create_agent
 
 pytestmark = pytest.mark.django_db
 

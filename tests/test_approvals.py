@@ -21,7 +21,7 @@ from lens.actors import Actor
 from lens.models import Agent, ApiToken, Team
 from memory.decisions import decide, pending_count
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
-from tests.conftest import SAMPLE_CONFIG, create_agent, make_user
+from tests.factories import SAMPLE_CONFIG, create_agent, make_user
 from tests.pages import Dom, Element, dom
 from tests.test_memory_views import composed, memory_config, remember
 

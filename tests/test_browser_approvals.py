@@ -14,7 +14,7 @@ from lens.models import Agent, Team
 from memory.core.records import MemoryInput
 from memory.models import Promotion
 from memory.saving import Saved, save_memory
-from tests.conftest import SAMPLE_CONFIG, create_agent, login, make_user
+from tests.factories import SAMPLE_CONFIG, create_agent, login, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -11,7 +11,7 @@ import pytest
 from kvstore import store
 from kvstore.models import Version
 from lens.models import Team
-from tests.conftest import login, make_user
+from tests.factories import login, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lens.models import ApiToken, Team
-from tests.conftest import SAMPLE_CONFIG, create_agent, login, make_user
+from tests.factories import SAMPLE_CONFIG, create_agent, login, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -23,7 +23,7 @@ from lens.models import (
     SectionDeclaration,
     Team,
 )
-from tests.conftest import make_user
+from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
 

@@ -14,7 +14,7 @@ from django.db import connection
 
 from kvstore.models import Key, Version
 from lens.models import ApiToken, Team
-from tests.conftest import ApiClient
+from tests.factories import ApiClient
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -19,7 +19,7 @@ from kvstore import store
 from kvstore.core.keys import PAYLOAD_MAX_RUNES
 from kvstore.models import Key, Version
 from lens.models import Team
-from tests.conftest import make_user
+from tests.factories import make_user
 from tests.pages import Dom, Element, count_queries, dom
 
 pytestmark = pytest.mark.django_db

@@ -12,7 +12,7 @@ from django.db import connection
 
 from lens.models import Agent, ApiToken, Team
 from memory.models import HOLDING, MemoryRecord, Promotion
-from tests.conftest import SAMPLE_CONFIG, ApiClient, create_agent
+from tests.factories import SAMPLE_CONFIG, ApiClient, create_agent
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -22,7 +22,7 @@ from memory.composition import compose
 from memory.core.records import MemoryInput
 from memory.decisions import decide
 from memory.saving import Saved, save_memory
-from tests.conftest import SAMPLE_CONFIG, create_agent, make_user
+from tests.factories import SAMPLE_CONFIG, create_agent, make_user
 from tests.pages import Dom, Element, count_queries, dom
 
 pytestmark = pytest.mark.django_db

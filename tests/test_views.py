@@ -16,7 +16,7 @@ from lens.core.composition import Composition
 from lens.http import SESSION_KEY
 from lens.models import Agent, Membership, Team
 from memory.composition import compose
-from tests.conftest import SAMPLE_CONFIG, create_agent, make_user
+from tests.factories import SAMPLE_CONFIG, create_agent, make_user
 from tests.pages import count_queries
 
 pytestmark = pytest.mark.django_db
