@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from django.http import HttpRequest
 from ninja import Query, Router, Status
 from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from kvstore import store
-from lens.apiauth import team_of
+from lens.apiauth import ApiRequest, team_of
 
 router = Router(tags=["key/value store"])
 
@@ -93,7 +92,7 @@ def _next(offset: int, limit: int, total: int) -> int | None:
 
 
 @router.get("", response=KeyList)
-def list_keys(request: HttpRequest, params: Query[ListParams]) -> KeyList:
+def list_keys(request: ApiRequest, params: Query[ListParams]) -> KeyList:
     """Keys by plain string prefix (end it with '.' for a namespace), in code-point order."""
     page = store.list_keys(team_of(request), params.prefix, params.limit, params.offset)
     return KeyList(
@@ -110,7 +109,7 @@ def list_keys(request: HttpRequest, params: Query[ListParams]) -> KeyList:
 
 # Routes with a suffix come before the bare key: a key may itself contain any segment.
 @router.get("/{path:key}/history", response=HistoryOut)
-def key_history(request: HttpRequest, key: str, params: Query[Page]) -> HistoryOut:
+def key_history(request: ApiRequest, key: str, params: Query[Page]) -> HistoryOut:
     """Version metadata, newest first; never payloads."""
     found = store.history(team_of(request), key, params.limit, params.offset)
     return HistoryOut(
@@ -124,14 +123,14 @@ def key_history(request: HttpRequest, key: str, params: Query[Page]) -> HistoryO
 
 
 @router.get("/{path:key}/diff", response=DiffOut, by_alias=True)
-def key_diff(request: HttpRequest, key: str, params: Query[DiffParams]) -> DiffOut:
+def key_diff(request: ApiRequest, key: str, params: Query[DiffParams]) -> DiffOut:
     """A unified diff from one version to another."""
     found = store.diff(team_of(request), key, params.from_, params.to)
     return DiffOut(id=key, from_=found.old.version, to=found.new.version, diff=found.text)
 
 
 @router.get("/{path:key}", response=ValueOut)
-def read_key(request: HttpRequest, key: str, params: Query[ReadParams]) -> ValueOut:
+def read_key(request: ApiRequest, key: str, params: Query[ReadParams]) -> ValueOut:
     """The latest version, or ``?version=N``. A missing key is an error, never empty."""
     found = store.read(team_of(request), key, params.version)
     return ValueOut(
@@ -144,7 +143,7 @@ def read_key(request: HttpRequest, key: str, params: Query[ReadParams]) -> Value
 
 
 @router.put("/{path:key}", response={200: KeyOut, 201: KeyOut})
-def write_key(request: HttpRequest, key: str, body: WriteIn) -> Status[KeyOut]:
+def write_key(request: ApiRequest, key: str, body: WriteIn) -> Status[KeyOut]:
     """Append a version (201 for version 1). ``if_version``: compare-and-swap; 0 means
     "only if the key does not exist". Over-limit payloads are refused, never truncated.
     """
@@ -156,6 +155,6 @@ def write_key(request: HttpRequest, key: str, body: WriteIn) -> Status[KeyOut]:
 
 
 @router.delete("/{path:key}", response=DeletedOut)
-def delete_key(request: HttpRequest, key: str) -> DeletedOut:
+def delete_key(request: ApiRequest, key: str) -> DeletedOut:
     """Remove every version; a later write starts again at version 1."""
     return DeletedOut(id=key, deleted_versions=store.delete(team_of(request), key))

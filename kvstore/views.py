@@ -41,8 +41,8 @@ def _int(value: str | None) -> int | None:
         return None
 
 
-def _detail_url(key: str, **params: object) -> str:
-    query = urlencode({k: v for k, v in params.items() if v not in (None, "")})
+def _detail_url(key: str, **params: str | int | None) -> str:
+    query = urlencode({k: v for k, v in params.items() if v is not None and v != ""})
     return reverse("kv-detail", args=[key]) + (f"?{query}" if query else "")
 
 
@@ -102,7 +102,7 @@ def _post(request: AppRequest, team: Team, row: Key) -> HttpResponse:
     if action == "delete":
         delete = DeleteForm(key, request.POST)
         if not delete.is_valid():
-            messages.error(request, delete.errors["confirm"][0])
+            messages.error(request, str(delete.errors["confirm"][0]))
             return redirect(_detail_url(key))
         count = store.delete(team, key)
         messages.success(

@@ -71,14 +71,17 @@ class UniqueInDatabaseFormSet(UniqueNamesFormSet):
 
     def save_existing_objects(self, commit: bool = True) -> list[Any]:
         if commit:
+            deleted = self.deleted_forms
             moving = [
                 form.instance.pk
                 for form in self.initial_forms
                 if form.instance.pk is not None
-                and (self._should_delete_form(form) or self.unique_field in form.changed_data)
+                and (form in deleted or self.unique_field in form.changed_data)
             ]
+            model = self.model
+            assert model is not None  # inlineformset_factory always sets it
             for pk in moving:
-                self.model.objects.filter(pk=pk).update(**{self.unique_field: f"~{pk}"})
+                model.objects.filter(pk=pk).update(**{self.unique_field: f"~{pk}"})
         return super().save_existing_objects(commit)
 
 
@@ -132,7 +135,8 @@ class AuthoredEntryForm(forms.ModelForm):
             )
 
     def clean(self) -> dict[str, Any]:
-        data = super().clean()
+        super().clean()
+        data = self.cleaned_data  # what ModelForm.clean returns
         kind, text = data.get("value_type"), data.get("value_text", "")
         try:
             value: Any = _parse_value(kind or "text", text)
@@ -206,7 +210,17 @@ class AwarenessSourceInline(admin.TabularInline):
 class AgentForm(forms.ModelForm):
     class Meta:
         model = Agent
-        fields = "__all__"
+        fields = [
+            "team",
+            "slug",
+            "name",
+            "persona",
+            "tone",
+            "objective",
+            "manual",
+            "routing_spec",
+            "recall_pinned_candidates",
+        ]
 
     def clean_routing_spec(self) -> str | None:
         try:

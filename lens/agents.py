@@ -81,12 +81,12 @@ def load_entry_values(agents: Sequence[Agent]) -> None:
     for section_pk, key, value in rows:
         by_section[section_pk].append((key, value))
     for agent in missing:
-        agent._lens_entries = by_section  # type: ignore[attr-defined]
+        agent._lens_entries = by_section
 
 
 def _entry_values(agent: Agent) -> dict[int, list[tuple[str, Any]]]:
     load_entry_values([agent])
-    return agent._lens_entries  # type: ignore[attr-defined,no-any-return]
+    return agent._lens_entries
 
 
 def background_of(agent: Agent) -> Background:

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from kvstore.api import router as kv_router
 from lens import apierrors
 from lens.agents import config_of, get_agent, with_config
-from lens.apiauth import TeamToken, team_of
+from lens.apiauth import ApiRequest, TeamToken, team_of
 from lens.apierrors import ApiError
 from lens.apijson import ApiRenderer
 from lens.core.composition import Composition
@@ -100,7 +100,7 @@ agents = Router(tags=["agents"])
 
 
 @agents.get("", response=AgentList)
-def list_agents(request: HttpRequest) -> AgentList:
+def list_agents(request: ApiRequest) -> AgentList:
     agents = list(with_config(Agent.objects.filter(team=team_of(request))).order_by("slug"))
     compositions = compose_many(agents)
     return AgentList(
@@ -117,19 +117,19 @@ def list_agents(request: HttpRequest) -> AgentList:
 
 
 @agents.get("/{slug}", response=AgentConfig)
-def get_agent_config(request: HttpRequest, slug: str) -> AgentConfig:
+def get_agent_config(request: ApiRequest, slug: str) -> AgentConfig:
     return config_of(get_agent(team_of(request), slug))
 
 
 @agents.put("/{slug}", response={200: AgentConfig, 201: AgentConfig})
-def put_agent_config(request: HttpRequest, slug: str, config: AgentConfig) -> Status[AgentConfig]:
+def put_agent_config(request: ApiRequest, slug: str, config: AgentConfig) -> Status[AgentConfig]:
     agent, created = store_agent(team_of(request), slug, config)
-    stored = config_of(with_config(Agent.objects).get(pk=agent.pk))
+    stored = config_of(with_config(Agent.objects.all()).get(pk=agent.pk))
     return Status(201 if created else 200, stored)
 
 
 @agents.get("/{slug}/composition", response=Composition)
-def get_composition(request: HttpRequest, slug: str) -> Composition:
+def get_composition(request: ApiRequest, slug: str) -> Composition:
     """The agent's composed prompt as it would be delivered now. Records nothing."""
     return compose(get_agent(team_of(request), slug))
 

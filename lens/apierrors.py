@@ -38,7 +38,7 @@ class ApiError(Exception):
 
 
 # Every domain error code and the HTTP status it answers with: the one place where
-# meaning becomes HTTP (tests/test_api_envelope.py checks that no code is missing).
+# meaning becomes HTTP (tests/lens/test_domain_errors.py checks that no code is missing).
 STATUS_BY_CODE: dict[str, int] = {
     "agent_not_found": 404,
     "key_not_found": 404,
@@ -57,6 +57,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "search_unavailable": 422,
     "payload_too_large": 413,
     "version_conflict": 409,
+    "not_pending": 409,
     "store_busy": 503,
 }
 
@@ -99,21 +100,28 @@ def install(api: NinjaAPI) -> None:
             response["WWW-Authenticate"] = "Bearer"
         return response
 
+    # Registered with ninja's decorator: ``add_exception_handler`` is typed as if a
+    # handler could be passed the exception class, which none of these expects.
+    @api.exception_handler(ApiError)
     def on_api_error(request: HttpRequest, exc: ApiError) -> HttpResponse:
         return respond(request, exc)
 
+    @api.exception_handler(DomainError)
     def on_domain_error(request: HttpRequest, exc: DomainError) -> HttpResponse:
         return respond(request, from_domain(exc))
 
+    @api.exception_handler(ValidationError)
     def on_validation(request: HttpRequest, exc: ValidationError) -> HttpResponse:
         return respond(request, validation_error(list(exc.errors)))
 
+    @api.exception_handler(AuthenticationError)
     def on_auth(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
         return respond(
             request,
             ApiError(401, "unauthorized", "A valid 'Authorization: Bearer <token>' is required."),
         )
 
+    @api.exception_handler(HttpError)
     def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         cause = exc.__cause__
         if isinstance(cause, ApiError):
@@ -128,20 +136,14 @@ def install(api: NinjaAPI) -> None:
         code = _CODES_BY_STATUS.get(exc.status_code, "error")
         return respond(request, ApiError(exc.status_code, code, str(exc.message)))
 
+    @api.exception_handler(Http404)
     def on_404(request: HttpRequest, exc: Http404) -> HttpResponse:
         return respond(request, ApiError(404, "not_found", "Not found."))
 
+    @api.exception_handler(Exception)
     def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
         logger.exception("unhandled API error", exc_info=exc)
         return respond(request, ApiError(500, "internal_error", "An unexpected error occurred."))
-
-    api.add_exception_handler(ApiError, on_api_error)
-    api.add_exception_handler(DomainError, on_domain_error)
-    api.add_exception_handler(ValidationError, on_validation)
-    api.add_exception_handler(AuthenticationError, on_auth)
-    api.add_exception_handler(HttpError, on_http_error)
-    api.add_exception_handler(Http404, on_404)
-    api.add_exception_handler(Exception, on_unexpected)
 
 
 def api_max_body() -> int:

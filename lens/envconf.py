@@ -7,6 +7,7 @@ understand, so a typo in a deployment shows up at start-up, not as a silent defa
 from __future__ import annotations
 
 import os
+from typing import overload
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -47,6 +48,10 @@ def env_list(name: str, default: list[str]) -> list[str]:
     return [item for item in items if item]
 
 
+@overload
+def env_str(name: str, default: str) -> str: ...
+@overload
+def env_str(name: str, default: None = None) -> str | None: ...
 def env_str(name: str, default: str | None = None) -> str | None:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":

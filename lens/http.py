@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
@@ -30,11 +29,11 @@ PAGE_SIZE = 50
 class AppRequest(HttpRequest):
     """A dashboard request as the middleware leaves it; views annotate with this.
 
-    ``lens_team`` and ``lens_teams`` are set by ``current_team``/``teams_of``.
+    ``lens_team`` and ``lens_teams`` are set by ``current_team``/``teams_of``; ``user``
+    keeps HttpRequest's type (the django-stubs plugin reads it from AUTH_USER_MODEL).
     """
 
     htmx: HtmxDetails
-    user: AbstractBaseUser | AnonymousUser
     lens_team: Team | None
     lens_teams: list[Team]
 

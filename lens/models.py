@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import secrets
+from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
@@ -98,10 +99,15 @@ class Agent(models.Model):
     manual = models.TextField(
         blank=True, help_text="How the agent should use memory_save: kinds and labels."
     )
-    routing_spec = models.CharField(max_length=100, null=True, blank=True)
+    # NULL is "no routing spec selected" (the API's null), distinct from any spec key.
+    routing_spec = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
     recall_pinned_candidates = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    # Not a field: the authored entries of every agent loaded with this one, by section
+    # pk, cached by ``lens.agents.load_entry_values`` (unset until then).
+    _lens_entries: dict[int, list[tuple[str, Any]]]
 
     class Meta:
         ordering = ["team", "slug"]

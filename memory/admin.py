@@ -30,7 +30,7 @@ class PromotionInline(admin.StackedInline):
 class EventInline(admin.TabularInline):
     model = MemoryEvent
     can_delete = False
-    readonly_fields = ["kind", "actor", "detail", "at"]
+    readonly_fields = ("kind", "actor", "detail", "at")
     fields = readonly_fields
     extra = 0
 

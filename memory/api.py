@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from typing import Literal
 
-from django.http import HttpRequest
 from ninja import Query, Router, Status
 from pydantic import BaseModel, Field
 
 from lens.actors import Actor
 from lens.agents import get_agent
-from lens.apiauth import team_of, token_of
+from lens.apiauth import ApiRequest, team_of, token_of
 from memory.core.records import MemoryInput, MemoryView
 from memory.queries import memory_page, view_of
 from memory.saving import Conflict, save_memory
@@ -45,7 +44,7 @@ class ListParams(BaseModel):
 
 
 @router.post("/{slug}/memories", response={201: SavedOut, 409: ConflictOut})
-def save(request: HttpRequest, slug: str, memory: MemoryInput) -> Status[SavedOut | ConflictOut]:
+def save(request: ApiRequest, slug: str, memory: MemoryInput) -> Status[SavedOut | ConflictOut]:
     """``memory_save``. The answer is ``saved`` or ``conflict``: it never says whether or
     where the memory was composed (the model would learn to rephrase until it is).
     """
@@ -57,7 +56,7 @@ def save(request: HttpRequest, slug: str, memory: MemoryInput) -> Status[SavedOu
 
 
 @router.get("/{slug}/memories", response=MemoryList)
-def list_memories(request: HttpRequest, slug: str, params: Query[ListParams]) -> MemoryList:
+def list_memories(request: ApiRequest, slug: str, params: Query[ListParams]) -> MemoryList:
     """Newest first (ties by id). Rows that no longer parse are skipped and counted."""
     agent = get_agent(team_of(request), slug, full=False)
     page = memory_page(agent, params.kind, params.limit, params.offset, query=params.q)

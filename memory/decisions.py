@@ -6,7 +6,7 @@ reviewers racing on one row exactly one decision lands; the other is told who de
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from django.db import IntegrityError, transaction
@@ -104,7 +104,7 @@ def _rows(record_id: str, team: Team | None) -> QuerySet[Promotion]:
     return rows if team is None else rows.filter(agent__in=_agents_of(team))
 
 
-def _agents_of(team: Team) -> QuerySet[Agent]:
+def _agents_of(team: Team) -> QuerySet[Agent, Mapping[str, object]]:
     # A subquery on agents, never a join: Django turns an UPDATE whose filter joins
     # another table into ``WHERE pk IN (SELECT ... status = 'pending')``, and PostgreSQL
     # does not re-check that subquery against the row a concurrent decision just

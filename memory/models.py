@@ -41,7 +41,8 @@ class MemoryRecord(models.Model):
     kind = models.CharField(max_length=32)
     content = models.TextField()
     tags = models.JSONField(default=list, blank=True)
-    label = models.CharField(max_length=64, null=True, blank=True)
+    # NULL is "saved without a label" (MemoryInput.label None); a label is never "".
+    label = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
     supersedes = models.ForeignKey(
         "self", on_delete=models.PROTECT, null=True, blank=True, related_name="superseded_by"
     )
@@ -77,13 +78,16 @@ class Promotion(models.Model):
         MemoryRecord, on_delete=models.CASCADE, primary_key=True, related_name="promotion"
     )
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="promotions")
-    section = models.CharField(max_length=64, null=True, blank=True)
-    key = models.TextField(null=True, blank=True)
-    placement_key = models.TextField(null=True, blank=True)
-    key_source = models.CharField(max_length=8, null=True, blank=True)
+    # These four are NULL together when the record got no placement (no spec, or the
+    # spec declined it): "no address", which no real section or key can be mistaken for.
+    section = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    key = models.TextField(null=True, blank=True)  # noqa: DJ001
+    placement_key = models.TextField(null=True, blank=True)  # noqa: DJ001
+    key_source = models.CharField(max_length=8, null=True, blank=True)  # noqa: DJ001
     spec_key = models.CharField(max_length=100, blank=True)
     spec_version = models.CharField(max_length=32, blank=True)
-    tier = models.CharField(max_length=8, null=True, blank=True)
+    # NULL: no placement, or a placement in a section that was not declared.
+    tier = models.CharField(max_length=8, null=True, blank=True)  # noqa: DJ001
     status = models.CharField(max_length=12, choices=PromotionStatus.choices)
     reason = models.CharField(max_length=32, blank=True)
     promoted_at = models.DateTimeField()

@@ -5,8 +5,10 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from datetime import datetime
+from typing import Any, cast
 
+from django.db.models import QuerySet
 from django.db.models.functions import Substr
 from pydantic import ValidationError
 
@@ -14,7 +16,7 @@ from lens.core.errors import DomainError
 from lens.core.report import PromotionState
 from lens.models import Agent
 from memory.core.records import MemoryView
-from memory.core.routing import PlacedRecord
+from memory.core.routing import KeySource, PlacedRecord
 from memory.models import MemoryRecord, Promotion, PromotionStatus
 
 
@@ -29,25 +31,33 @@ def promotion_states(agent_ids: Iterable[int]) -> dict[int, list[PromotionState]
     return states
 
 
+# A row of ``placed_records``' query. Its filter makes ``section`` non-null, a placed row
+# always has its ``key`` too, and ``key_source`` is written from ``spec_key_source``.
+_PlacedRow = tuple[int, str, str, str, Any, str | None, datetime, str, str, KeySource | None]
+
+
 def placed_records(agent_ids: Iterable[int]) -> dict[int, list[PlacedRecord]]:
     """Approved records joined with their committed placement, by agent (one query).
 
     Approved rows are never superseded: superseding moves the row to ``superseded``.
     """
     placed: dict[int, list[PlacedRecord]] = defaultdict(list)
-    rows = Promotion.objects.filter(
-        agent_id__in=list(agent_ids), status=PromotionStatus.APPROVED, section__isnull=False
-    ).values_list(
-        "agent_id",
-        "record_id",
-        "record__kind",
-        "record__content",
-        "record__tags",
-        "record__label",
-        "record__created_at",
-        "section",
-        "key",
-        "key_source",
+    rows = cast(
+        "Iterable[_PlacedRow]",
+        Promotion.objects.filter(
+            agent_id__in=list(agent_ids), status=PromotionStatus.APPROVED, section__isnull=False
+        ).values_list(
+            "agent_id",
+            "record_id",
+            "record__kind",
+            "record__content",
+            "record__tags",
+            "record__label",
+            "record__created_at",
+            "section",
+            "key",
+            "key_source",
+        ),
     )
     for agent_id, rid, kind, content, tags, label, created, section, key, source in rows:
         placed[agent_id].append(
@@ -112,6 +122,20 @@ def view_of(record: MemoryRecord) -> MemoryView:
     )
 
 
+def listed(
+    records: QuerySet[MemoryRecord], kind: str | None = None, query: str | None = None
+) -> QuerySet[MemoryRecord]:
+    """``records`` of one ``kind`` (any when empty), in the listing order every reader
+    shares (SPEC §6.2): newest first, ties by id. The API and the memories page both
+    list through here, so a search ``query`` has one place to plug in.
+    """
+    if query is not None:
+        raise SearchUnavailable("Search is not available yet; list without q.")
+    if kind:
+        records = records.filter(kind=kind)
+    return records.order_by("-created_at", "id")
+
+
 @dataclass(frozen=True)
 class MemoryPage:
     memories: list[MemoryView]
@@ -125,11 +149,7 @@ def memory_page(
     """One page of ``agent``'s memories, newest first (ties by id). A row that no longer
     parses costs one record, never the listing: it is skipped and counted.
     """
-    if query is not None:
-        raise SearchUnavailable("Search is not available yet; list without q.")
-    rows = MemoryRecord.objects.filter(agent=agent).order_by("-created_at", "id")
-    if kind:
-        rows = rows.filter(kind=kind)
+    rows = listed(MemoryRecord.objects.filter(agent=agent), kind, query)
     page = list(rows[offset : offset + limit + 1])
     views, skipped = [], 0
     for record in page[:limit]:

@@ -5,7 +5,7 @@ and what it would replace. A read model: it decides nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from django.db.models import QuerySet
 
@@ -69,7 +69,8 @@ def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
             agent_id__in=agent_ids
         ).values_list("agent_id", "section_id", "title")
     }
-    authored = {
+    # Keyed as it is looked up below, with a promotion's nullable section and key.
+    authored: dict[tuple[int, str | None, str | None], Any] = {
         (agent_id, section_id, key): value
         for agent_id, section_id, key, value in AuthoredEntry.objects.filter(
             section__agent_id__in=agent_ids, key__in={p.key for p in promotions}

@@ -166,15 +166,15 @@ def _commit(
         status=outcome.status,
         reason=outcome.reason or "",
         promoted_at=at,
-        decided_at=at if outcome.status == PromotionStatus.APPROVED else None,
+        decided_at=at if outcome.status == "approved" else None,
     )
-    if placement is not None and outcome.status == PromotionStatus.APPROVED:
+    if placement is not None and outcome.status == "approved":
         events.append(
             new_event(
                 record.pk, agent.pk, EventKind.PROMOTED, SYSTEM, at, section=placement.section
             )
         )
-    elif placement is not None and outcome.status == PromotionStatus.PENDING:
+    elif placement is not None and outcome.status == "pending":
         events.append(
             new_event(record.pk, agent.pk, EventKind.QUEUED, SYSTEM, at, section=placement.section)
         )

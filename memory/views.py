@@ -15,24 +15,20 @@ from lens.models import Agent
 from memory.approval_views import PERMISSION
 from memory.composition import compose
 from memory.models import MemoryRecord
+from memory.queries import listed
 
 
 @require_GET
 @login_required
 def memory_list(request: AppRequest) -> HttpResponse:
     team = current_team(request)
-    records = (
-        MemoryRecord.objects.filter(agent__team=team)
-        .select_related("agent", "promotion")
-        .order_by("-created_at", "id")
-    )
     agents = list(Agent.objects.filter(team=team).order_by("name")) if team else []
     agent_slug = request.GET.get("agent", "")
     kind = request.GET.get("kind", "")
+    records = MemoryRecord.objects.filter(agent__team=team).select_related("agent", "promotion")
     if agent_slug:
         records = records.filter(agent__slug=agent_slug)
-    if kind:
-        records = records.filter(kind=kind)
+    records = listed(records, kind)
     page = Paginator(records, PAGE_SIZE).get_page(request.GET.get("page"))
     context = {
         "page": page,

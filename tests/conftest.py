@@ -1,4 +1,7 @@
-"""The cast: a member, a member of another team, an anonymous client, API clients."""
+"""Fixtures only: the cast (members, reviewers, a member of another team, API clients),
+the memory story, and the browser. What tests build and read lives in ``tests.factories``,
+``tests.samples`` and ``tests.pages``.
+"""
 
 from __future__ import annotations
 
@@ -10,8 +13,19 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
+from lens.actors import Actor
 from lens.models import Agent, ApiToken, Team
-from tests.factories import ApiClient, create_agent, make_user
+from memory.decisions import decide
+from tests.factories import (
+    ApiClient,
+    Story,
+    create_agent,
+    grant,
+    logged_in,
+    make_user,
+    memory_config,
+    remember,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -41,16 +55,12 @@ def stranger(other_team: Team) -> User:
 
 @pytest.fixture
 def member_client(member: User) -> Client:
-    client = Client()
-    client.force_login(member)
-    return client
+    return logged_in(member)
 
 
 @pytest.fixture
 def stranger_client(stranger: User) -> Client:
-    client = Client()
-    client.force_login(stranger)
-    return client
+    return logged_in(stranger)
 
 
 @pytest.fixture
@@ -75,29 +85,107 @@ def anon_api() -> ApiClient:
     return ApiClient(None)
 
 
-# --- browser -----------------------------------------------------------------------
+@pytest.fixture
+def token_prefix(team: Team, api: ApiClient) -> str:
+    """The prefix of the one token ``api`` sends (memories it saves name it)."""
+    return ApiToken.objects.get(team=team).prefix
 
-CHROMIUM = os.environ.get("CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+
+@pytest.fixture
+def reviewer(member: User) -> User:
+    """mira, a member of acme holding ``memory.approve_promotion``."""
+    return grant(member)
+
+
+@pytest.fixture
+def reviewer_client(reviewer: User) -> Client:
+    return logged_in(reviewer)
+
+
+@pytest.fixture
+def rhea(team: Team) -> User:
+    """A second reviewer of acme."""
+    return grant(make_user("rhea", team))
+
+
+@pytest.fixture
+def viewer(team: Team) -> User:
+    """A member of acme without the permission."""
+    return make_user("vic", team)
+
+
+@pytest.fixture
+def viewer_client(viewer: User) -> Client:
+    return logged_in(viewer)
+
+
+@pytest.fixture
+def story(team: Team, member: User) -> Story:
+    """Wren with a memory for every reason a memory can miss the prompt, and three that
+    make it (SPEC §5.6)."""
+    reviewer = Actor.for_user(member)
+    ids: dict[str, str] = {}
+
+    # Save-time outcomes that depend on the declarations at that moment.
+    agent = create_agent(team, "wren", memory_config(preferences="locked"))
+    ids["locked"] = remember(agent, "preference", "Prefers vim.", label="editor")
+    agent = create_agent(team, "wren", memory_config(preferences="earned"))
+    ids["earned"] = remember(agent, "preference", "Likes jazz.", label="music")
+    agent = create_agent(team, "wren", memory_config(preferences=None))
+    ids["undeclared"] = remember(agent, "preference", "Plays chess.", label="game")
+    agent = create_agent(team, "wren", memory_config())
+
+    ids["declined"] = remember(agent, "fact", "The user once visited Kraków.")
+    ids["pending"] = remember(agent, "preference", "Prefers a dark theme.", label="theme")
+    ids["rejected"] = remember(agent, "preference", "Wants daily jokes.", label="jokes")
+    decide(ids["rejected"], False, reviewer, "not useful")
+    ids["approved_pref"] = remember(agent, "preference", "Tea, never coffee.", label="drink")
+    decide(ids["approved_pref"], True, reviewer)
+    ids["old_name"] = remember(agent, "profile", "Mira", label="name")
+    ids["name"] = remember(agent, "profile", "Mira K.", label="Name", supersedes=ids["old_name"])
+    ids["authored"] = remember(agent, "profile", "UTC", label="timezone")
+    ids["city"] = remember(agent, "profile", 'Lives in <Gdańsk> & "likes" the sea')
+    return Story(
+        agent=agent,
+        ids=ids,
+        expected_drops={
+            ids["locked"]: "locked-section",
+            ids["earned"]: "earned-inert",
+            ids["undeclared"]: "undeclared-section",
+            ids["declined"]: "spec-declined",
+            ids["pending"]: "awaiting-approval",
+            ids["rejected"]: "rejected",
+            ids["old_name"]: "superseded",
+            ids["authored"]: "authored-wins",
+        },
+        composed_ids={ids["approved_pref"], ids["name"], ids["city"]},
+    )
+
+
+# --- browser -----------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
 def browser() -> Iterator[Any]:
+    """One Chromium for the session (``CHROMIUM`` names another binary)."""
     from playwright.sync_api import sync_playwright
+
+    executable = os.environ.get("CHROMIUM", "/usr/bin/chromium")
+    args = [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+    ]
 
     # Playwright's sync API runs an event loop; Django's ORM calls made by the test
     # itself (fixtures, assertions) are still plain synchronous code.
     os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
     with sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        instance = playwright.chromium.launch(executable_path=executable, args=args)
         yield instance
         instance.close()
 

@@ -1,23 +1,44 @@
-"""What tests build: users, agents, memories, API clients, a browser login, races.
+"""What tests build and do: users and clients, agents and their configs, memories, calls
+to the JSON API and posts to the pages, and races between threads.
 
-Test modules import from here (and ``tests.samples``, ``tests.pages``), never from
-``conftest`` or from each other; ``conftest`` holds only fixtures.
+Test modules import shared code from here, ``tests.samples`` (pure data and builders of
+the cores' values) and ``tests.pages`` (reading HTML), never from ``conftest`` or from
+each other; ``conftest`` holds only fixtures.
 """
 
 from __future__ import annotations
 
+import copy
 import json
-from typing import Any
+import re
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, TypeVar
 
-from django.contrib.auth.models import User
+from django.apps import apps
+from django.contrib.auth.models import Permission, User
+from django.db import connection
 from django.test import Client
 
+from kvstore.models import Key, Version
+from lens.actors import SYSTEM, Actor
+from lens.agents import with_config
+from lens.core.composition import Composition
 from lens.core.config import AgentConfig
 from lens.models import Agent, Membership, Team
 from memory.agents import store_agent
+from memory.composition import compose
+from memory.core.records import MemoryInput
+from memory.decisions import decide
+from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
+from memory.saving import Saved, save_memory
 from tests.samples import SAMPLE_CONFIG
 
+# --- people and clients ------------------------------------------------------------
+
 PASSWORD = "correct horse battery staple"
+HTMX = {"HX-Request": "true"}  # the header htmx sends with every request
 
 
 def make_user(username: str, *teams: Team, **extra: Any) -> User:
@@ -27,9 +48,16 @@ def make_user(username: str, *teams: Team, **extra: Any) -> User:
     return user
 
 
-def create_agent(team: Team, slug: str = "wren", config: dict[str, Any] | None = None) -> Agent:
-    agent, _ = store_agent(team, slug, AgentConfig.model_validate(config or SAMPLE_CONFIG))
-    return agent
+def grant(user: User) -> User:
+    """Give ``user`` the permission to decide: ``memory.approve_promotion``."""
+    user.user_permissions.add(Permission.objects.get(codename="approve_promotion"))
+    return user
+
+
+def logged_in(user: User, **options: Any) -> Client:
+    client = Client(**options)
+    client.force_login(user)
+    return client
 
 
 class ApiClient:
@@ -65,3 +93,516 @@ def login(page: Any, base_url: str, username: str, password: str = PASSWORD) -> 
     page.get_by_label("Password").fill(password)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url(f"{base_url}/")
+
+
+# --- agents and their configs ------------------------------------------------------
+
+
+def create_agent(team: Team, slug: str = "wren", config: dict[str, Any] | None = None) -> Agent:
+    agent, _ = store_agent(team, slug, AgentConfig.model_validate(config or SAMPLE_CONFIG))
+    return agent
+
+
+def sample_config() -> dict[str, Any]:
+    """A private copy of the sample config, safe to mutate."""
+    return copy.deepcopy(SAMPLE_CONFIG)
+
+
+def with_background(*sections: dict[str, Any], name: str = "Probe") -> dict[str, Any]:
+    return {"name": name, "background": {"sections": list(sections)}}
+
+
+def memory_config(
+    preferences: str | None = "guarded", name: str = "Wren", **extra: Any
+) -> dict[str, Any]:
+    """SAMPLE_CONFIG routed by ``user-background``: an auto profile section holding one
+    authored entry (``timezone``), and the preferences section at the tier given (or not
+    declared at all when ``preferences`` is None).
+    """
+    sections: list[dict[str, Any]] = [
+        {
+            "id": "user_profile",
+            "title": "About the User",
+            "promotion": "auto",
+            "entries": [{"key": "timezone", "value": "Europe/Warsaw"}],
+        }
+    ]
+    if preferences is not None:
+        sections.append(
+            {"id": "user_preferences", "title": "User Preferences", "promotion": preferences}
+        )
+    return {
+        **SAMPLE_CONFIG,
+        "name": name,
+        "routing_spec": "user-background",
+        "background": {"sections": sections},
+        **extra,
+    }
+
+
+def approvals_config() -> dict[str, Any]:
+    """``memory_config()`` with the guarded preferences section holding one authored entry
+    (``theme``), so a queued memory can land on an authored address."""
+    config = memory_config()
+    preferences = config["background"]["sections"][1]
+    preferences["entries"] = [{"key": "theme", "value": "Light theme, large font."}]
+    return config
+
+
+def project_config(name: str = "Atlas") -> dict[str, Any]:
+    """The ``project`` preset with its two guarded sections."""
+    return {
+        **SAMPLE_CONFIG,
+        "name": name,
+        "routing_spec": "project",
+        "background": {
+            "sections": [
+                {"id": "project_context", "title": "Project Context", "promotion": "guarded"},
+                {"id": "conventions", "title": "Conventions", "promotion": "guarded"},
+                {"id": "project_state", "title": "Project State", "promotion": "auto"},
+            ]
+        },
+    }
+
+
+# ``user-background`` with the preset's two sections as it expects them, plus an authored
+# locked section: the Wren of the memories API tests.
+WREN_CONFIG: dict[str, Any] = {
+    **SAMPLE_CONFIG,
+    "routing_spec": "user-background",
+    "background": {
+        "sections": [
+            {"id": "user_profile", "title": "About the User", "promotion": "auto"},
+            {"id": "user_preferences", "title": "User Preferences", "promotion": "guarded"},
+            {
+                "id": "ground_rules",
+                "title": "Ground Rules",
+                "promotion": "locked",
+                "entries": [{"key": "privacy", "value": "Never share what the user says."}],
+            },
+        ]
+    },
+}
+
+
+# Only one of the preset's sections: preferences route to an undeclared section.
+SOLO_CONFIG: dict[str, Any] = {
+    **WREN_CONFIG,
+    "name": "Solo",
+    "background": {
+        "sections": [{"id": "user_profile", "title": "About the User", "promotion": "auto"}]
+    },
+}
+
+
+# --- memories ----------------------------------------------------------------------
+
+
+def remember(
+    agent: Agent,
+    kind: str,
+    content: str,
+    label: str | None = None,
+    tags: list[str] | None = None,
+    supersedes: str | None = None,
+    actor: Actor = SYSTEM,
+) -> str:
+    """Save a memory the way the API does; return its id (it must be saved)."""
+    result = save_memory(
+        agent,
+        MemoryInput(
+            kind=kind, content=content, label=label, tags=tags or [], supersedes=supersedes
+        ),
+        actor,
+    )
+    assert isinstance(result, Saved), result
+    return result.id
+
+
+def composed(agent: Agent) -> Composition:
+    """The agent's composition, read fresh from the database."""
+    return compose(with_config(Agent.objects.filter(pk=agent.pk)).get())
+
+
+def fill_memories(agent: Agent, reviewer: User, n: int, start: int = 0) -> None:
+    """``n`` memories of every outcome: composed, pending, rejected, approved, declined
+    (``reviewer`` decides the guarded ones)."""
+    decider = Actor.for_user(reviewer)
+    for i in range(start, start + n):
+        match i % 5:
+            case 0:
+                remember(agent, "profile", f"Profile fact {i}", label=f"p{i}")
+            case 1:
+                remember(agent, "preference", f"Pending preference {i}", label=f"q{i}")
+            case 2:
+                decide(
+                    remember(agent, "preference", f"Rejected {i}", label=f"r{i}"), False, decider
+                )
+            case 3:
+                decide(remember(agent, "preference", f"Approved {i}", label=f"a{i}"), True, decider)
+            case _:
+                remember(agent, "fact", f"Declined fact {i}", tags=["x", f"t{i}"])
+
+
+@dataclass
+class Story:
+    """One agent with a memory for every reason a memory can miss the prompt."""
+
+    agent: Agent
+    ids: dict[str, str]
+    expected_drops: dict[str, str]
+    composed_ids: set[str]
+
+
+def preference(agent: Agent, content: str, label: str | None = None, **extra: Any) -> str:
+    """A memory routed to a guarded section: its promotion row is pending."""
+    record_id = remember(agent, "preference", content, label=label, **extra)
+    assert promotion_of(record_id).status == PromotionStatus.PENDING
+    return record_id
+
+
+def many_pending(agent: Agent, n: int, prefix: str = "p") -> list[str]:
+    return [preference(agent, f"Preference number {i}.", label=f"{prefix}{i}") for i in range(n)]
+
+
+def promotion_of(record_id: str) -> Promotion:
+    return Promotion.objects.select_related("decided_by").get(pk=record_id)
+
+
+def event_kinds(record_id: str) -> list[str]:
+    return list(
+        MemoryEvent.objects.filter(record_id=record_id)
+        .order_by("id")
+        .values_list("kind", flat=True)
+    )
+
+
+DECISIONS = (EventKind.APPROVED, EventKind.REJECTED, EventKind.REVOKED)
+
+
+def decisions(*record_ids: str) -> list[tuple[str, str, str]]:
+    """(record id, kind, actor) of every approve/reject/revoke event, oldest first."""
+    return list(
+        MemoryEvent.objects.filter(record_id__in=record_ids, kind__in=DECISIONS)
+        .order_by("at", "id")
+        .values_list("record_id", "kind", "actor")
+    )
+
+
+def in_prompt(agent: Agent, record_id: str) -> bool:
+    composition = composed(agent)
+    return any(record_id in section.memory_ids for section in composition.prompt.sections)
+
+
+def drop_reason(agent: Agent, record_id: str) -> str | None:
+    return {d.memory_id: d.reason for d in composed(agent).report.drops}.get(record_id)
+
+
+def memory_row_counts() -> tuple[int, int, int]:
+    """How many records, promotion rows and events exist."""
+    return (
+        MemoryRecord.objects.count(),
+        Promotion.objects.count(),
+        MemoryEvent.objects.count(),
+    )
+
+
+# --- the JSON API ------------------------------------------------------------------
+
+SNAKE_CASE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)*")
+
+
+def assert_error(response: Any, status: int, code: str | None = None) -> dict[str, Any]:
+    """The response is the error envelope ``{"error": {"code", "message", ...}}``."""
+    assert response.status_code == status, response.content
+    assert response["Content-Type"].startswith("application/json")
+    body = response.json()
+    assert set(body) == {"error"}
+    error = body["error"]
+    assert SNAKE_CASE.fullmatch(error["code"]), error
+    assert isinstance(error["message"], str)
+    assert error["message"].strip()
+    if code is not None:
+        assert error["code"] == code, error
+    return dict(error)
+
+
+def db_snapshot() -> dict[str, list[dict[str, Any]]]:
+    """Every row of every table, so a test can prove that nothing at all was written."""
+    return {
+        model._meta.label: list(model._default_manager.order_by("pk").values())
+        for model in apps.get_models()
+    }
+
+
+# --- the agents API ----------------------------------------------------------------
+
+
+def normalised(config: dict[str, Any]) -> dict[str, Any]:
+    """What the server stores for ``config``: every default filled in (SPEC §3.1, §8)."""
+    return {
+        "name": config["name"],
+        "persona": config.get("persona", ""),
+        "tone": config.get("tone", ""),
+        "objective": config.get("objective", ""),
+        "capabilities": [
+            {"name": c["name"], "description": c.get("description", "")}
+            for c in config.get("capabilities", [])
+        ],
+        "manual": config.get("manual", ""),
+        "routing_spec": config.get("routing_spec"),
+        "background": {
+            "sections": [
+                {
+                    "id": s["id"],
+                    "title": s["title"],
+                    "promotion": s.get("promotion", "locked"),
+                    "entries": [
+                        {"key": e["key"], "value": e["value"], "memory_ids": []}
+                        for e in s.get("entries", [])
+                    ],
+                }
+                for s in config.get("background", {}).get("sections", [])
+            ]
+        },
+        "awareness": [
+            {
+                "name": a["name"],
+                "description": a.get("description", ""),
+                "access_method": a.get("access_method", ""),
+            }
+            for a in config.get("awareness", [])
+        ],
+        "recall_pinned_candidates": config.get("recall_pinned_candidates", False),
+    }
+
+
+def context_text(composition: dict[str, Any]) -> str:
+    """The text of the Context section of a composition as the API answers it."""
+    (context,) = [s for s in composition["prompt"]["sections"] if s["name"] == "Context"]
+    return "".join(fragment["text"] for fragment in context["fragments"])
+
+
+# --- the memories API --------------------------------------------------------------
+
+DOUG = "The user's name is Doug."
+VIEW_KEYS = {"id", "kind", "content", "tags", "label", "supersedes", "created_at"}
+
+
+def memory_body(kind: str = "profile", content: str = DOUG, **extra: Any) -> dict[str, Any]:
+    return {"kind": kind, "content": content, **extra}
+
+
+def post_memory(client: ApiClient, body: dict[str, Any], slug: str = "wren") -> str:
+    """Save a memory that must be accepted; return its id."""
+    response = client.post(f"/api/agents/{slug}/memories", body)
+    assert response.status_code == 201, response.content
+    answer = response.json()
+    assert answer == {"status": "saved", "id": answer["id"]}
+    assert re.fullmatch(r"[0-9a-z]+", answer["id"])
+    return str(answer["id"])
+
+
+def memories_listing(client: ApiClient, query: str = "", slug: str = "wren") -> dict[str, Any]:
+    response = client.get(f"/api/agents/{slug}/memories{query}")
+    assert response.status_code == 200, response.content
+    return dict(response.json())
+
+
+def api_composition(client: ApiClient, slug: str = "wren") -> dict[str, Any]:
+    response = client.get(f"/api/agents/{slug}/composition")
+    assert response.status_code == 200, response.content
+    return dict(response.json())
+
+
+def api_fragments(composed: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for section in composed["prompt"]["sections"] for f in section["fragments"]]
+
+
+def api_memory_fragments(composed: dict[str, Any]) -> list[dict[str, Any]]:
+    return [f for f in api_fragments(composed) if f["source"] == "memory"]
+
+
+def api_composed_ids(composed: dict[str, Any]) -> list[str]:
+    return [mid for f in api_fragments(composed) for mid in f.get("memory_ids") or []]
+
+
+def api_drops(composed: dict[str, Any]) -> dict[str, str]:
+    return {drop["memory_id"]: drop["reason"] for drop in composed["report"]["drops"]}
+
+
+def api_prompt_text(composed: dict[str, Any]) -> str:
+    return "\n\n".join(
+        "".join(f["text"] for f in section["fragments"])
+        for section in composed["prompt"]["sections"]
+    )
+
+
+def api_section_entries(composed: dict[str, Any], section_id: str) -> list[dict[str, Any]]:
+    (section,) = [s for s in composed["background"]["sections"] if s["id"] == section_id]
+    return list(section["entries"])
+
+
+def assert_every_memory_accounted_for(composed: dict[str, Any], agent: Agent) -> None:
+    """SPEC §5.6: each memory is in some fragment's memory_ids or in the drops, once."""
+    ids = set(MemoryRecord.objects.filter(agent=agent).values_list("id", flat=True))
+    in_prompt = api_composed_ids(composed)
+    dropped = [drop["memory_id"] for drop in composed["report"]["drops"]]
+    assert len(dropped) == len(set(dropped))
+    assert set(in_prompt).isdisjoint(dropped)
+    assert set(in_prompt) | set(dropped) == ids
+
+
+# --- the key/value API -------------------------------------------------------------
+
+KV_KEY_OUT = {"id", "version", "written_at", "runes"}
+KV_PAGE = {"limit", "offset", "next_offset"}
+
+
+def kv_url(key: str, suffix: str = "") -> str:
+    """The key's URL; ``key`` is put in the path as given (already escaped if need be)."""
+    return f"/api/kv/{key}{suffix}"
+
+
+def kv_put(api: ApiClient, key: str, payload: Any, **extra: Any) -> Any:
+    return api.put(kv_url(key), {"payload": payload, **extra})
+
+
+def kv_write_versions(api: ApiClient, key: str, *payloads: str) -> list[int]:
+    versions = []
+    for payload in payloads:
+        response = kv_put(api, key, payload)
+        assert response.status_code in (200, 201), response.content
+        versions.append(response.json()["version"])
+    return versions
+
+
+def kv_listing(api: ApiClient, query: str = "") -> dict[str, Any]:
+    response = api.get(f"/api/kv?{query}")
+    assert response.status_code == 200, response.content
+    body = response.json()
+    assert set(body) == {"keys", "total"} | KV_PAGE
+    for item in body["keys"]:
+        assert set(item) == KV_KEY_OUT
+    return dict(body)
+
+
+def kv_store_rows() -> list[tuple[Any, ...]]:
+    """Every key and version row, so a test can prove a refusal wrote nothing."""
+    keys = list(
+        Key.objects.order_by("pk").values_list(
+            "team_id", "key", "latest_version", "latest_written_at", "latest_runes"
+        )
+    )
+    versions = list(
+        Version.objects.order_by("pk").values_list(
+            "key_id", "version", "payload", "runes", "first_line", "written_at"
+        )
+    )
+    return [*keys, *versions]
+
+
+# --- the key/value pages -----------------------------------------------------------
+
+
+def kv_page_url(key: str) -> str:
+    return f"/kv/{key}/"
+
+
+def post_write(
+    client: Client, key: str, payload: str, if_version: int | str | None, **extra: Any
+) -> Any:
+    data: dict[str, Any] = {"action": "write", "payload": payload}
+    if if_version is not None:
+        data["if_version"] = str(if_version)
+    return client.post(kv_page_url(key), data, **extra)
+
+
+def post_delete(client: Client, key: str, confirm: str | None, **extra: Any) -> Any:
+    data = {"action": "delete"}
+    if confirm is not None:
+        data["confirm"] = confirm
+    return client.post(kv_page_url(key), data, **extra)
+
+
+def versions_of(team: Team, key: str) -> list[tuple[int, str]]:
+    """(version, payload) of every stored version of a team's key, oldest first."""
+    return list(
+        Version.objects.filter(key__team=team, key__key=key)
+        .order_by("version")
+        .values_list("version", "payload")
+    )
+
+
+# --- the approval queue ------------------------------------------------------------
+
+
+def post_decision(
+    client: Client,
+    record_id: str,
+    decision: str,
+    reason: str | None = None,
+    *,
+    htmx: bool = True,
+    query: str = "",
+    **headers: str,
+) -> Any:
+    data = {"decision": decision} if reason is None else {"decision": decision, "reason": reason}
+    return client.post(
+        f"/approvals/{record_id}/decide/{query}",
+        data,
+        headers={**(HTMX if htmx else {}), **headers},
+    )
+
+
+def post_bulk(
+    client: Client,
+    decision: str,
+    selected: Iterable[str],
+    reason: str = "",
+    *,
+    htmx: bool = True,
+    query: str = "",
+) -> Any:
+    return client.post(
+        f"/approvals/bulk/{query}",
+        {"decision": decision, "selected": list(selected), "reason": reason},
+        headers=HTMX if htmx else {},
+    )
+
+
+# --- races -------------------------------------------------------------------------
+
+T = TypeVar("T")
+
+
+def race(n: int, fn: Callable[[int], T]) -> list[T]:
+    """Call ``fn(0)`` … ``fn(n - 1)`` at once, each in its own thread released by one barrier.
+
+    Each thread closes its own database connection when done. The answers come back in
+    the order of ``i``; if any call raised, the first exception raised is raised here.
+    """
+    barrier = threading.Barrier(n)
+    answers: list[Any] = [None] * n
+    failures: list[BaseException] = []
+    lock = threading.Lock()
+
+    def run(i: int) -> None:
+        try:
+            barrier.wait(timeout=30)
+            answers[i] = fn(i)
+        except BaseException as exc:  # handed to the caller below, never swallowed
+            with lock:
+                failures.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads), "a racing thread hung"
+    if failures:
+        raise failures[0]
+    return answers

@@ -1,5 +1,8 @@
-"""Reading pages in tests: a small DOM (textContent as a browser reads it) and a query
-counter for the "queries do not grow with rows" guards.
+"""Reading pages in tests: a small DOM (textContent as a browser reads it) and what the
+pages show, found in it.
+
+Query counts are not read here: tests use pytest-django's
+``django_assert_max_num_queries`` fixture for them.
 """
 
 from __future__ import annotations
@@ -8,9 +11,7 @@ from dataclasses import dataclass, field
 from html.parser import HTMLParser
 from typing import Any
 
-from django.db import connection
 from django.test import Client
-from django.test.utils import CaptureQueriesContext
 
 VOID_TAGS = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
@@ -115,8 +116,84 @@ def dom(response: Any, status: int = 200) -> Dom:
     return parser
 
 
-def count_queries(client: Client, path: str) -> int:
-    with CaptureQueriesContext(connection) as context:
-        response = client.get(path)
-    assert response.status_code == 200
-    return len(context.captured_queries)
+def alerts(page: Dom) -> list[str]:
+    """The text of every element of class ``alert`` (messages, errors), squashed."""
+    return [e.squashed for e in page.elements if "alert" in (e.get("class") or "").split()]
+
+
+def alert_text(page: Dom) -> str:
+    """Every alert's text in one string, for "is this said somewhere" checks."""
+    return " ".join(alerts(page))
+
+
+def inside(element: Element, tag: str, **attrs: str) -> list[Element]:
+    """The descendants of ``element`` with this tag and these attributes (``_`` for ``-``)."""
+    return [
+        e
+        for e in element.descendants()
+        if e.tag == tag and all(e.get(k.replace("_", "-")) == v for k, v in attrs.items())
+    ]
+
+
+def with_class(element: Element, name: str) -> list[Element]:
+    return [e for e in element.descendants() if name in (e.get("class") or "").split()]
+
+
+def buttons(element: Element | Dom) -> list[str]:
+    found = element.descendants() if isinstance(element, Element) else element.elements
+    return [e.squashed for e in found if e.tag == "button"]
+
+
+def fragment(response: Any) -> Dom:
+    """An htmx answer: a fragment, never a whole page."""
+    text = response.content.decode()
+    assert "<html" not in text
+    assert "<body" not in text
+    assert "<header" not in text
+    return dom(response)
+
+
+# --- the key/value pages ---------------------------------------------------------------
+
+
+def shown_payload(page: Dom) -> str:
+    return page.one("data-kv-payload", tag="pre").text
+
+
+def draft(page: Dom) -> str:
+    return page.one("name", "payload", tag="textarea").text
+
+
+def hidden_if_version(page: Dom) -> str | None:
+    return page.one("name", "if_version", tag="input").get("value")
+
+
+def keys_listed(page: Dom) -> list[str]:
+    return [str(e.get("data-kv-key")) for e in page.all("data-kv-key")]
+
+
+def versions_listed(page: Dom) -> list[int]:
+    return [int(str(e.get("data-kv-version"))) for e in page.all("data-kv-version")]
+
+
+# --- the approval queue ----------------------------------------------------------------
+
+
+def approval_queue(client: Client, query: str = "") -> Dom:
+    return dom(client.get(f"/approvals/{query}"))
+
+
+def queue_row_ids(page: Dom) -> list[str]:
+    return [e.get("data-promotion-id") or "" for e in page.all("data-promotion-id")]
+
+
+def queue_rows(page: Dom) -> dict[str, Element]:
+    return {e.get("data-promotion-id") or "": e for e in page.all("data-promotion-id")}
+
+
+def oob_count(page: Dom) -> int:
+    """The pending count sent out of band with an htmx answer."""
+    counter = page.one("id", "pending-count")
+    assert counter.get("hx-swap-oob") == "true"
+    assert counter.get("data-pending-total") == counter.squashed
+    return int(counter.squashed)

@@ -1,8 +1,21 @@
-"""Pure sample data shared by tests (no Django, so core tests can use it too)."""
+"""Pure sample data shared by tests, and builders of the pure cores' values (no Django,
+so core tests can use them too).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
+
+from lens.core.background import Background, BackgroundEntry, BackgroundSection
+from lens.core.config import AgentConfig
+from lens.core.render import entry_line
+from lens.core.report import RoutingReport
+from memory.core.routing import OverlayPlan, PlacedRecord, RoutableRecord
+
+GRINNING = "\U0001f600"  # one astral code point, two UTF-16 units, four UTF-8 bytes
 
 # Every line break SPEC §4.2 lists: \n, \r, \r\n, \v, \f, \x1c–\x1e, \x85, \u2028, \u2029.
 SPEC_LINE_BREAKS = [
@@ -46,3 +59,131 @@ SAMPLE_CONFIG: dict[str, Any] = {
     "awareness": [{"name": "Calendar", "description": "Next 14 days", "access_method": "tool"}],
     "recall_pinned_candidates": False,
 }
+
+
+# --- the prompt ------------------------------------------------------------------------
+
+SECTION_ORDER = ["Persona", "Mission", "Capabilities", "Manual", "Context"]
+
+
+def agent_config(**fields: Any) -> AgentConfig:
+    """An agent config named Wren with only the fields given."""
+    return AgentConfig.model_validate({"name": "Wren", **fields})
+
+
+def background_of(*sections: dict[str, Any]) -> Background:
+    """A Background from plain section dicts, as a config declares them."""
+    return Background.model_validate({"sections": list(sections)})
+
+
+# --- the overlay fold (memory.core.overlay) ---------------------------------------------
+
+T0 = datetime(2025, 3, 1, 12, 0, tzinfo=UTC)
+
+
+def at(seconds: float, tz: timezone = UTC) -> datetime:
+    """``seconds`` after T0, seen from ``tz``."""
+    return (T0 + timedelta(seconds=seconds)).astimezone(tz)
+
+
+def placed(
+    record_id: str,
+    *,
+    section: str = "notes",
+    key: str | None = None,
+    content: str | None = None,
+    seconds: float = 0,
+    created_at: datetime | None = None,
+    label: str | None = None,
+) -> PlacedRecord:
+    """A record placed in ``section`` (keyed by its own id unless ``key`` is given)."""
+    return PlacedRecord(
+        id=record_id,
+        kind="fact",
+        content=f"content of {record_id}" if content is None else content,
+        label=label,
+        created_at=at(seconds) if created_at is None else created_at,
+        section=section,
+        key=record_id if key is None else key,
+    )
+
+
+def section(
+    section_id: str, promotion: str = "auto", *entries: tuple[str, Any]
+) -> BackgroundSection:
+    """A declared section titled after its id, holding these authored (key, value) entries."""
+    return BackgroundSection.model_validate(
+        {
+            "id": section_id,
+            "title": section_id.replace("_", " ").title(),
+            "promotion": promotion,
+            "entries": [{"key": key, "value": value} for key, value in entries],
+        }
+    )
+
+
+def background(*sections: BackgroundSection) -> Background:
+    return Background(sections=sections)
+
+
+NOTES = background(section("notes", "auto"))
+
+
+def memory_entries(composed: Background) -> list[tuple[str, BackgroundEntry]]:
+    """(section id, entry) of every entry the fold made from memories."""
+    return [(s.id, e) for s in composed.sections for e in s.entries if e.memory_ids]
+
+
+def memory_chars(composed: Background) -> int:
+    return sum(len(entry_line(entry)) for _, entry in memory_entries(composed))
+
+
+def composed_ids(composed: Background) -> list[str]:
+    return [mid for _, entry in memory_entries(composed) for mid in entry.memory_ids]
+
+
+def reasons(report: RoutingReport) -> dict[str, str]:
+    return {drop.memory_id: drop.reason for drop in report.drops}
+
+
+def line_cost(key: str, value: str) -> int:
+    """What an entry's rendered line costs the memory budget."""
+    return len(entry_line(BackgroundEntry.model_construct(key=key, value=value, memory_ids=())))
+
+
+# Routing specs with one hook each, for the fold to call.
+
+
+@dataclass
+class Spec:
+    key: str = "test"
+    version: str = "1"
+
+    def route(self, record: RoutableRecord, ctx: Any) -> None:
+        return None
+
+
+@dataclass
+class ReconcileSpec(Spec):
+    verdict: Callable[[RoutableRecord, RoutableRecord], str] = lambda a, b: "a"
+    calls: list[tuple[str, str]] = field(default_factory=list)
+
+    def reconcile(self, a: RoutableRecord, b: RoutableRecord) -> str:
+        self.calls.append((a.id, b.id))
+        return self.verdict(a, b)
+
+
+@dataclass
+class RenderSpec(Spec):
+    def render_entry(self, placed: PlacedRecord) -> str:
+        return f"[{placed.kind}] {placed.content.upper()}"
+
+
+@dataclass
+class FinalizeSpec(Spec):
+    drop: frozenset[str] = frozenset()
+    seen: list[tuple[tuple[PlacedRecord, ...], RoutingReport]] = field(default_factory=list)
+
+    def finalize(self, records: tuple[PlacedRecord, ...], report: RoutingReport) -> OverlayPlan:
+        self.seen.append((records, report))
+        return OverlayPlan(drop=self.drop)

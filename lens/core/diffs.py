@@ -26,7 +26,8 @@ def unified_diff(old: str, new: str, old_label: str, new_label: str) -> str:
 
 def word_diff(old: str, new: str) -> list[tuple[WordOp, str]]:
     """``old`` → ``new`` word by word: runs of equal, deleted and inserted words."""
-    a, b = old.split(" "), new.split(" ")
+    # An empty text has no words (str.split(" ") would give one empty word).
+    a, b = (old.split(" ") if old else []), (new.split(" ") if new else [])
     parts: list[tuple[WordOp, str]] = []
     for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
         if op == "equal":

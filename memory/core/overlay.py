@@ -110,6 +110,10 @@ def apply_memory_overlay(
             gc.enable()
 
 
+_Address = tuple[str, str]  # (section, key): what placement_key encodes
+_Composed = tuple[float, str, PlacedRecord, tuple[str, ...], str]
+
+
 def _fold(
     background: Background,
     placed: Iterable[PlacedRecord],
@@ -118,6 +122,28 @@ def _fold(
 ) -> tuple[Background, RoutingReport]:
     records = _unique(placed)
     drops: list[Drop] = []
+    survivors = _admitted(background, records, drops)
+    buckets = _candidates(survivors, spec, drops)
+    _finalize(spec, records, buckets, drops)
+    composed, used = _within_budget(buckets, spec, budget_chars, drops)
+    drops.sort(key=_DROP_ORDER)
+    stats = ReportStats(
+        placed=len(records),
+        composed=sum(len(item[3]) for item in composed),
+        drops_by_reason=dict(sorted(Counter(d.reason for d in drops).items())),
+        chars_used={"background": used},
+    )
+    return _assemble(background, composed), RoutingReport.model_construct(
+        drops=tuple(drops), stats=stats
+    )
+
+
+def _admitted(
+    background: Background, records: dict[str, PlacedRecord], drops: list[Drop]
+) -> dict[_Address, list[tuple[float, PlacedRecord]]]:
+    """1. Placements whose section or tier no longer admits them, or whose key an
+    authored entry holds, are dropped; the rest are grouped by address.
+    """
     declared = {section.id: section for section in background.sections}
     # Sections memory may fill, with the keys their authored entries hold.
     open_keys = {
@@ -125,11 +151,7 @@ def _fold(
         for s in background.sections
         if tier_block(s.promotion) is None
     }
-
-    # 1. Placements whose section or tier no longer admits them, or whose key an
-    #    authored entry holds, are reported; the rest are grouped by address, the
-    #    (section, key) pair that placement_key encodes.
-    survivors: dict[tuple[str, str], list[tuple[float, PlacedRecord]]] = {}
+    survivors: dict[_Address, list[tuple[float, PlacedRecord]]] = {}
     for record in records.values():
         authored = open_keys.get(record.section)
         if authored is not None and record.key not in authored:
@@ -142,11 +164,19 @@ def _fold(
                 group.append(item)
         else:
             drops.append(Drop(record.id, _recheck(record, declared)))
+    return survivors
 
-    # 2. One candidate entry per address: reconcile, or newest wins (ties to the
-    #    smaller id). A candidate, (-created_at, winner id, winner, memory_ids), is its
-    #    own sort key within its bucket (ids are unique, so records are never compared);
-    #    buckets hold candidates by how many memories support them.
+
+def _candidates(
+    survivors: dict[_Address, list[tuple[float, PlacedRecord]]],
+    spec: RoutingSpec | None,
+    drops: list[Drop],
+) -> dict[int, list[_Candidate]]:
+    """2. One candidate entry per address: reconcile, or newest wins (ties to the
+    smaller id). A candidate, (-created_at, winner id, winner, memory_ids), is its own
+    sort key within its bucket (ids are unique, so records are never compared); buckets
+    hold candidates by how many memories support them.
+    """
     buckets: dict[int, list[_Candidate]] = defaultdict(list)
     for group in survivors.values():
         if len(group) == 1:
@@ -156,29 +186,46 @@ def _fold(
         group.sort(key=lambda item: (-item[0], item[1].id))
         when, winner, ids = _reconcile(group, spec, drops)
         buckets[len(ids)].append((-when, winner.id, winner, ids))
+    return buckets
 
-    # 3. The spec's finalize hook may leave placed records out (default: keep all).
+
+def _finalize(
+    spec: RoutingSpec | None,
+    records: dict[str, PlacedRecord],
+    buckets: dict[int, list[_Candidate]],
+    drops: list[Drop],
+) -> None:
+    """3. The spec's finalize hook may leave placed records out (default: keep all)."""
     finalize = getattr(spec, "finalize", None)
-    if finalize is not None:
-        interim = RoutingReport.model_construct(drops=tuple(drops), stats=ReportStats())
-        ordered = tuple(sorted(records.values(), key=lambda r: r.id))
-        plan: OverlayPlan = finalize(ordered, interim)
-        for size, bucket in buckets.items():
-            kept = []
-            for candidate in bucket:
-                if plan.drop.intersection(candidate[3]):
-                    drops.extend(Drop(mid, "reconciled") for mid in candidate[3])
-                else:
-                    kept.append(candidate)
-            buckets[size] = kept
+    if finalize is None:
+        return
+    interim = RoutingReport.model_construct(drops=tuple(drops), stats=ReportStats())
+    ordered = tuple(sorted(records.values(), key=lambda r: r.id))
+    plan: OverlayPlan = finalize(ordered, interim)
+    for size, bucket in buckets.items():
+        kept = []
+        for candidate in bucket:
+            if plan.drop.intersection(candidate[3]):
+                drops.extend(Drop(mid, "reconciled") for mid in candidate[3])
+            else:
+                kept.append(candidate)
+        buckets[size] = kept
 
-    # 4. Budget: whole entries only, walked in keep priority — more supporting ids,
-    #    then newer, then the smaller id — keeping each that still fits and skipping
-    #    each that does not. Once not even the shortest line fits, the rest are not
-    #    rendered at all.
+
+def _within_budget(
+    buckets: dict[int, list[_Candidate]],
+    spec: RoutingSpec | None,
+    budget_chars: int,
+    drops: list[Drop],
+) -> tuple[list[_Composed], int]:
+    """4. Budget: whole entries only, walked in keep priority — more supporting ids,
+    then newer, then the smaller id — keeping each that still fits and skipping each
+    that does not. Once not even the shortest line fits, the rest are not rendered.
+    Returns the kept entries and the characters they use.
+    """
     render = _renderer(spec)
     used = 0
-    composed: list[tuple[float, str, PlacedRecord, tuple[str, ...], str]] = []
+    composed: list[_Composed] = []
     for size in sorted(buckets, reverse=True):
         bucket = buckets[size]
         bucket.sort()  # a float first: CPython's fast path for tuple keys
@@ -194,8 +241,11 @@ def _fold(
                 drops.append(Drop(winner_id, "over-budget"))
             else:
                 drops.extend(Drop(mid, "over-budget") for mid in ids)
+    return composed, used
 
-    # 5. Memory entries follow their section's authored entries, oldest first.
+
+def _assemble(background: Background, composed: list[_Composed]) -> Background:
+    """5. Memory entries follow their section's authored entries, oldest first."""
     composed.sort(key=_OLDEST_FIRST)
     by_section: dict[str, list[BackgroundEntry]] = defaultdict(list)
     for *_order, winner, ids, value in composed:
@@ -208,16 +258,7 @@ def _fold(
         else section.model_copy(update={"entries": section.entries + tuple(by_section[section.id])})
         for section in background.sections
     )
-
-    drops.sort(key=_DROP_ORDER)
-    stats = ReportStats(
-        placed=len(records),
-        composed=sum(len(item[3]) for item in composed),
-        drops_by_reason=dict(sorted(Counter(d.reason for d in drops).items())),
-        chars_used={"background": used},
-    )
-    composed_background = Background.model_construct(sections=sections)
-    return composed_background, RoutingReport.model_construct(drops=tuple(drops), stats=stats)
+    return Background.model_construct(sections=sections)
 
 
 def _unique(placed: Iterable[PlacedRecord]) -> dict[str, PlacedRecord]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from datetime import datetime
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
 
@@ -75,6 +75,12 @@ def is_record_id(value: str) -> bool:
 Kind = Annotated[StrictStr, AfterValidator(_check_kind)]
 Content = Annotated[StrictStr, AfterValidator(_check_content)]
 Label = Annotated[StrictStr | None, AfterValidator(_check_label)]
+if TYPE_CHECKING:
+    # What a validated model holds: ``_check_tags`` turns the list into a tuple.
+    Tags = tuple[str, ...]
+else:
+    # What validation accepts: a list of strings (the API's schema and errors say so).
+    Tags = Annotated[list[StrictStr], AfterValidator(_check_tags)]
 
 
 class MemoryInput(BaseModel):
@@ -84,7 +90,7 @@ class MemoryInput(BaseModel):
 
     kind: Kind
     content: Content
-    tags: Annotated[list[StrictStr], AfterValidator(_check_tags)] = Field(default_factory=tuple)
+    tags: Tags = Field(default_factory=tuple)
     label: Label = None
     supersedes: StrictStr | None = None
 

@@ -123,7 +123,7 @@ class OverlayPlan(BaseModel):
 def spec_key_source(spec: RoutingSpec, record: RoutableRecord) -> KeySource:
     hook = getattr(spec, "key_source", None)
     if hook is not None:
-        return hook(record)  # type: ignore[no-any-return]
+        return hook(record)
     return "label" if record.label else "content"
 
 

@@ -5,16 +5,13 @@ and compare-and-swap conflicts are 409s, never 500s.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from kvstore.models import Key, Version
 from lens.models import ApiToken, Team
-from tests.factories import ApiClient
+from tests.factories import ApiClient, race
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -30,31 +27,6 @@ def new_token() -> str:
     return raw
 
 
-def run_together(raw: str, work: Callable[[int, ApiClient], None]) -> None:
-    """Run ``work(n, client)`` in WRITERS threads released at once; re-raise any failure."""
-    barrier = threading.Barrier(WRITERS)
-    failures: list[BaseException] = []
-
-    def run(n: int) -> None:
-        client = ApiClient(raw)
-        try:
-            barrier.wait(timeout=30)
-            work(n, client)
-        except BaseException as exc:  # reported to the test below
-            failures.append(exc)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=run, args=(n,)) for n in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads), "a writer hung"
-    if failures:
-        raise failures[0]
-
-
 def payload_of(n: int, round_: int) -> str:
     return f"writer {n} round {round_} — ✍️ {'x' * n}"
 
@@ -67,18 +39,19 @@ def stored_versions(raw: str) -> list[int]:
 
 def test_concurrent_plain_writes_are_all_acknowledged_with_contiguous_versions() -> None:
     raw = new_token()
-    acks: list[tuple[int, int, str]] = []  # (status, version, payload)
-    lock = threading.Lock()
 
-    def write(n: int, client: ApiClient) -> None:
+    def write(n: int) -> list[tuple[int, int, str]]:
+        """(status, version, payload) of each of this writer's writes."""
+        client = ApiClient(raw)
+        written = []
         for round_ in range(ROUNDS):
             payload = payload_of(n, round_)
             response = client.put(PATH, {"payload": payload})
             body: Any = response.json()
-            with lock:
-                acks.append((response.status_code, body.get("version", -1), payload))
+            written.append((response.status_code, body.get("version", -1), payload))
+        return written
 
-    run_together(raw, write)
+    acks = [ack for writer in race(WRITERS, write) for ack in writer]
 
     total = WRITERS * ROUNDS
     assert sorted(status for status, _, _ in acks).count(201) == 1
@@ -100,15 +73,13 @@ def test_concurrent_plain_writes_are_all_acknowledged_with_contiguous_versions()
 
 def test_concurrent_creates_with_if_version_0_let_exactly_one_writer_win() -> None:
     raw = new_token()
-    results: list[tuple[int, int, dict[str, Any]]] = []  # (writer, status, body)
-    lock = threading.Lock()
 
-    def create(n: int, client: ApiClient) -> None:
-        response = client.put(PATH, {"payload": payload_of(n, 0), "if_version": 0})
-        with lock:
-            results.append((n, response.status_code, response.json()))
+    def create(n: int) -> tuple[int, int, dict[str, Any]]:
+        """(writer, status, body)."""
+        response = ApiClient(raw).put(PATH, {"payload": payload_of(n, 0), "if_version": 0})
+        return n, response.status_code, response.json()
 
-    run_together(raw, create)
+    results = race(WRITERS, create)
 
     statuses = sorted(status for _, status, _ in results)
     assert statuses == [201] + [409] * (WRITERS - 1), results
@@ -128,11 +99,11 @@ def test_concurrent_compare_and_swap_writers_conflict_cleanly_and_keep_versions_
     None
 ):
     raw = new_token()
-    acks: list[tuple[int, str]] = []  # (version, payload)
-    conflicts: list[tuple[int, dict[str, Any]]] = []  # (if_version sent, error)
-    lock = threading.Lock()
 
-    def read_then_write(n: int, client: ApiClient) -> None:
+    def read_then_write(n: int) -> list[tuple[int, str, int, dict[str, Any] | None]]:
+        """(version written or 0, payload, if_version sent, conflict error or None)."""
+        client = ApiClient(raw)
+        outcomes: list[tuple[int, str, int, dict[str, Any] | None]] = []
         for round_ in range(ROUNDS):
             read = client.get(PATH)
             if read.status_code == 404:
@@ -144,16 +115,18 @@ def test_concurrent_compare_and_swap_writers_conflict_cleanly_and_keep_versions_
             payload = payload_of(n, round_)
             response = client.put(PATH, {"payload": payload, "if_version": seen})
             body = response.json()
-            with lock:
-                if response.status_code in (200, 201):
-                    assert body["version"] == seen + 1
-                    assert response.status_code == (201 if seen == 0 else 200)
-                    acks.append((body["version"], payload))
-                else:
-                    assert response.status_code == 409, response.content
-                    conflicts.append((seen, body["error"]))
+            if response.status_code in (200, 201):
+                assert body["version"] == seen + 1
+                assert response.status_code == (201 if seen == 0 else 200)
+                outcomes.append((body["version"], payload, seen, None))
+            else:
+                assert response.status_code == 409, response.content
+                outcomes.append((0, payload, seen, body["error"]))
+        return outcomes
 
-    run_together(raw, read_then_write)
+    outcomes = [outcome for writer in race(WRITERS, read_then_write) for outcome in writer]
+    acks = [(version, payload) for version, payload, _, error in outcomes if error is None]
+    conflicts = [(sent, error) for _, _, sent, error in outcomes if error is not None]
 
     assert acks, "at least one compare-and-swap write lands"
     assert len(acks) + len(conflicts) == WRITERS * ROUNDS

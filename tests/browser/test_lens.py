@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from lens.models import ApiToken, Team
-from tests.factories import SAMPLE_CONFIG, create_agent, login, make_user
+from tests.factories import create_agent, login, make_user
+from tests.samples import SAMPLE_CONFIG
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

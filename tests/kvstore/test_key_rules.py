@@ -19,9 +19,9 @@ from kvstore.core.keys import (
     runes,
 )
 from lens.core.diffs import unified_diff
+from tests.samples import GRINNING
 
 KEY_ALPHABET = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_:-"
-GRINNING = "\U0001f600"
 
 # --- limits ------------------------------------------------------------------------
 

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Callable
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from lens.models import Agent, ApiToken, Team
 from memory.models import HOLDING, MemoryRecord, Promotion
-from tests.factories import SAMPLE_CONFIG, ApiClient, create_agent
+from tests.factories import ApiClient, create_agent, race
+from tests.samples import SAMPLE_CONFIG
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -37,35 +36,14 @@ def setup_agent() -> tuple[Agent, str]:
     return create_agent(team, "wren", CONFIG), raw
 
 
-def race(raw: str, body_of: Callable[[int], dict[str, Any]]) -> list[tuple[int, Any]]:
+def save_at_once(raw: str, body_of: Callable[[int], dict[str, Any]]) -> list[tuple[int, Any]]:
     """Every writer posts at once (after a barrier); returns (status, answer) per writer."""
-    barrier = threading.Barrier(WRITERS)
-    results: list[tuple[int, Any]] = []
-    failures: list[BaseException] = []
-    lock = threading.Lock()
 
-    def write(n: int) -> None:
-        client = ApiClient(raw)
-        try:
-            barrier.wait(timeout=30)
-            response = client.post("/api/agents/wren/memories", body_of(n))
-            with lock:
-                results.append((response.status_code, response.json()))
-        except BaseException as exc:  # reported by the test, never swallowed
-            with lock:
-                failures.append(exc)
-        finally:
-            connection.close()
+    def save(n: int) -> tuple[int, Any]:
+        response = ApiClient(raw).post("/api/agents/wren/memories", body_of(n))
+        return response.status_code, response.json()
 
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=120)
-    assert not any(thread.is_alive() for thread in threads)
-    assert failures == []
-    assert len(results) == WRITERS
-    return results
+    return race(WRITERS, save)
 
 
 def holders(agent: Agent, section: str, key: str) -> list[str]:
@@ -81,7 +59,9 @@ def holders(agent: Agent, section: str, key: str) -> list[str]:
 def test_concurrent_saves_to_one_new_address_let_exactly_one_through(kind: str) -> None:
     agent, raw = setup_agent()
 
-    results = race(raw, lambda n: {"kind": kind, "content": f"Writer {n}.", "label": "name"})
+    results = save_at_once(
+        raw, lambda n: {"kind": kind, "content": f"Writer {n}.", "label": "name"}
+    )
 
     statuses = sorted(status for status, _ in results)
     assert 500 not in statuses
@@ -99,7 +79,7 @@ def test_concurrent_saves_to_one_new_address_let_exactly_one_through(kind: str) 
 def test_concurrent_saves_of_one_content_let_exactly_one_through() -> None:
     agent, raw = setup_agent()
 
-    results = race(
+    results = save_at_once(
         raw, lambda n: {"kind": "profile", "content": "The user likes trains." + " " * n}
     )
 
@@ -118,7 +98,7 @@ def test_concurrent_supersedes_of_one_holder_let_exactly_one_through() -> None:
     assert first.status_code == 201
     holder = first.json()["id"]
 
-    results = race(
+    results = save_at_once(
         raw,
         lambda n: {
             "kind": "profile",
@@ -149,7 +129,7 @@ def test_concurrent_supersedes_of_one_holder_let_exactly_one_through() -> None:
 def test_concurrent_saves_to_different_addresses_all_land() -> None:
     agent, raw = setup_agent()
 
-    results = race(
+    results = save_at_once(
         raw,
         lambda n: {
             "kind": "profile" if n % 2 else "preference",

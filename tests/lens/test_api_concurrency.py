@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import pytest
-from django.db import connection
 
 from lens.models import Agent, ApiToken, SectionDeclaration, Team
-from tests.factories import SAMPLE_CONFIG, ApiClient
+from tests.factories import ApiClient, race
+from tests.samples import SAMPLE_CONFIG
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -31,22 +30,10 @@ def config_for(n: int) -> dict[str, Any]:
 def test_concurrent_puts_of_one_new_slug_make_one_agent_with_one_whole_config() -> None:
     team = Team.objects.create(slug="acme", name="Acme")
     _token, raw = ApiToken.objects.issue(team)
-    barrier = threading.Barrier(WRITERS)
-    statuses: list[int] = []
 
-    def write(n: int) -> None:
-        client = ApiClient(raw)
-        try:
-            barrier.wait()
-            statuses.append(client.put("/api/agents/shared", config_for(n)).status_code)
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(WRITERS)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
+    statuses = race(
+        WRITERS, lambda n: ApiClient(raw).put("/api/agents/shared", config_for(n)).status_code
+    )
 
     assert sorted(statuses) == [200] * (WRITERS - 1) + [201]
     agent = Agent.objects.get(team=team, slug="shared")

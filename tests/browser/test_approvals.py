@@ -14,7 +14,8 @@ from lens.models import Agent, Team
 from memory.core.records import MemoryInput
 from memory.models import Promotion
 from memory.saving import Saved, save_memory
-from tests.factories import SAMPLE_CONFIG, create_agent, login, make_user
+from tests.factories import create_agent, login, make_user
+from tests.samples import SAMPLE_CONFIG
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -131,7 +132,8 @@ def test_rejecting_one_row_sends_its_reason(live_server: Any, page: Any) -> None
     assert status_of(keep) == "pending"
     promotion = Promotion.objects.get(pk=memory_id)
     assert promotion.decision_note == reason
-    assert promotion.decided_by is not None and promotion.decided_by.get_username() == "rhea"
+    assert promotion.decided_by is not None
+    assert promotion.decided_by.get_username() == "rhea"
 
     page.goto(f"{base}/agents/wren/")
     assert page.locator(f'[data-memory-ids~="{memory_id}"]').count() == 0

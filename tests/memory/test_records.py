@@ -20,9 +20,9 @@ from memory.core.records import (
     MemoryView,
     forbidden_char,
 )
+from tests.samples import GRINNING
 
 FORBIDDEN = frozenset({"Cc", "Zl", "Zp"})
-GRINNING = "\U0001f600"  # one astral code point, two UTF-16 units, four UTF-8 bytes
 
 
 def memory_input(**fields: Any) -> MemoryInput:

@@ -1,0 +1,181 @@
+"""The memories list at ``/memories/`` and the memory counts on the agents list at ``/``
+(SPEC §4.4, §9), with query counts that do not grow with the memories.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from lens.models import Agent, Team
+from tests.factories import (
+    Story,
+    composed,
+    create_agent,
+    fill_memories,
+    memory_config,
+    remember,
+)
+from tests.pages import dom
+
+pytestmark = pytest.mark.django_db
+
+
+MIDDLE_DOT = "\u00b7"
+
+
+@pytest.fixture
+def wren(team: Team) -> Agent:
+    return create_agent(team, "wren", memory_config())
+
+
+# --- /memories/ --------------------------------------------------------------------
+
+
+def listed(client: Client, path: str = "/memories/") -> list[str]:
+    return [e.get("data-memory-id") or "" for e in dom(client.get(path)).all("data-memory-id")]
+
+
+def test_the_list_shows_the_team_s_memories_newest_first(
+    member_client: Client, wren: Agent
+) -> None:
+    ids = [
+        remember(wren, "profile", "Mira", label="name"),
+        remember(wren, "fact", "Visited Kraków."),
+        remember(wren, "preference", "Dark theme.", label="theme"),
+    ]
+    assert listed(member_client) == list(reversed(ids))
+    page = dom(member_client.get("/memories/"))
+    for element in page.all("data-memory-id"):
+        hrefs = [e.get("href") for e in element.descendants() if e.tag == "a"]
+        assert f"/memories/{element.get('data-memory-id')}/" in hrefs
+        assert "/agents/wren/" in hrefs
+
+
+def test_the_list_filters_by_agent_and_kind(member_client: Client, team: Team, wren: Agent) -> None:
+    gizmo = create_agent(team, "gizmo", memory_config(name="Gizmo"))
+    wren_profile = remember(wren, "profile", "Mira", label="name")
+    wren_fact = remember(wren, "fact", "Visited Kraków.")
+    gizmo_profile = remember(gizmo, "profile", "Gil", label="name")
+    gizmo_fact = remember(gizmo, "fact", "Likes boats.")
+
+    assert set(listed(member_client)) == {wren_profile, wren_fact, gizmo_profile, gizmo_fact}
+    assert listed(member_client, "/memories/?agent=wren") == [wren_fact, wren_profile]
+    assert listed(member_client, "/memories/?agent=gizmo") == [gizmo_fact, gizmo_profile]
+    assert listed(member_client, "/memories/?kind=profile") == [gizmo_profile, wren_profile]
+    assert listed(member_client, "/memories/?agent=gizmo&kind=fact") == [gizmo_fact]
+    assert listed(member_client, "/memories/?kind=episode") == []
+    assert listed(member_client, "/memories/?agent=nobody") == []
+
+
+def test_the_list_is_paginated_by_fifty(member_client: Client, wren: Agent) -> None:
+    ids = [remember(wren, "fact", f"Fact number {n}.") for n in range(51)]
+    newest_first = list(reversed(ids))
+    first = dom(member_client.get("/memories/"))
+    assert [e.get("data-memory-id") for e in first.all("data-memory-id")] == newest_first[:50]
+    assert "Page 1 of 2" in first.one("aria-label", "Pages").squashed
+    assert listed(member_client, "/memories/?page=2") == newest_first[50:]
+    # The filters survive paging.
+    assert listed(member_client, "/memories/?agent=wren&kind=fact&page=2") == [ids[0]]
+    next_links = [
+        e.get("href") for e in first.one("aria-label", "Pages").descendants() if e.tag == "a"
+    ]
+    assert next_links == ["?page=2"]
+    filtered = dom(member_client.get("/memories/?agent=wren&kind=fact"))
+    filtered_links = [
+        e.get("href") for e in filtered.one("aria-label", "Pages").descendants() if e.tag == "a"
+    ]
+    assert filtered_links == ["?agent=wren&kind=fact&page=2"]
+
+
+def test_a_non_member_sees_none_of_the_team_s_memories(
+    stranger_client: Client, wren: Agent
+) -> None:
+    mine = remember(wren, "profile", "Mira", label="name")
+    for path in ("/memories/", "/memories/?agent=wren", "/memories/?kind=profile"):
+        response = stranger_client.get(path)
+        assert response.status_code == 200
+        assert mine not in response.content.decode()
+        assert listed(stranger_client, path) == []
+    assert stranger_client.get("/memories/?team=acme").status_code == 404
+
+
+def test_the_list_redirects_anonymous_visitors() -> None:
+    response = Client().get("/memories/")
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/login/?next=/memories/"
+
+
+# --- / : the agents list -----------------------------------------------------------
+
+
+def test_the_agents_list_shows_pending_and_dropped_counts(
+    member_client: Client, story: Story
+) -> None:
+    composition = composed(story.agent)
+    page = dom(member_client.get("/"))
+    card = page.one("data-agent", "wren")
+    inside = card.descendants()
+    pending = next(e for e in inside if "data-pending-count" in e.attrs)
+    dropped = next(e for e in inside if "data-dropped-count" in e.attrs)
+    assert pending.squashed == "1 pending"
+    assert dropped.squashed == f"{len(story.expected_drops)} dropped"
+    assert len(composition.report.drops) == len(story.expected_drops)
+    composed_count = next(e for e in inside if "data-composed-count" in e.attrs)
+    assert composed_count.text == str(len(story.composed_ids))
+    # The authored timezone plus the three composed memory entries.
+    counts = next(e for e in inside if "data-counts" in e.attrs)
+    assert counts.text == f"2 sections {MIDDLE_DOT} 4 entries"
+    assert counts.text == composition.counts.label()
+
+
+def test_memory_entries_count_on_the_list_and_the_lens(member_client: Client, wren: Agent) -> None:
+    assert dom(member_client.get("/")).one("data-counts").text == (
+        f"2 sections {MIDDLE_DOT} 1 entry"
+    )
+    remember(wren, "profile", "Mira", label="name")
+    remember(wren, "profile", "Gdańsk", label="city")
+    remember(wren, "preference", "Dark theme.", label="theme")  # pending: not an entry
+    label = f"2 sections {MIDDLE_DOT} 3 entries"
+    card = dom(member_client.get("/")).one("data-agent", "wren")
+    assert next(e for e in card.descendants() if "data-counts" in e.attrs).text == label
+    assert next(e for e in card.descendants() if "data-pending-count" in e.attrs).squashed == (
+        "1 pending"
+    )
+    assert dom(member_client.get("/agents/wren/")).one("data-counts").text.startswith(label)
+
+
+def test_an_agent_with_nothing_dropped_shows_no_drop_counts(
+    member_client: Client, wren: Agent
+) -> None:
+    remember(wren, "profile", "Mira", label="name")
+    page = dom(member_client.get("/"))
+    assert page.all("data-pending-count") == []
+    assert page.all("data-dropped-count") == []
+    assert page.one("data-composed-count").text == "1"
+
+
+# --- query counts ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("path", ["/", "/agents/wren/", "/memories/", "/memories/?agent=wren"])
+def test_page_query_counts_do_not_grow_with_memories(
+    member_client: Client,
+    member: User,
+    wren: Agent,
+    path: str,
+    django_assert_max_num_queries: Any,
+) -> None:
+    fill_memories(wren, member, 1)
+    member_client.get(path)  # settle the session (it stores the current team once)
+    with django_assert_max_num_queries(15) as captured:
+        assert member_client.get(path).status_code == 200
+    one = len(captured)
+
+    fill_memories(wren, member, 59, start=1)
+    assert Agent.objects.get(pk=wren.pk).memories.count() == 60
+    with django_assert_max_num_queries(one, info=f"{path} with 60 memories"):
+        assert member_client.get(path).status_code == 200
