@@ -7,6 +7,7 @@ understand, so a typo in a deployment shows up at start-up, not as a silent defa
 from __future__ import annotations
 
 import os
+from collections.abc import Collection
 from typing import overload
 
 from django.core.exceptions import ImproperlyConfigured
@@ -57,3 +58,12 @@ def env_str(name: str, default: str | None = None) -> str | None:
     if raw is None or raw.strip() == "":
         return default
     return raw
+
+
+def env_choice(name: str, default: str, choices: Collection[str]) -> str:
+    """One of ``choices`` (compared case-insensitively, returned as listed)."""
+    raw = env_str(name, default)
+    by_folded = {choice.casefold(): choice for choice in choices}
+    if raw.strip().casefold() not in by_folded:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
+    return by_folded[raw.strip().casefold()]

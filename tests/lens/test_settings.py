@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from lens.envconf import env_bool, env_int, env_list
+from lens.envconf import env_bool, env_choice, env_int, env_list
 
 ROOT = Path(__file__).resolve().parents[2]  # tests/lens/ -> the project
 
@@ -46,6 +46,22 @@ def test_env_int_and_list(monkeypatch: pytest.MonkeyPatch) -> None:
         env_int("LENS_N", 1)
     monkeypatch.setenv("LENS_HOSTS", " a.example, ,b.example ")
     assert env_list("LENS_HOSTS", []) == ["a.example", "b.example"]
+
+
+def test_env_choice_folds_case_and_refuses_anything_else(monkeypatch: pytest.MonkeyPatch) -> None:
+    levels = ("DEBUG", "INFO", "WARNING")
+    assert env_choice("LENS_LEVEL", "WARNING", levels) == "WARNING"
+    monkeypatch.setenv("LENS_LEVEL", " info ")
+    assert env_choice("LENS_LEVEL", "WARNING", levels) == "INFO"
+    monkeypatch.setenv("LENS_LEVEL", "loud")
+    with pytest.raises(ImproperlyConfigured, match="LENS_LEVEL must be one of DEBUG, INFO"):
+        env_choice("LENS_LEVEL", "WARNING", levels)
+
+
+def test_a_bad_log_level_stops_start_up() -> None:
+    result = run_django("", DEBUG="1", LOG_LEVEL="chatty")
+    assert result.returncode != 0
+    assert "LOG_LEVEL must be one of" in result.stderr
 
 
 def test_a_missing_secret_key_is_refused_when_debug_is_off() -> None:
