@@ -76,7 +76,7 @@ def holder_of(agent: Agent, address: str) -> Promotion | None:
     )
 
 
-def _next_timestamp(agent: Agent) -> datetime:
+def next_timestamp(agent: Agent) -> datetime:
     # One agent's sequential saves get strictly increasing timestamps, even when the
     # clock has not moved a microsecond (or stepped back).
     now = timezone.now()
@@ -91,14 +91,29 @@ def _next_timestamp(agent: Agent) -> datetime:
     return now
 
 
-def save_memory(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Conflict:
-    """Save one memory for ``agent``. The answer never says where (or if) it composed."""
+@dataclass(frozen=True)
+class Routed:
+    """What routing decides for a candidate memory before anything is written."""
+
+    spec: RoutingSpec | None
+    ctx: RoutingContext
+    routable: RoutableRecord
+    placement: Placement | None
+    # The placement_key the gate checks: set only for a placement in a declared section.
+    address: str | None
+    older: MemoryRecord | None
+
+
+def route(agent: Agent, data: MemoryInput) -> Routed:
+    """Route ``data`` for ``agent`` as a save would, reading but writing nothing.
+
+    Raises UnknownSupersedes when ``supersedes`` names no record of this agent.
+    """
     older = None
     if data.supersedes is not None:
         older = MemoryRecord.objects.filter(agent=agent, pk=data.supersedes).first()
         if older is None:
             raise UnknownSupersedes(data.supersedes)
-
     spec = get_spec(agent.routing_spec)
     ctx = routing_context(agent)
     routable = RoutableRecord(
@@ -108,14 +123,27 @@ def save_memory(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Confli
     address = None
     if placement is not None and ctx.section(placement.section) is not None:
         address = placement_key(placement)
+    return Routed(spec, ctx, routable, placement, address, older)
 
+
+def gate(agent: Agent, routed: Routed, supersedes: str | None) -> Conflict | None:
+    """The collision gate: the record holding the address, unless it is superseded."""
+    if routed.address is None:
+        return None
+    holder = holder_of(agent, routed.address)
+    if holder is not None and holder.record_id != supersedes:
+        return Conflict(holder.record)
+    return None
+
+
+def save_memory(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Conflict:
+    """Save one memory for ``agent``. The answer never says where (or if) it composed."""
+    routed = route(agent, data)
     for _attempt in range(3):
-        if address is not None:
-            holder = holder_of(agent, address)
-            if holder is not None and holder.record_id != data.supersedes:
-                return Conflict(holder.record)
+        if (conflict := gate(agent, routed, data.supersedes)) is not None:
+            return conflict
         try:
-            return Saved(_commit(agent, data, actor, spec, routable, placement, ctx, older))
+            return Saved(_commit(agent, data, actor, routed))
         except IntegrityError:
             # A concurrent save took the address between our lookup and our insert
             # (the partial unique index refused ours): look again and answer conflict.
@@ -124,17 +152,9 @@ def save_memory(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Confli
 
 
 @transaction.atomic
-def _commit(
-    agent: Agent,
-    data: MemoryInput,
-    actor: Actor,
-    spec: RoutingSpec | None,
-    routable: RoutableRecord,
-    placement: Placement | None,
-    ctx: RoutingContext,
-    older: MemoryRecord | None,
-) -> str:
-    at = _next_timestamp(agent)
+def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> str:
+    spec, routable, placement, older = routed.spec, routed.routable, routed.placement, routed.older
+    at = next_timestamp(agent)
     record = MemoryRecord.objects.create(
         agent=agent,
         kind=data.kind,
@@ -152,7 +172,7 @@ def _commit(
         )
         events.append(new_event(older.pk, agent.pk, EventKind.SUPERSEDED, actor, at, by=record.id))
 
-    outcome = route_outcome(placement, ctx)
+    outcome = route_outcome(placement, routed.ctx)
     Promotion.objects.create(
         record=record,
         agent=agent,

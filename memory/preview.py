@@ -1,0 +1,95 @@
+"""Routing preview (SPEC §5.7): what saving a memory would do, without saving it.
+
+It routes and gates exactly as ``memory_save`` does (the same functions), then asks the
+fold whether the memory would reach the prompt now. It writes nothing: no record,
+promotion row or event. Its answer is for people and tools that configure agents;
+``memory_save`` itself never reveals routing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from django.conf import settings
+
+from lens.agents import config_of
+from lens.core.background import Tier
+from lens.core.report import DeclineReason, DropReason
+from lens.models import Agent
+from memory.core.outcome import route_outcome
+from memory.core.overlay import apply_memory_overlay
+from memory.core.records import MemoryInput
+from memory.core.routing import KeySource, PlacedRecord, Placement, spec_key_source
+from memory.models import MemoryRecord
+from memory.queries import placed_records
+from memory.saving import Routed, gate, next_timestamp, route
+
+# Sorts after every real id ([0-9a-z]), so it never wins a tie it should not.
+CANDIDATE_ID = "~candidate"
+
+
+@dataclass(frozen=True)
+class Preview:
+    outcome: Literal["approved", "pending", "declined", "conflict"]
+    placement: Placement | None
+    key_source: KeySource | None
+    tier: Tier | None
+    reason: DeclineReason | None
+    existing: MemoryRecord | None  # the holder, when the gate would answer conflict
+    would_compose: bool  # approved, and the fold would render it now
+    # Why the fold would leave a placed memory out now (authored-wins, over-budget).
+    fold_reason: DropReason | None
+
+
+def preview_save(agent: Agent, data: MemoryInput) -> Preview:
+    """What ``save_memory(agent, data, ...)`` would decide, and whether the result would
+    be composed now. Raises the same errors as a save (UnknownSupersedes).
+    """
+    routed = route(agent, data)
+    placement, spec = routed.placement, routed.spec
+    key_source = spec_key_source(spec, routed.routable) if placement and spec else None
+    outcome = route_outcome(placement, routed.ctx)
+    if (conflict := gate(agent, routed, data.supersedes)) is not None:
+        return Preview(
+            "conflict", placement, key_source, outcome.tier, None, conflict.existing, False, None
+        )
+    fold_reason = None
+    if placement is not None and outcome.status != "declined":
+        fold_reason = _fold_reason(agent, routed, placement, key_source or "content")
+    return Preview(
+        outcome=outcome.status,
+        placement=placement,
+        key_source=key_source,
+        tier=outcome.tier,
+        reason=outcome.reason,
+        existing=None,
+        would_compose=outcome.status == "approved" and fold_reason is None,
+        fold_reason=fold_reason,
+    )
+
+
+def _fold_reason(
+    agent: Agent, routed: Routed, placement: Placement, key_source: KeySource
+) -> DropReason | None:
+    """The fold's reason to leave the candidate out if it were approved now, or None."""
+    superseded = routed.older.pk if routed.older is not None else None
+    placed = [p for p in placed_records([agent.pk]).get(agent.pk, []) if p.id != superseded]
+    candidate = PlacedRecord(
+        id=CANDIDATE_ID,
+        kind=routed.routable.kind,
+        content=routed.routable.content,
+        created_at=next_timestamp(agent),
+        section=placement.section,
+        key=placement.key,
+        tags=routed.routable.tags,
+        label=routed.routable.label,
+        key_source=key_source,
+    )
+    _background, report = apply_memory_overlay(
+        config_of(agent).background,
+        [*placed, candidate],
+        routed.spec,
+        settings.MEMORY_OVERLAY_BUDGET_CHARS,
+    )
+    return next((d.reason for d in report.drops if d.memory_id == CANDIDATE_ID), None)
