@@ -116,8 +116,9 @@ def render_list(
 ) -> HttpResponse:
     """A list page, or only its ``results`` partial for an htmx filter request.
 
-    Every list page filters as you type the same way: its filter form sends
-    ``hx-get`` to the page's own URL and swaps ``#results`` (templates/_filters.html).
+    Every list page filters as you type the same way: its filter form carries
+    ``{% filter_as_you_type "#target" %}`` (lens/templatetags/lens_pages.py), which asks
+    the page's own URL again and swaps the answer (this partial) into the target.
     """
     # htmx restoring a pushed URL it has no snapshot of swaps the answer into <body>,
     # so that request gets the whole page.
