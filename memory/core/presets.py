@@ -44,7 +44,8 @@ def derive_key(record: RoutableRecord) -> tuple[str, KeySource]:
 class Preset(RoutingSpec, Protocol):
     """A routing spec that comes with the section declarations it expects."""
 
-    sections: tuple[DeclaredSection, ...]
+    @property
+    def sections(self) -> tuple[DeclaredSection, ...]: ...
 
 
 @dataclass(frozen=True)

@@ -106,8 +106,11 @@ class RoutingSpec(Protocol):
     looked up with ``getattr``; see ``spec_*`` helpers for their defaults.
     """
 
-    key: str
-    version: str
+    # Read-only: a spec is a frozen value (a frozen dataclass satisfies this).
+    @property
+    def key(self) -> str: ...
+    @property
+    def version(self) -> str: ...
 
     def route(self, record: RoutableRecord, ctx: RoutingContext) -> Placement | None: ...
 

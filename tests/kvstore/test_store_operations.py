@@ -5,7 +5,7 @@ written nothing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import pytest
@@ -31,7 +31,7 @@ from lens.models import Team
 pytestmark = pytest.mark.django_db
 
 
-def tables() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def tables() -> tuple[list[Mapping[str, object]], list[Mapping[str, object]]]:
     """Every key row and every version row, exactly."""
     return (
         list(Key.objects.order_by("pk").values()),

@@ -76,8 +76,9 @@ class FormParser(HTMLParser):
             self._add(self._textarea, value[1:] if value.startswith("\n") else value)
             self._textarea = None
         elif tag == "option" and self._select and self._option is not None:
-            value = self._option.get("value")
-            value = self._option_text if value is None else value
+            # An <option> without a value attribute submits its text.
+            attribute = self._option.get("value")
+            value = self._option_text if attribute is None else attribute
             if self._select_first is None:
                 self._select_first = value
             if "selected" in self._option and not self._select_chosen:

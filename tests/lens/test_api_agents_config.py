@@ -5,6 +5,7 @@ creates or replaces, GET returns what PUT stored, with every type and order kept
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -64,7 +65,7 @@ def test_get_returns_what_put_returned(api: ApiClient) -> None:
 
 
 def test_values_keep_their_json_types_on_a_round_trip(api: ApiClient) -> None:
-    entries = [
+    entries: list[dict[str, object]] = [
         {"key": "string", "value": "9"},
         {"key": "int", "value": 9},
         {"key": "float", "value": 2.5},
@@ -108,7 +109,7 @@ def test_the_sample_values_keep_their_types(api: ApiClient, agent: Agent) -> Non
 
 
 def test_put_preserves_the_order_of_sections_entries_and_capabilities(api: ApiClient) -> None:
-    config = {
+    config: dict[str, Any] = {
         "name": "Ordered",
         "capabilities": [
             {"name": "zeta", "description": "z"},

@@ -170,7 +170,7 @@ def test_overlong_section_id_error_names_the_limit() -> None:
 
 def test_section_id_must_be_a_string() -> None:
     with pytest.raises(ValidationError):
-        BackgroundSection.model_validate(section(7))  # type: ignore[arg-type]
+        BackgroundSection.model_validate(section(7))  # type: ignore[arg-type]  # a non-string id on purpose
 
 
 # --- titles ---------------------------------------------------------------------------
@@ -286,13 +286,13 @@ def test_background_values_are_frozen_all_the_way_down() -> None:
     assert isinstance(first.entries, tuple)
     assert isinstance(first.entries[0].memory_ids, tuple)
     with pytest.raises(ValidationError):
-        background.sections = ()  # type: ignore[misc]
+        background.sections = ()  # type: ignore[misc]  # frozen: the assignment must raise
     with pytest.raises(ValidationError):
-        first.title = "Other"  # type: ignore[misc]
+        first.title = "Other"  # type: ignore[misc]  # frozen: the assignment must raise
     with pytest.raises(ValidationError):
-        first.entries[0].value = 2  # type: ignore[misc]
+        first.entries[0].value = 2  # type: ignore[misc]  # frozen: the assignment must raise
     with pytest.raises(AttributeError):
-        first.entries.append(first.entries[0])  # type: ignore[attr-defined]
+        first.entries.append(first.entries[0])  # type: ignore[attr-defined]  # a tuple: append must not exist
 
 
 def test_background_values_are_hashable_and_compare_by_value() -> None:
@@ -495,4 +495,4 @@ def test_agent_config_defaults_are_empty() -> None:
 def test_agent_config_is_frozen() -> None:
     config = AgentConfig(name="Wren")
     with pytest.raises(ValidationError):
-        config.name = "Other"  # type: ignore[misc]
+        config.name = "Other"  # type: ignore[misc]  # frozen: the assignment must raise

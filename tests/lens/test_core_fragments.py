@@ -137,7 +137,7 @@ def test_prompt_fragment_refuses_empty_text_and_unknown_source() -> None:
     with pytest.raises(ValidationError):
         PromptFragment(source="authored", text="")
     with pytest.raises(ValidationError):
-        PromptFragment(source="system", text="x")  # type: ignore[arg-type]
+        PromptFragment(source="system", text="x")
 
 
 def test_prompt_fragment_accepts_the_two_valid_shapes() -> None:
@@ -154,7 +154,7 @@ def test_prompt_section_refuses_empty_fragments() -> None:
 
 def test_prompt_section_refuses_unknown_source() -> None:
     with pytest.raises(ValidationError):
-        PromptSection(name="X", source="other", fragments=(authored("x"),))  # type: ignore[arg-type]
+        PromptSection(name="X", source="other", fragments=(authored("x"),))
 
 
 def test_prompt_section_text_is_the_join_of_its_fragments() -> None:
@@ -180,9 +180,9 @@ def test_fragments_and_sections_are_frozen() -> None:
     fragment = authored("x")
     section = PromptSection(name="A", source="role", fragments=(fragment,))
     with pytest.raises(ValidationError):
-        fragment.text = "y"  # type: ignore[misc]
+        fragment.text = "y"  # type: ignore[misc]  # frozen: the assignment must raise
     with pytest.raises(ValidationError):
-        section.name = "B"  # type: ignore[misc]
+        section.name = "B"  # type: ignore[misc]  # frozen: the assignment must raise
 
 
 # --- counts ------------------------------------------------------------------------

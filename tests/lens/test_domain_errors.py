@@ -35,14 +35,14 @@ def subclasses(base: type[DomainError]) -> list[type[DomainError]]:
     return found
 
 
+# Annotated: mypy types the bare display ``(DomainError, *subclasses(...))`` as
+# ``tuple[object, ...]``, which would lose ``code`` and ``__name__`` below.
+FAMILY: list[type[DomainError]] = [DomainError, *subclasses(DomainError)]
+
 # Application classes only: a test double defined in some test module must not change
 # what each xdist worker collects.
 ALL_CLASSES = sorted(
-    {
-        cls
-        for cls in (DomainError, *subclasses(DomainError))
-        if cls.__module__.split(".")[0] in {"lens", "memory", "kvstore"}
-    },
+    {cls for cls in FAMILY if cls.__module__.split(".")[0] in {"lens", "memory", "kvstore"}},
     key=lambda cls: f"{cls.__module__}.{cls.__qualname__}",
 )
 CONCRETE = [cls for cls in ALL_CLASSES if cls not in ABSTRACT]

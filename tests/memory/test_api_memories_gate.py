@@ -214,6 +214,7 @@ def test_content_keyed_saves_of_the_same_content_collide(
     promotion = promotion_of(holder)
     assert promotion.key_source == "content"
     assert promotion.key
+    assert promotion.placement_key is not None
     assert json.loads(promotion.placement_key) == ["user_profile", promotion.key]
     before = memory_row_counts()
     assert conflict(api, memory_body("profile", variant))["existing"]["id"] == holder

@@ -59,8 +59,9 @@ def test_the_listing_is_newest_first_with_the_contract_view(api: ApiClient, wren
         "created_at": page["memories"][-1]["created_at"],
     }
     stamp = datetime.fromisoformat(page["memories"][-1]["created_at"])
-    assert stamp.utcoffset() is not None
-    assert stamp.utcoffset().total_seconds() == 0
+    offset = stamp.utcoffset()
+    assert offset is not None
+    assert offset.total_seconds() == 0
 
 
 def test_records_sharing_a_timestamp_are_listed_by_id_ascending(

@@ -173,6 +173,7 @@ def test_every_outcome_answers_only_saved_and_commits_its_promotion_row(
         assert promotion.key_source is None
     else:
         assert promotion.key == body["label"]
+        assert promotion.placement_key is not None
         assert json.loads(promotion.placement_key) == [section, promotion.key]
         assert promotion.key_source == "label"
     spec = CONFIGS[slug]["routing_spec"]

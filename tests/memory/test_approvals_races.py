@@ -5,6 +5,9 @@ one decision.
 
 from __future__ import annotations
 
+from functools import partial
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -110,8 +113,12 @@ def test_reviewers_deciding_one_row_at_once_land_exactly_one_decision(
     # Two browsers each: approvers and rejecters race on every row.
     clients = [logged_in(user) for user in (reviewer, rhea, reviewer, rhea)]
     wanted = ["approve", "reject", "reject", "approve"]
+
+    def post_as(record_id: str, i: int) -> Any:
+        return post_decision(clients[i], record_id, wanted[i])
+
     for record_id in record_ids:
-        answers = race(len(clients), lambda i, r=record_id: post_decision(clients[i], r, wanted[i]))
+        answers = race(len(clients), partial(post_as, record_id))
         landed = decisions(record_id)
         assert len(landed) == 1, landed
         _rid, kind, who = landed[0]
@@ -123,8 +130,10 @@ def test_reviewers_deciding_one_row_at_once_land_exactly_one_decision(
         for response in answers:
             assert response.status_code == 200
             element = fragment(response).one("data-promotion-id", record_id)
-            outcomes.append(element.get("data-decision"))
-            if element.get("data-decision") == "stale":
+            outcome = element.get("data-decision")
+            assert outcome is not None
+            outcomes.append(outcome)
+            if outcome == "stale":
                 assert f"already decided by {who}" in element.squashed
         assert sorted(outcomes) == sorted([kind, "stale", "stale", "stale"])
     assert pending_count(wren.team) == 0

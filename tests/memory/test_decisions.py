@@ -4,6 +4,7 @@ reopen and the all-or-nothing bulk decision (SPEC §5.4). No HTTP.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -71,7 +72,7 @@ def row(record_id: str) -> Promotion:
     return Promotion.objects.get(pk=record_id)
 
 
-def snapshot() -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def snapshot() -> tuple[list[Mapping[str, object]], list[Mapping[str, object]]]:
     """Every promotion row and every event, to show that nothing changed."""
     return (
         list(Promotion.objects.order_by("pk").values()),

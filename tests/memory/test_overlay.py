@@ -10,7 +10,7 @@ import pytest
 
 from lens.core.background import Background, BackgroundEntry
 from lens.core.render import entry_line
-from lens.core.report import Drop
+from lens.core.report import Drop, DropReason
 from memory.core.overlay import DEFAULT_BUDGET_CHARS, apply_memory_overlay
 from tests.samples import (
     NOTES,
@@ -155,7 +155,7 @@ def test_an_authored_entry_always_wins_its_key() -> None:
     ],
 )
 def test_the_checks_run_in_spec_order(
-    declared: bool, tier: str, authored_key: bool, expected: str
+    declared: bool, tier: str, authored_key: bool, expected: DropReason
 ) -> None:
     entries = [("name", "Ada")] if authored_key else []
     authored = background(section("notes" if declared else "elsewhere", tier, *entries))

@@ -253,10 +253,10 @@ def test_without_hooks_the_fold_follows_the_spec_rules_exactly(
     winners = []
     for group in survivors.values():
         newest = max(r.created_at for r in group)
-        winner = min(r.id for r in group if r.created_at == newest)
-        winners.append(by_id[winner])
-        assert dropped.get(winner) in (None, "over-budget")
-        assert all(dropped[r.id] == "reconciled" for r in group if r.id != winner)
+        winner_id = min(r.id for r in group if r.created_at == newest)
+        winners.append(by_id[winner_id])
+        assert dropped.get(winner_id) in (None, "over-budget")
+        assert all(dropped[r.id] == "reconciled" for r in group if r.id != winner_id)
 
     # Budget: walk in keep priority (newer first, then smaller id), skip what does not fit.
     used = 0
@@ -321,8 +321,8 @@ def test_the_fold_never_calls_background_merge(
     def forbidden(self: Background, other: Background) -> Background:
         raise AssertionError("the overlay must never merge")
 
-    Background.merge = forbidden  # type: ignore[method-assign]
+    Background.merge = forbidden  # type: ignore[method-assign]  # patched: merge must never run
     try:
         apply_memory_overlay(authored, records, spec_by_name(spec_name), budget)
     finally:
-        Background.merge = original  # type: ignore[method-assign]
+        Background.merge = original  # type: ignore[method-assign]  # restoring the patched method

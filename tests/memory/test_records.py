@@ -67,7 +67,7 @@ def test_memory_record_has_no_target_and_no_payload_field() -> None:
 def test_memory_input_is_frozen() -> None:
     parsed = memory_input()
     with pytest.raises(ValidationError):
-        parsed.kind = "episode"  # type: ignore[misc]
+        parsed.kind = "episode"  # type: ignore[misc]  # frozen: the assignment must raise
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,7 @@ from lens.core.report import (
     DROP_REASON_HELP,
     DROP_REASONS,
     Drop,
+    DropReason,
     PromotionState,
     ReportStats,
     RoutingReport,
@@ -37,20 +38,25 @@ ALLOWED = (
     "reconciled",
     "over-budget",
 )
-SAVE_TIME = ("spec-declined", "undeclared-section", "locked-section", "earned-inert")
-FOLD_ONLY = ("authored-wins", "reconciled", "over-budget")
+SAVE_TIME: tuple[DropReason, ...] = (
+    "spec-declined",
+    "undeclared-section",
+    "locked-section",
+    "earned-inert",
+)
+FOLD_ONLY: tuple[DropReason, ...] = ("authored-wins", "reconciled", "over-budget")
 STATUSES = ("pending", "approved", "rejected", "declined", "superseded")
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 
 
 def state(memory_id: str, status: str, reason: str = "") -> PromotionState:
-    return PromotionState(memory_id=memory_id, status=status, reason=reason)  # type: ignore[arg-type]
+    return PromotionState(memory_id=memory_id, status=status, reason=reason)
 
 
-def fold(*drops: tuple[str, str], **stats: object) -> RoutingReport:
+def fold(*drops: tuple[str, DropReason], **stats: object) -> RoutingReport:
     return RoutingReport(
-        drops=tuple(Drop(memory_id=mid, reason=reason) for mid, reason in drops),  # type: ignore[arg-type]
-        stats=ReportStats(**stats),  # type: ignore[arg-type]
+        drops=tuple(Drop(memory_id=mid, reason=reason) for mid, reason in drops),
+        stats=ReportStats(**stats),
     )
 
 
@@ -78,16 +84,16 @@ def test_drop_reasons_are_listed_in_precedence_order() -> None:
 
 
 @pytest.mark.parametrize("fold_reason", [None, *FOLD_ONLY, "undeclared-section"])
-def test_superseded_beats_every_other_outcome(fold_reason: str | None) -> None:
+def test_superseded_beats_every_other_outcome(fold_reason: DropReason | None) -> None:
     drops = [("m1", fold_reason)] if fold_reason else []
     report = routing_report([state("m1", "superseded")], fold(*drops))
     assert report.drops == (Drop(memory_id="m1", reason="superseded"),)
 
 
 @pytest.mark.parametrize("saved_reason", SAVE_TIME)
-def test_a_declined_row_keeps_its_save_time_reason(saved_reason: str) -> None:
+def test_a_declined_row_keeps_its_save_time_reason(saved_reason: DropReason) -> None:
     report = routing_report([state("m1", "declined", saved_reason)], fold(("m1", "over-budget")))
-    assert report.drops == (Drop(memory_id="m1", reason=saved_reason),)  # type: ignore[arg-type]
+    assert report.drops == (Drop(memory_id="m1", reason=saved_reason),)
 
 
 @pytest.mark.parametrize("saved_reason", ["", "over-budget", "nonsense"])
@@ -97,7 +103,7 @@ def test_a_declined_row_without_a_save_time_reason_reads_spec_declined(saved_rea
 
 
 @pytest.mark.parametrize("fold_reason", [None, "over-budget", "authored-wins"])
-def test_a_pending_row_is_awaiting_approval(fold_reason: str | None) -> None:
+def test_a_pending_row_is_awaiting_approval(fold_reason: DropReason | None) -> None:
     drops = [("m1", fold_reason)] if fold_reason else []
     assert reasons(routing_report([state("m1", "pending")], fold(*drops))) == {
         "m1": "awaiting-approval"
@@ -109,7 +115,7 @@ def test_a_rejected_row_is_rejected() -> None:
 
 
 @pytest.mark.parametrize("fold_reason", [*FOLD_ONLY, "undeclared-section", "earned-inert"])
-def test_an_approved_row_takes_the_fold_reason(fold_reason: str) -> None:
+def test_an_approved_row_takes_the_fold_reason(fold_reason: DropReason) -> None:
     report = routing_report([state("m1", "approved")], fold(("m1", fold_reason)))
     assert reasons(report) == {"m1": fold_reason}
 

@@ -179,7 +179,7 @@ class LookAlike:
         LookAlike(section="s", key=""),
         LookAlike(section="s", key="k", primitive="recall"),
         Placement.model_construct(primitive="background", section="", key="k"),
-        Placement.model_construct(primitive="recall", section="s", key="k"),
+        Placement.model_construct(primitive="recall", section="s", key="k"),  # type: ignore[arg-type]  # invalid on purpose: evaluate must refuse it
         "user_profile",
         ("s", "k"),
         42,
@@ -222,7 +222,7 @@ def test_routing_context_built_from_a_section_with_entries_keeps_no_entries() ->
 def test_routing_context_is_frozen() -> None:
     ctx = context(("s", "auto"))
     with pytest.raises(ValidationError):
-        ctx.sections = ()  # type: ignore[misc]
+        ctx.sections = ()  # type: ignore[misc]  # frozen: the assignment must raise
 
 
 # --- optional hooks and their defaults ------------------------------------------------
@@ -410,7 +410,7 @@ def test_resaving_identical_content_gives_the_same_address() -> None:
     again = PROJECT.route(record(kind="decision", content="Use Postgres."), ctx)
     assert first is not None
     assert first == again
-    assert placement_key(first) == placement_key(again)  # type: ignore[arg-type]
+    assert placement_key(first) == placement_key(again)
 
 
 @settings(max_examples=150, deadline=None)
