@@ -15,7 +15,6 @@ from memory.decisions import decide, pending_count
 from memory.models import EventKind, MemoryEvent, Promotion, PromotionStatus
 from tests.factories import (
     HTMX,
-    approvals_config,
     composed,
     create_agent,
     decisions,
@@ -25,7 +24,6 @@ from tests.factories import (
     memory_config,
     post_bulk,
     preference,
-    project_config,
     promotion_of,
     remember,
 )
@@ -39,16 +37,6 @@ from tests.pages import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", approvals_config())
-
-
-@pytest.fixture
-def atlas(team: Team) -> Agent:
-    return create_agent(team, "atlas", project_config())
 
 
 # --- bulk --------------------------------------------------------------------------

@@ -13,12 +13,10 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from lens.actors import Actor
-from lens.models import Agent, Team
+from lens.models import Agent
 from memory.decisions import decide, pending_count
 from memory.models import EventKind, MemoryEvent, PromotionStatus
 from tests.factories import (
-    approvals_config,
-    create_agent,
     decisions,
     in_prompt,
     logged_in,
@@ -32,11 +30,6 @@ from tests.factories import (
 from tests.pages import alerts, dom, fragment, oob_count
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", approvals_config())
 
 
 # --- races and stale rows ----------------------------------------------------------

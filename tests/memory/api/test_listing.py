@@ -11,16 +11,14 @@ import pytest
 from django.contrib.auth.models import User
 from django.utils import timezone
 
-from lens.models import Agent, Team
+from lens.models import Agent
 from memory.models import MemoryRecord
 from tests.factories import (
     DOUG,
     VIEW_KEYS,
-    WREN_CONFIG,
     ApiClient,
     api_composition,
     assert_error,
-    create_agent,
     fill_memories,
     memories_listing,
     memory_body,
@@ -28,11 +26,6 @@ from tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", WREN_CONFIG)
 
 
 # --- listing -----------------------------------------------------------------------

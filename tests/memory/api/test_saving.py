@@ -33,11 +33,6 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", WREN_CONFIG)
-
-
 # The preset's sections declared with the tiers memory cannot fill.
 VAULT_CONFIG: dict[str, Any] = {
     **WREN_CONFIG,

@@ -16,7 +16,6 @@ from memory.decisions import decide
 from memory.models import PromotionStatus
 from tests.factories import (
     HTMX,
-    approvals_config,
     create_agent,
     decisions,
     grant,
@@ -39,11 +38,6 @@ from tests.pages import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", approvals_config())
 
 
 @pytest.fixture

@@ -9,13 +9,11 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from lens.actors import Actor
-from lens.models import Agent, Team
+from lens.models import Agent
 from memory.decisions import decide
 from memory.models import EventKind, MemoryEvent, PromotionStatus
 from tests.factories import (
     HTMX,
-    approvals_config,
-    create_agent,
     decisions,
     drop_reason,
     in_prompt,
@@ -35,11 +33,6 @@ from tests.pages import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", approvals_config())
 
 
 # --- deciding one row --------------------------------------------------------------

@@ -13,7 +13,6 @@ from lens.models import Agent, Team
 from tests.factories import (
     DOUG,
     SOLO_CONFIG,
-    WREN_CONFIG,
     ApiClient,
     assert_error,
     create_agent,
@@ -25,11 +24,6 @@ from tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", WREN_CONFIG)
 
 
 ONE_MIB = 1024 * 1024

@@ -11,11 +11,10 @@ import pytest
 from django.contrib.auth.models import User
 
 from lens.actors import Actor
-from lens.models import Agent, Team
+from lens.models import Agent
 from memory.decisions import decide
 from tests.factories import (
     DOUG,
-    WREN_CONFIG,
     ApiClient,
     api_composed_ids,
     api_composition,
@@ -23,7 +22,6 @@ from tests.factories import (
     api_memory_fragments,
     api_section_entries,
     assert_every_memory_accounted_for,
-    create_agent,
     fill_memories,
     memory_body,
     memory_row_counts,
@@ -31,11 +29,6 @@ from tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", WREN_CONFIG)
 
 
 # --- the composition with memories -------------------------------------------------

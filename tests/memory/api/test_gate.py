@@ -12,13 +12,12 @@ import pytest
 from django.contrib.auth.models import User
 
 from lens.actors import Actor
-from lens.models import Agent, Team
+from lens.models import Agent
 from memory.decisions import decide
 from memory.models import MemoryEvent, MemoryRecord
 from tests.factories import (
     DOUG,
     VIEW_KEYS,
-    WREN_CONFIG,
     ApiClient,
     api_composed_ids,
     api_composition,
@@ -26,7 +25,6 @@ from tests.factories import (
     api_prompt_text,
     api_section_entries,
     assert_every_memory_accounted_for,
-    create_agent,
     event_kinds,
     memories_listing,
     memory_body,
@@ -36,11 +34,6 @@ from tests.factories import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", WREN_CONFIG)
 
 
 HINT = "supersede it or use a different label"

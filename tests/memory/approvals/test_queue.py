@@ -18,7 +18,6 @@ from memory.decisions import decide, pending_count
 from memory.models import MemoryRecord
 from tests.factories import (
     HTMX,
-    approvals_config,
     create_agent,
     in_prompt,
     many_pending,
@@ -26,7 +25,6 @@ from tests.factories import (
     post_bulk,
     post_decision,
     preference,
-    project_config,
     promotion_of,
     remember,
 )
@@ -41,16 +39,6 @@ from tests.pages import (
 )
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", approvals_config())
-
-
-@pytest.fixture
-def atlas(team: Team) -> Agent:
-    return create_agent(team, "atlas", project_config())
 
 
 # --- the queue ---------------------------------------------------------------------
