@@ -16,8 +16,8 @@ from django.test import Client
 from lens.actors import Actor
 from lens.models import Agent, ApiToken, Team
 from memory.decisions import decide
+from tests.api_calls import ApiClient
 from tests.factories import (
-    ApiClient,
     Story,
     create_agent,
     grant,

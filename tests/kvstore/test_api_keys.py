@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.factories import (
+from tests.api_calls import (
     ApiClient,
     assert_error,
     kv_listing,

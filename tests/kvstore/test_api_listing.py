@@ -7,7 +7,7 @@ from urllib.parse import quote
 
 import pytest
 
-from tests.factories import ApiClient, assert_error, kv_listing, kv_put, kv_url, kv_write_versions
+from tests.api_calls import ApiClient, assert_error, kv_listing, kv_put, kv_url, kv_write_versions
 from tests.samples import GRINNING
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from tests.factories import (
+from tests.api_calls import (
     KV_KEY_OUT,
     KV_PAGE,
     ApiClient,

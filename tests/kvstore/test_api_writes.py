@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from kvstore.models import Version
-from tests.factories import (
+from tests.api_calls import (
     KV_KEY_OUT,
     ApiClient,
     assert_error,

@@ -11,7 +11,8 @@ import pytest
 
 from kvstore.models import Key, Version
 from lens.models import ApiToken, Team
-from tests.factories import ApiClient, race
+from tests.api_calls import ApiClient
+from tests.factories import race
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -10,14 +10,8 @@ import pytest
 from django.utils import timezone
 
 from lens.models import Agent, ApiToken, Team
-from tests.factories import (
-    ApiClient,
-    assert_error,
-    db_snapshot,
-    normalised,
-    sample_config,
-    with_background,
-)
+from tests.api_calls import ApiClient, assert_error, db_snapshot, normalised
+from tests.factories import sample_config, with_background
 from tests.samples import SAMPLE_CONFIG
 
 pytestmark = pytest.mark.django_db

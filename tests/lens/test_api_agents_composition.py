@@ -9,7 +9,7 @@ import pytest
 from lens.core.config import AgentConfig
 from lens.core.render import render_sections
 from lens.models import Agent
-from tests.factories import ApiClient, context_text, db_snapshot, normalised
+from tests.api_calls import ApiClient, context_text, db_snapshot, normalised
 from tests.samples import SAMPLE_CONFIG
 
 pytestmark = pytest.mark.django_db

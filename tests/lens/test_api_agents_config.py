@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 from lens.models import Agent, SectionDeclaration, Team
-from tests.factories import ApiClient, context_text, normalised, sample_config, with_background
+from tests.api_calls import ApiClient, context_text, normalised
+from tests.factories import sample_config, with_background
 from tests.samples import SAMPLE_CONFIG
 
 pytestmark = pytest.mark.django_db

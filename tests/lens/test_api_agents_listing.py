@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from lens.models import Agent, Team
-from tests.factories import ApiClient, create_agent, memory_config, remember, with_background
+from tests.api_calls import ApiClient
+from tests.factories import create_agent, memory_config, remember, with_background
 
 pytestmark = pytest.mark.django_db
 

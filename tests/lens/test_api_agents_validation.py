@@ -11,15 +11,8 @@ import pytest
 from django.conf import settings
 
 from lens.models import Agent
-from tests.factories import (
-    ApiClient,
-    assert_error,
-    context_text,
-    db_snapshot,
-    normalised,
-    sample_config,
-    with_background,
-)
+from tests.api_calls import ApiClient, assert_error, context_text, db_snapshot, normalised
+from tests.factories import sample_config, with_background
 from tests.samples import SAMPLE_CONFIG
 
 pytestmark = pytest.mark.django_db

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from lens.models import Agent, ApiToken, SectionDeclaration, Team
-from tests.factories import ApiClient, race
+from tests.api_calls import ApiClient
+from tests.factories import race
 from tests.samples import SAMPLE_CONFIG
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -20,7 +20,7 @@ import memory.saving
 from lens.apierrors import STATUS_BY_CODE, from_domain
 from lens.core.errors import SPECIFIC_CODES, DomainError, InvalidInput, invalid_input
 from lens.models import Agent
-from tests.factories import ApiClient
+from tests.api_calls import ApiClient
 
 # Bases that are never raised themselves: InvalidInput takes its code per instance, and
 # StoreError only groups the key/value errors (its placeholder code never reaches a client).

@@ -10,7 +10,8 @@ import pytest
 
 from lens.models import Agent, ApiToken, Team
 from memory.models import HOLDING, MemoryRecord, Promotion
-from tests.factories import ApiClient, create_agent, race
+from tests.api_calls import ApiClient
+from tests.factories import create_agent, race
 from tests.samples import SAMPLE_CONFIG
 
 pytestmark = pytest.mark.django_db(transaction=True)

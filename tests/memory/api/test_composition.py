@@ -13,7 +13,7 @@ from django.contrib.auth.models import User
 from lens.actors import Actor
 from lens.models import Agent
 from memory.decisions import decide
-from tests.factories import (
+from tests.api_calls import (
     DOUG,
     ApiClient,
     api_composed_ids,
@@ -22,11 +22,10 @@ from tests.factories import (
     api_memory_fragments,
     api_section_entries,
     assert_every_memory_accounted_for,
-    fill_memories,
     memory_body,
-    memory_row_counts,
     post_memory,
 )
+from tests.factories import fill_memories, memory_row_counts
 
 pytestmark = pytest.mark.django_db
 

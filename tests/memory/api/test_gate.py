@@ -15,7 +15,7 @@ from lens.actors import Actor
 from lens.models import Agent
 from memory.decisions import decide
 from memory.models import MemoryEvent, MemoryRecord
-from tests.factories import (
+from tests.api_calls import (
     DOUG,
     VIEW_KEYS,
     ApiClient,
@@ -25,13 +25,11 @@ from tests.factories import (
     api_prompt_text,
     api_section_entries,
     assert_every_memory_accounted_for,
-    event_kinds,
     memories_listing,
     memory_body,
-    memory_row_counts,
     post_memory,
-    promotion_of,
 )
+from tests.factories import event_kinds, memory_row_counts, promotion_of
 
 pytestmark = pytest.mark.django_db
 

@@ -13,17 +13,17 @@ from django.utils import timezone
 
 from lens.models import Agent
 from memory.models import MemoryRecord
-from tests.factories import (
+from tests.api_calls import (
     DOUG,
     VIEW_KEYS,
     ApiClient,
     api_composition,
     assert_error,
-    fill_memories,
     memories_listing,
     memory_body,
     post_memory,
 )
+from tests.factories import fill_memories
 
 pytestmark = pytest.mark.django_db
 

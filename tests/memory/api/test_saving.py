@@ -11,10 +11,8 @@ import pytest
 
 from lens.models import Agent, Team
 from memory.models import MemoryEvent, MemoryRecord
-from tests.factories import (
+from tests.api_calls import (
     DOUG,
-    SOLO_CONFIG,
-    WREN_CONFIG,
     ApiClient,
     api_composed_ids,
     api_composition,
@@ -23,12 +21,10 @@ from tests.factories import (
     api_prompt_text,
     api_section_entries,
     assert_every_memory_accounted_for,
-    create_agent,
-    event_kinds,
     memory_body,
     post_memory,
-    promotion_of,
 )
+from tests.factories import SOLO_CONFIG, WREN_CONFIG, create_agent, event_kinds, promotion_of
 
 pytestmark = pytest.mark.django_db
 

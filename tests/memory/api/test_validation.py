@@ -10,18 +10,15 @@ from typing import Any
 import pytest
 
 from lens.models import Agent, Team
-from tests.factories import (
+from tests.api_calls import (
     DOUG,
-    SOLO_CONFIG,
     ApiClient,
     assert_error,
-    create_agent,
     memories_listing,
     memory_body,
-    memory_row_counts,
     post_memory,
-    promotion_of,
 )
+from tests.factories import SOLO_CONFIG, create_agent, memory_row_counts, promotion_of
 
 pytestmark = pytest.mark.django_db
 
