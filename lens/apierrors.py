@@ -54,7 +54,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_key": 422,
     "unknown_routing_spec": 422,
     "unknown_supersedes": 422,
-    "search_unavailable": 422,
+    "invalid_query": 422,
     "payload_too_large": 413,
     "version_conflict": 409,
     "not_pending": 409,

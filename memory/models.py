@@ -133,6 +133,29 @@ class EventKind(models.TextChoices):
     REOPENED = "reopened"
 
 
+class SearchDoc(models.Model):
+    """A record's search terms (``memory.search``), written with the record.
+
+    The database indexes ``terms`` itself, so no code path can forget to: SQLite keeps
+    the FTS5 table ``memory_fts`` in step by triggers, PostgreSQL a generated ``vector``
+    column under a GIN index (both created by migration 0004). Kind and time are copied
+    here so a search reads this table alone.
+    """
+
+    record = models.OneToOneField(MemoryRecord, on_delete=models.CASCADE, related_name="search_doc")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=32)
+    created_at = models.DateTimeField()
+    terms = models.TextField(help_text="Index terms separated by single spaces")
+
+    class Meta:
+        db_table = "memory_searchdoc"
+        indexes = [models.Index(fields=["agent", "created_at"], name="searchdoc_agent_created")]
+
+    def __str__(self) -> str:
+        return f"search terms of {self.record_id}"
+
+
 class MemoryEvent(models.Model):
     record = models.ForeignKey(MemoryRecord, on_delete=models.CASCADE, related_name="events")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="memory_events")

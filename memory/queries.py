@@ -12,9 +12,9 @@ from django.db.models import QuerySet
 from django.db.models.functions import Substr
 from pydantic import ValidationError
 
-from lens.core.errors import DomainError
 from lens.core.report import PromotionState
 from lens.models import Agent
+from memory import search
 from memory.core.records import MemoryView
 from memory.core.routing import KeySource, PlacedRecord
 from memory.models import MemoryRecord, Promotion, PromotionStatus
@@ -103,10 +103,6 @@ def record_briefs(agent: Agent) -> tuple[dict[str, dict[str, Any]], list[Promoti
     return briefs, states
 
 
-class SearchUnavailable(DomainError):
-    code = "search_unavailable"
-
-
 def view_of(record: MemoryRecord) -> MemoryView:
     """The stored row as readers see it; raises ValidationError when it no longer parses."""
     return MemoryView.model_validate(
@@ -122,15 +118,11 @@ def view_of(record: MemoryRecord) -> MemoryView:
     )
 
 
-def listed(
-    records: QuerySet[MemoryRecord], kind: str | None = None, query: str | None = None
-) -> QuerySet[MemoryRecord]:
+def listed(records: QuerySet[MemoryRecord], kind: str | None = None) -> QuerySet[MemoryRecord]:
     """``records`` of one ``kind`` (any when empty), in the listing order every reader
     shares (SPEC §6.2): newest first, ties by id. The API and the memories page both
-    list through here, so a search ``query`` has one place to plug in.
+    list through here.
     """
-    if query is not None:
-        raise SearchUnavailable("Search is not available yet; list without q.")
     if kind:
         records = records.filter(kind=kind)
     return records.order_by("-created_at", "id")
@@ -146,11 +138,19 @@ class MemoryPage:
 def memory_page(
     agent: Agent, kind: str | None, limit: int, offset: int, *, query: str | None = None
 ) -> MemoryPage:
-    """One page of ``agent``'s memories, newest first (ties by id). A row that no longer
-    parses costs one record, never the listing: it is skipped and counted.
+    """One page of ``agent``'s memories: newest first (ties by id), or with ``query``
+    the records that match it, best first. A row that no longer parses costs one
+    record, never the listing: it is skipped and counted.
     """
-    rows = listed(MemoryRecord.objects.filter(agent=agent), kind, query)
-    page = list(rows[offset : offset + limit + 1])
+    if query is None:
+        page = list(
+            listed(MemoryRecord.objects.filter(agent=agent), kind)[offset : offset + limit + 1]
+        )
+    else:
+        # Search (SPEC §6.2): best match first, in the backend's ranking.
+        ids = search.search([agent.pk], query, kind, limit + 1, offset)
+        found = MemoryRecord.objects.in_bulk(ids)
+        page = [found[i] for i in ids if i in found]
     views, skipped = [], 0
     for record in page[:limit]:
         try:

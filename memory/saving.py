@@ -11,6 +11,7 @@ from django.utils import timezone
 from lens.actors import SYSTEM, Actor
 from lens.core.errors import DomainError
 from lens.models import Agent, SectionDeclaration
+from memory import search
 from memory.core.outcome import route_outcome
 from memory.core.records import MemoryInput
 from memory.core.routing import (
@@ -164,6 +165,8 @@ def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> st
         supersedes=older,
         created_at=at,
     )
+    # Indexed in the same transaction: a saved memory is searchable at once, or not saved.
+    search.document(record).save()
     events = [new_event(record.pk, agent.pk, EventKind.SAVED, actor, at)]
     if older is not None:
         # Superseding is immediate and final, whatever becomes of the newer record.

@@ -17,6 +17,7 @@ import memory.decisions
 import memory.queries
 import memory.registry
 import memory.saving
+import memory.search
 from lens.apierrors import STATUS_BY_CODE, from_domain
 from lens.core.errors import SPECIFIC_CODES, DomainError, InvalidInput, invalid_input
 from lens.models import Agent
@@ -63,7 +64,7 @@ def test_the_walk_finds_every_domain_error_of_every_package() -> None:
         "UnknownRoutingSpec",
         "UnknownSupersedes",
         "NotAllPending",
-        "SearchUnavailable",
+        "InvalidQuery",
         "InvalidKey",
         "KeyNotFound",
         "VersionNotFound",
@@ -74,7 +75,7 @@ def test_the_walk_finds_every_domain_error_of_every_package() -> None:
     assert lens.agents.AgentNotFound in CONCRETE
     assert memory.registry.UnknownRoutingSpec in CONCRETE
     assert memory.saving.UnknownSupersedes in CONCRETE
-    assert memory.queries.SearchUnavailable in CONCRETE
+    assert memory.search.InvalidQuery in CONCRETE
 
 
 @pytest.mark.parametrize("cls", concrete_params())

@@ -17,9 +17,10 @@ from memory.agents import apply_preset, store_agent
 from memory.core.presets import PROJECT, USER_BACKGROUND
 from memory.core.records import MemoryInput
 from memory.models import MemoryRecord
-from memory.queries import SearchUnavailable, memory_page
+from memory.queries import memory_page
 from memory.registry import UnknownRoutingSpec, preset_specs
 from memory.saving import Saved, save_memory
+from memory.search import InvalidQuery
 from tests.factories import create_agent
 from tests.samples import SAMPLE_CONFIG
 
@@ -193,13 +194,20 @@ def remember(agent: Agent, content: str, kind: str = "fact") -> str:
     return saved.id
 
 
-@pytest.mark.parametrize("query", ["tea", ""])
-def test_listing_with_a_query_is_refused_as_search_unavailable(team: Team, query: str) -> None:
+def test_a_query_lists_the_matches_and_a_query_without_words_lists_nothing(team: Team) -> None:
     agent = create_agent(team)
-    remember(agent, "Likes tea.")
-    with pytest.raises(SearchUnavailable) as raised:
-        memory_page(agent, None, 50, 0, query=query)
-    assert raised.value.code == "search_unavailable"
+    tea = remember(agent, "Likes tea.")
+    remember(agent, "Likes coffee.")
+    assert [view.id for view in memory_page(agent, None, 50, 0, query="TEA").memories] == [tea]
+    assert memory_page(agent, None, 50, 0, query="").memories == []
+    assert memory_page(agent, None, 50, 0, query='*"-:').memories == []
+
+
+def test_an_overlong_query_is_refused(team: Team) -> None:
+    agent = create_agent(team)
+    with pytest.raises(InvalidQuery) as raised:
+        memory_page(agent, None, 50, 0, query="x" * 4001)
+    assert raised.value.code == "invalid_query"
 
 
 def test_a_page_lists_memories_newest_first(team: Team) -> None:

@@ -10,6 +10,7 @@ from django.db.models import Count, Sum
 from kvstore.models import Key, Version
 from lens.agents import config_of, with_config
 from lens.models import Agent, ApiToken, AuthoredEntry, SectionDeclaration, Team
+from memory.search import index_health
 
 
 class Command(BaseCommand):
@@ -57,6 +58,16 @@ class Command(BaseCommand):
                 invalid += 1
                 problems.append(f"agent {agent.team_id}/{agent.slug} does not validate: {exc}")
         self.stdout.write(f"agent configs: {'ok' if not invalid else f'{invalid} invalid'}")
+
+        records, indexed = index_health()
+        if records != indexed:
+            problems.append(
+                f"search index holds {indexed} of {records} memories: run manage.py reindex_memories"
+            )
+        self.stdout.write(
+            f"search index: {'ok' if records == indexed else 'incomplete'} "
+            f"({indexed} of {records} memories)"
+        )
 
         self._report_kv()
 

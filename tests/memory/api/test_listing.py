@@ -98,10 +98,13 @@ def test_the_listing_refuses_bad_paging(api: ApiClient, wren: Agent, query: str)
     assert_error(api.get(f"/api/agents/wren/memories{query}"), 422)
 
 
-def test_the_listing_with_a_query_answers_search_unavailable(api: ApiClient, wren: Agent) -> None:
-    post_memory(api, memory_body(label="name"))
-    error = assert_error(api.get("/api/agents/wren/memories?q=doug"), 422, "search_unavailable")
-    assert error["message"]
+def test_the_listing_with_a_query_searches(api: ApiClient, wren: Agent) -> None:
+    doug = post_memory(api, memory_body(label="name"))
+    post_memory(api, memory_body(content="Lives in Lisbon.", label="city"))
+    found = api.get("/api/agents/wren/memories?q=DOUG")
+    assert found.status_code == 200
+    assert [m["id"] for m in found.json()["memories"]] == [doug]
+    assert found.json()["skipped"] == 0
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,197 @@
+"""Memory search (SPEC §6.2): one meaning on SQLite and PostgreSQL.
+
+Both backends index the same pre-tokenised terms (``memory.core.tokens``) and match a
+query's terms exactly, any of them (OR): SQLite's FTS5 with its ``ascii`` tokenizer
+(which splits on ASCII non-alphanumerics only, and terms are alphanumeric runs joined by
+spaces, so it finds exactly our terms), PostgreSQL's ``array_to_tsvector`` (lexemes
+taken as they are, no parser, no stemming). A query is never parsed by a backend: its
+terms are quoted into the backend's syntax, and a term, being alphanumeric, can hold no
+quote, operator or wildcard. So the set of matches is the same by construction; only
+the ranking (bm25 / ts_rank) is the backend's own.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from django.db import connection
+
+from lens.core.errors import DomainError
+from memory.core.tokens import record_terms, terms
+from memory.models import MemoryRecord, SearchDoc
+
+QUERY_MAX_CHARS = 4000
+# Distinct terms a query may hold: an OR of more matches nearly everything and costs
+# the backend a term lookup each, so longer queries are refused, not slowly answered.
+QUERY_MAX_TERMS = 64
+
+
+class InvalidQuery(DomainError):
+    code = "invalid_query"
+
+
+def query_terms(query: str) -> list[str]:
+    """The distinct terms of ``query``, in order; refuses what no search should run."""
+    if len(query) > QUERY_MAX_CHARS:
+        raise InvalidQuery(
+            f"A query is at most {QUERY_MAX_CHARS} characters; this one has {len(query)}.",
+            limit=QUERY_MAX_CHARS,
+        )
+    if "\x00" in query or any("\ud800" <= char <= "\udfff" for char in query):
+        raise InvalidQuery("A query must not contain NUL characters or unpaired surrogates.")
+    found = list(dict.fromkeys(terms(query)))
+    if len(found) > QUERY_MAX_TERMS:
+        raise InvalidQuery(
+            f"A query is at most {QUERY_MAX_TERMS} different words; this one has {len(found)}.",
+            limit=QUERY_MAX_TERMS,
+        )
+    return found
+
+
+class Cursor(Protocol):
+    def execute(self, sql: str, params: Sequence[Any] = ...) -> Any: ...
+    def fetchall(self) -> list[tuple[Any, ...]]: ...
+
+
+@dataclass(frozen=True)
+class Backend:
+    """How one database matches and ranks terms. Statements use ``%s`` placeholders."""
+
+    vendor: str
+    # The statements that make the database index ``memory_searchdoc.terms`` itself.
+    ddl: tuple[str, ...]
+    match: str  # the WHERE condition; its one parameter is ``query_text(terms)``
+    rank: str  # ORDER BY expression, best first (a parameter, if any: ``query_text``)
+    source: str  # FROM clause, aliasing the documents as ``d``
+
+    def query_text(self, found: Sequence[str]) -> str:
+        # Terms are alphanumeric: they can hold no quote, so quoting cannot be escaped.
+        if self.vendor == "sqlite":
+            return " OR ".join(f'"{t}"' for t in found)
+        return " | ".join(f"'{t}'" for t in found)
+
+    def search_sql(self, agents: int, kind: bool) -> str:
+        where = [self.match, f"d.agent_id IN ({', '.join(['%s'] * agents)})"]
+        if kind:
+            where.append("d.kind = %s")
+        return (
+            f"SELECT d.record_id FROM {self.source} WHERE {' AND '.join(where)} "
+            f"ORDER BY {self.rank}, d.created_at DESC, d.record_id LIMIT %s OFFSET %s"
+        )
+
+    def params(
+        self,
+        found: Sequence[str],
+        agent_ids: Sequence[int],
+        kind: str | None,
+        limit: int,
+        offset: int,
+    ) -> list[Any]:
+        text = self.query_text(found)
+        ranked = [text] if "%s" in self.rank else []
+        return [text, *agent_ids, *([kind] if kind else []), *ranked, limit, offset]
+
+
+SQLITE = Backend(
+    vendor="sqlite",
+    ddl=(
+        # External content: the terms live once, in memory_searchdoc.
+        "CREATE VIRTUAL TABLE memory_fts USING fts5("
+        "terms, content='memory_searchdoc', content_rowid='id', tokenize='ascii')",
+        "CREATE TRIGGER memory_searchdoc_ai AFTER INSERT ON memory_searchdoc BEGIN "
+        "INSERT INTO memory_fts(rowid, terms) VALUES (new.id, new.terms); END",
+        "CREATE TRIGGER memory_searchdoc_ad AFTER DELETE ON memory_searchdoc BEGIN "
+        "INSERT INTO memory_fts(memory_fts, rowid, terms) VALUES ('delete', old.id, old.terms); "
+        "END",
+        "CREATE TRIGGER memory_searchdoc_au AFTER UPDATE ON memory_searchdoc BEGIN "
+        "INSERT INTO memory_fts(memory_fts, rowid, terms) VALUES ('delete', old.id, old.terms); "
+        "INSERT INTO memory_fts(rowid, terms) VALUES (new.id, new.terms); END",
+    ),
+    match="memory_fts MATCH %s",
+    rank="bm25(memory_fts)",
+    source="memory_fts JOIN memory_searchdoc d ON d.id = memory_fts.rowid",
+)
+
+POSTGRESQL = Backend(
+    vendor="postgresql",
+    ddl=(
+        # array_to_tsvector takes each term as a lexeme, untouched by any parser.
+        "ALTER TABLE memory_searchdoc ADD COLUMN vector tsvector GENERATED ALWAYS AS "
+        "(array_to_tsvector(string_to_array(terms, ' '))) STORED",
+        "CREATE INDEX memory_searchdoc_vector ON memory_searchdoc USING GIN (vector)",
+    ),
+    match="d.vector @@ %s::tsquery",
+    rank="ts_rank(d.vector, %s::tsquery) DESC",
+    source="memory_searchdoc d",
+)
+
+BACKENDS = {backend.vendor: backend for backend in (SQLITE, POSTGRESQL)}
+
+
+def backend() -> Backend:
+    return BACKENDS[connection.vendor]
+
+
+def search_ids(
+    cursor: Cursor,
+    engine: Backend,
+    agent_ids: Sequence[int],
+    found: Sequence[str],
+    kind: str | None,
+    limit: int,
+    offset: int,
+) -> list[str]:
+    """Ids of the records of ``agent_ids`` that hold any of the terms ``found``, best
+    match first (ties newest first, then by id). No terms: nothing matches.
+    """
+    if not found or not agent_ids:
+        return []
+    cursor.execute(
+        engine.search_sql(len(agent_ids), bool(kind)),
+        engine.params(found, agent_ids, kind, limit, offset),
+    )
+    return [row[0] for row in cursor.fetchall()]
+
+
+def search(
+    agent_ids: Sequence[int], query: str, kind: str | None, limit: int, offset: int
+) -> list[str]:
+    """``search_ids`` on the application's database, for a query as a person typed it."""
+    found = query_terms(query)
+    with connection.cursor() as cursor:
+        return search_ids(cursor, backend(), agent_ids, found, kind, limit, offset)
+
+
+def document(record: MemoryRecord) -> SearchDoc:
+    """The (unsaved) search document of ``record``."""
+    return SearchDoc(
+        record=record,
+        agent_id=record.agent_id,
+        kind=record.kind,
+        created_at=record.created_at,
+        terms=" ".join(record_terms(record.content, record.label, record.tags or ())),
+    )
+
+
+def reindex(chunk: int = 2000) -> int:
+    """Rebuild every search document from the records (``manage.py reindex_memories``).
+    Returns how many records were indexed.
+    """
+    SearchDoc.objects.all().delete()
+    count = 0
+    batch: list[SearchDoc] = []
+    for record in MemoryRecord.objects.order_by("pk").iterator(chunk_size=chunk):
+        batch.append(document(record))
+        if len(batch) >= chunk:
+            SearchDoc.objects.bulk_create(batch)
+            count += len(batch)
+            batch = []
+    SearchDoc.objects.bulk_create(batch)
+    return count + len(batch)
+
+
+def index_health() -> tuple[int, int]:
+    """(records, search documents): equal when the index is complete."""
+    return MemoryRecord.objects.count(), SearchDoc.objects.count()
