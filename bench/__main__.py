@@ -30,11 +30,11 @@ def main() -> int:
     from lens.runtime import tune_gc
 
     tune_gc()  # as lens/wsgi.py does once the application is loaded
-    from bench import approvals_bench, kv_bench, lens_bench, memory_bench
+    from bench import approvals_bench, kv_bench, lens_bench, memory_bench, search_bench
     from bench.common import median_ms, report
 
     print(f"Composition Lens benchmarks — {connection.vendor}")
-    for module in (lens_bench, memory_bench, approvals_bench, kv_bench):
+    for module in (lens_bench, memory_bench, search_bench, approvals_bench, kv_bench):
         try:
             module.run(median_ms, report)
         finally:

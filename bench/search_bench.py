@@ -1,0 +1,118 @@
+"""Search targets: a 2-word query over 100,000 memories of one agent against the raw
+full-text query on the same rows, and what indexing adds to memory_save."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable
+from datetime import timedelta
+
+from django.db import connection
+from django.utils import timezone
+
+from bench.common import analyze
+from bench.memory_bench import _agent, save_median
+from lens.models import Team
+from memory import search
+from memory.models import MemoryRecord, SearchDoc, new_record_id
+from memory.queries import memory_page
+
+_RUN = uuid.uuid4().hex[:8]
+VOCABULARY = [f"w{n}" for n in range(500)]
+QUERY = "w7 w42"  # each word in about 0.4% of the records: some 800 matches
+
+
+def _records(agent_id: int, count: int, start: int = 0) -> list[MemoryRecord]:
+    """Store ``count`` records (without search documents) and return them."""
+    base = timezone.now() - timedelta(days=30)
+    records = [
+        MemoryRecord(
+            id=new_record_id(),
+            agent_id=agent_id,
+            kind="fact",
+            content=(
+                f"Fact number {i} is about {VOCABULARY[i % 500]} "
+                f"and {VOCABULARY[(i * 7 + 3) % 500]}, long enough to look real."
+            ),
+            tags=[],
+            created_at=base + timedelta(microseconds=i),
+        )
+        for i in range(start, start + count)
+    ]
+    MemoryRecord.objects.bulk_create(records)
+    return records
+
+
+def _fill(agent_id: int, count: int) -> None:
+    for offset in range(0, count, 5000):
+        records = _records(agent_id, min(5000, count - offset), start=offset)
+        SearchDoc.objects.bulk_create(search.document(record) for record in records)
+
+
+def _raw(agent_id: int) -> Callable[[], object]:
+    """The same match, ranking and page written by hand on the driver's own cursor."""
+    raw = connection.connection
+    if connection.vendor == "sqlite":
+        sql = (
+            "SELECT d.record_id FROM memory_fts JOIN memory_searchdoc d ON d.id = memory_fts.rowid "
+            "WHERE memory_fts MATCH ? AND d.agent_id = ? "
+            "ORDER BY bm25(memory_fts), d.created_at DESC, d.record_id LIMIT 50"
+        )
+        params: tuple[object, ...] = ('"w7" OR "w42"', agent_id)
+    else:
+        sql = (
+            "SELECT d.record_id FROM memory_searchdoc d "
+            "WHERE d.vector @@ to_tsquery('simple', 'w7 | w42') AND d.agent_id = %s "
+            "ORDER BY ts_rank(d.vector, to_tsquery('simple', 'w7 | w42')) DESC, "
+            "d.created_at DESC, d.record_id LIMIT 50"
+        )
+        params = (agent_id,)
+
+    def run() -> object:
+        cursor = raw.cursor()
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+    return run
+
+
+def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
+    team = Team.objects.create(slug=f"bench-search-{_RUN}", name="Bench search")
+    agent = _agent(team, "searched")
+    print("\nSearch over 100,000 memories of one agent (2-word query, first page of 50)")
+    started = time.perf_counter()
+    _fill(agent.pk, 100_000)
+    analyze()
+    print(f"  (loaded and indexed 100,000 records in {time.perf_counter() - started:.1f} s)")
+    raw = _raw(agent.pk)
+    assert len(search.search([agent.pk], QUERY, None, 50, 0)) == 50
+    # Interleaved, so both see the same machine.
+    ours_ms, raw_ms, page_ms = [], [], []
+    for _ in range(7):
+        raw_ms.append(median_ms(raw, 5))
+        ours_ms.append(median_ms(lambda: search.search([agent.pk], QUERY, None, 50, 0), 5))
+        page_ms.append(median_ms(lambda: memory_page(agent, None, 50, 0, query=QUERY), 5))
+    raw_median, ours, page = (sorted(v)[len(v) // 2] for v in (raw_ms, ours_ms, page_ms))
+    report(f"raw {'FTS5' if connection.vendor == 'sqlite' else 'ts_query'}, same rows", raw_median)
+    report("memory.search (ids, best first)", ours)
+    report("the API's page: search + records + views", page)
+    print(f"  ratio search / raw: {ours / raw_median:.2f}  (target: <= 3)")
+    print(f"  ratio page / raw: {page / raw_median:.2f}")
+
+    print("\nWhat the index adds to memory_save (100,000 records stored)")
+    # Records stored without their documents, to time indexing alone, one record each.
+    unindexed = iter(_records(agent.pk, 300, start=100_000))
+
+    def index_one() -> None:
+        search.document(next(unindexed)).save()
+
+    save_ms = save_median(agent, 200, median_ms)
+    index_ms = median_ms(index_one, 200)
+    report("memory_save, index included", save_ms)
+    report("writing one search document (insert + index)", index_ms)
+    print(f"  the index is {index_ms / save_ms:.0%} of a save")
+
+
+def cleanup() -> None:
+    Team.objects.filter(slug=f"bench-search-{_RUN}").delete()
