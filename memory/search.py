@@ -81,6 +81,12 @@ class Backend:
             f"ORDER BY {self.rank}, d.created_at DESC, d.record_id LIMIT %s OFFSET %s"
         )
 
+    def count_sql(self, agents: int, kind: bool) -> str:
+        where = [self.match, f"d.agent_id IN ({', '.join(['%s'] * agents)})"]
+        if kind:
+            where.append("d.kind = %s")
+        return f"SELECT COUNT(*) FROM {self.source} WHERE {' AND '.join(where)}"
+
     def params(
         self,
         found: Sequence[str],
@@ -162,6 +168,44 @@ def search(
     found = query_terms(query)
     with connection.cursor() as cursor:
         return search_ids(cursor, backend(), agent_ids, found, kind, limit, offset)
+
+
+class Results:
+    """The records of ``agent_ids`` matching ``query``, best first, for a Paginator: it
+    counts with one query and reads only the page asked for (records with their agent
+    and promotion), so a page costs the same whatever the number of matches.
+    """
+
+    def __init__(self, agent_ids: Sequence[int], query: str, kind: str | None) -> None:
+        self.agent_ids = list(agent_ids)
+        self.terms = query_terms(query)
+        self.kind = kind or None
+
+    def count(self) -> int:
+        if not self.terms or not self.agent_ids:
+            return 0
+        engine = backend()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                engine.count_sql(len(self.agent_ids), bool(self.kind)),
+                [
+                    engine.query_text(self.terms),
+                    *self.agent_ids,
+                    *([self.kind] if self.kind else []),
+                ],
+            )
+            return int(cursor.fetchone()[0])
+
+    def __len__(self) -> int:
+        return self.count()
+
+    def __getitem__(self, page: slice) -> list[MemoryRecord]:
+        start, stop = page.start or 0, page.stop
+        limit = (stop - start) if stop is not None else 1_000_000
+        with connection.cursor() as cursor:
+            ids = search_ids(cursor, backend(), self.agent_ids, self.terms, self.kind, limit, start)
+        found = MemoryRecord.objects.select_related("agent", "promotion").in_bulk(ids)
+        return [found[record_id] for record_id in ids if record_id in found]
 
 
 def document(record: MemoryRecord) -> SearchDoc:

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.utils.text import Truncator
 from django.views.decorators.http import require_GET
 
 from lens.agents import with_config
 from lens.core.report import DROP_REASON_HELP
 from lens.http import PAGE_SIZE, AppRequest, current_team, get_record_for_user, render_list
 from lens.models import Agent
+from memory import search
 from memory.approval_views import PERMISSION
 from memory.composition import compose
+from memory.core.tokens import highlight
 from memory.models import MemoryRecord
 from memory.queries import listed
 
@@ -21,20 +26,41 @@ from memory.queries import listed
 @require_GET
 @login_required
 def memory_list(request: AppRequest) -> HttpResponse:
+    """The team's memories, newest first; with ``q``, the ones that match, best first."""
     team = current_team(request)
     agents = list(Agent.objects.filter(team=team).order_by("name")) if team else []
     agent_slug = request.GET.get("agent", "")
     kind = request.GET.get("kind", "")
-    records = MemoryRecord.objects.filter(agent__team=team).select_related("agent", "promotion")
-    if agent_slug:
-        records = records.filter(agent__slug=agent_slug)
-    records = listed(records, kind)
+    query = request.GET.get("q", "")
+    error = None
+    records: Any = MemoryRecord.objects.none()
+    wanted: set[str] = set()
+    if query.strip():
+        chosen = [a.pk for a in agents if not agent_slug or a.slug == agent_slug]
+        try:
+            records = search.Results(chosen, query, kind)
+            wanted = set(records.terms)
+        except search.InvalidQuery as exc:
+            error = exc.message
+    else:
+        records = MemoryRecord.objects.filter(agent__team=team).select_related("agent", "promotion")
+        if agent_slug:
+            records = records.filter(agent__slug=agent_slug)
+        records = listed(records, kind)
     page = Paginator(records, PAGE_SIZE).get_page(request.GET.get("page"))
+    rows = [
+        {"record": record, "parts": highlight(Truncator(record.content).chars(160), wanted)}
+        for record in page.object_list
+    ]
     context = {
         "page": page,
+        "rows": rows,
         "agents": agents,
         "agent_slug": agent_slug,
         "kind": kind,
+        "q": query,
+        "searching": bool(query.strip()),
+        "search_error": error,
         "nav": "memories",
     }
     return render_list(request, "memory/memory_list.html", context)

@@ -51,3 +51,34 @@ def terms(text: str) -> list[str]:
 def record_terms(content: str, label: str | None, tags: tuple[str, ...] | list[str]) -> list[str]:
     """What search reads of a record (SPEC §6.1): its content, label and tags."""
     return terms(" ".join([content, label or "", *tags]))
+
+
+def _is_word_char(char: str) -> bool:
+    # A character belongs to a word when what it normalises to holds a letter or digit,
+    # or when it is a combining mark (it decorates the letter before it).
+    if unicodedata.combining(char):
+        return True
+    return any(c.isalnum() for c in unicodedata.normalize("NFKD", char).casefold())
+
+
+def highlight(text: str, wanted: frozenset[str] | set[str]) -> list[tuple[str, bool]]:
+    """``text`` cut into runs, each marked True when it is a word whose terms include one
+    of ``wanted`` (query terms), so a page can show exactly what matched. The runs join
+    back to ``text``. Linear in its length.
+    """
+    runs: list[tuple[str, bool]] = []
+    start = 0
+    in_word = False
+    for index, char in enumerate(text):
+        word = _is_word_char(char)
+        if word != in_word and index > start:
+            runs.append(_run(text[start:index], in_word, wanted))
+            start = index
+        in_word = word
+    if start < len(text):
+        runs.append(_run(text[start:], in_word, wanted))
+    return runs
+
+
+def _run(piece: str, word: bool, wanted: frozenset[str] | set[str]) -> tuple[str, bool]:
+    return piece, word and any(t in wanted for t in terms(piece))
