@@ -49,7 +49,11 @@ def memory_list(request: AppRequest) -> HttpResponse:
         records = listed(records, kind)
     page = Paginator(records, PAGE_SIZE).get_page(request.GET.get("page"))
     rows = [
-        {"record": record, "parts": highlight(Truncator(record.content).chars(160), wanted)}
+        {
+            "record": record,
+            "parts": highlight(Truncator(record.content).chars(160), wanted),
+            "label_parts": highlight(record.label or "", wanted),
+        }
         for record in page.object_list
     ]
     context = {

@@ -120,3 +120,9 @@ def test_a_search_page_costs_the_same_queries_for_5_or_120_matches(
     with django_assert_max_num_queries(few):
         page = dom(member_client.get("/memories/?q=tea"))
     assert len(page.all("data-memory-id")) == 50
+
+
+def test_a_matching_label_is_highlighted_too(member_client: Client, wren: Agent) -> None:
+    remember(wren, "preference", "Oat flat whites.", label="coffee")
+    page = dom(member_client.get("/memories/?q=coffee"))
+    assert [e.text for e in page.elements if e.tag == "mark"] == ["coffee"]
