@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from django.http import HttpRequest
@@ -19,24 +18,11 @@ from lens.apijson import ApiRenderer
 from lens.core.composition import Composition
 from lens.core.config import AgentConfig
 from lens.core.counts import Counts
+from lens.core.text import unstorable
 from lens.models import Agent
 from memory.agents import store_agent
 from memory.api import router as memory_router
 from memory.composition import compose, compose_many
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def _unstorable(text: str) -> str | None:
-    """Why ``text`` cannot be stored, or None. No database stores U+0000 alike (PostgreSQL
-    refuses it), and an unpaired surrogate (JSON allows "\\ud800") has no UTF-8 form.
-    """
-    found = _UNSTORABLE.search(text)
-    if found is None:
-        return None
-    if found.group() == "\x00":
-        return "text must not contain NUL (U+0000) characters"
-    return "text must not contain unpaired surrogates (U+D800 to U+DFFF)"
 
 
 def _unstorable_path(
@@ -44,11 +30,11 @@ def _unstorable_path(
 ) -> tuple[tuple[str | int, ...], str] | None:
     """Where the first unstorable text in a parsed body is, and why, or None."""
     if isinstance(value, str):
-        return (path, why) if (why := _unstorable(value)) else None
+        return (path, why) if (why := unstorable(value)) else None
     if isinstance(value, dict | list):
         items = value.items() if isinstance(value, dict) else enumerate(value)
         for key, item in items:
-            if isinstance(key, str) and (why := _unstorable(key)):
+            if isinstance(key, str) and (why := unstorable(key)):
                 return (*path, key), why
             if (found := _unstorable_path(item, (*path, key))) is not None:
                 return found

@@ -55,6 +55,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "unknown_routing_spec": 422,
     "unknown_supersedes": 422,
     "invalid_query": 422,
+    "invalid_message": 422,
     "payload_too_large": 413,
     "version_conflict": 409,
     "not_pending": 409,

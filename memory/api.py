@@ -12,6 +12,7 @@ from lens.agents import get_agent
 from lens.apiauth import ApiRequest, team_of, token_of
 from memory.core.records import MemoryInput, MemoryView
 from memory.queries import memory_page, view_of
+from memory.recall import recall
 from memory.saving import Conflict, save_memory
 
 router = Router(tags=["memories"])
@@ -67,3 +68,22 @@ def list_memories(request: ApiRequest, slug: str, params: Query[ListParams]) -> 
         offset=params.offset,
         next_offset=page.next_offset,
     )
+
+
+class RecallParams(BaseModel):
+    message: str
+
+
+class RecallOut(BaseModel):
+    text: str
+    memory_ids: list[str]
+
+
+@router.get("/{slug}/recall", response=RecallOut)
+def recall_for(request: ApiRequest, slug: str, params: Query[RecallParams]) -> RecallOut:
+    """The ``### Recalled Memories`` block for a message: profile memories, pinned
+    candidates (when the agent opts in), then what the message's words find; never a
+    memory already in the prompt, never a superseded one.
+    """
+    found = recall(get_agent(team_of(request), slug), params.message)
+    return RecallOut(text=found.text, memory_ids=list(found.memory_ids))

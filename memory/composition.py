@@ -58,6 +58,24 @@ def _compose(agent: Agent, placed: list[PlacedRecord], states: list[PromotionSta
     )
 
 
+def composed_memory_ids(agent: Agent) -> frozenset[str]:
+    """The memories the agent's Background holds now: the fold alone, without the
+    routing report (which would read every record's promotion state).
+    """
+    background, _fold = apply_memory_overlay(
+        config_of(agent).background,
+        placed_records([agent.pk]).get(agent.pk, []),
+        get_spec(agent.routing_spec),
+        settings.MEMORY_OVERLAY_BUDGET_CHARS,
+    )
+    return frozenset(
+        memory_id
+        for section in background.sections
+        for entry in section.entries
+        for memory_id in entry.memory_ids
+    )
+
+
 def summarise(composition: Composition) -> dict[str, object]:
     """The one-line facts the agents list shows: counts, pending and dropped memories."""
     by_reason = composition.report.stats.drops_by_reason

@@ -50,7 +50,11 @@ class MemoryRecord(models.Model):
 
     class Meta:
         ordering = ["-created_at", "id"]
-        indexes = [models.Index(fields=["agent", "created_at", "id"], name="memory_agent_created")]
+        indexes = [
+            models.Index(fields=["agent", "created_at", "id"], name="memory_agent_created"),
+            # Recall's profile tier and listings by kind: newest first within one kind.
+            models.Index(fields=["agent", "kind", "created_at"], name="memory_agent_kind_created"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.kind}: {self.content[:60]}"

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from django.db import connection
 
 from lens.core.errors import DomainError
+from lens.core.text import unstorable
 from memory.core.tokens import record_terms, terms
 from memory.models import MemoryRecord, SearchDoc
 
@@ -39,7 +40,7 @@ def query_terms(query: str) -> list[str]:
             f"A query is at most {QUERY_MAX_CHARS} characters; this one has {len(query)}.",
             limit=QUERY_MAX_CHARS,
         )
-    if "\x00" in query or any("\ud800" <= char <= "\udfff" for char in query):
+    if unstorable(query):
         raise InvalidQuery("A query must not contain NUL characters or unpaired surrogates.")
     found = list(dict.fromkeys(terms(query)))
     if len(found) > QUERY_MAX_TERMS:
@@ -81,6 +82,15 @@ class Backend:
             f"ORDER BY {self.rank}, d.created_at DESC, d.record_id LIMIT %s OFFSET %s"
         )
 
+    def matches_up_to_sql(self, agents: int) -> str:
+        """How many records of the agents hold one term, counting no further than a cap:
+        the cost is bounded by the cap, however common the term is."""
+        agent_ids = ", ".join(["%s"] * agents)
+        return (
+            f"SELECT COUNT(*) FROM (SELECT 1 FROM {self.source} "
+            f"WHERE {self.match} AND d.agent_id IN ({agent_ids}) LIMIT %s) AS capped"
+        )
+
     def count_sql(self, agents: int, kind: bool) -> str:
         where = [self.match, f"d.agent_id IN ({', '.join(['%s'] * agents)})"]
         if kind:
@@ -117,7 +127,10 @@ SQLITE = Backend(
     ),
     match="memory_fts MATCH %s",
     rank="bm25(memory_fts)",
-    source="memory_fts JOIN memory_searchdoc d ON d.id = memory_fts.rowid",
+    # CROSS JOIN fixes the order: the full-text match drives, each match then looks
+    # its document up by primary key. (Left to itself the planner may walk the agent's
+    # documents and test the match on each: 20 s instead of 2 ms at 100,000 records.)
+    source="memory_fts CROSS JOIN memory_searchdoc d ON d.id = memory_fts.rowid",
 )
 
 POSTGRESQL = Backend(
@@ -165,7 +178,13 @@ def search(
     agent_ids: Sequence[int], query: str, kind: str | None, limit: int, offset: int
 ) -> list[str]:
     """``search_ids`` on the application's database, for a query as a person typed it."""
-    found = query_terms(query)
+    return search_terms(agent_ids, query_terms(query), kind, limit, offset)
+
+
+def search_terms(
+    agent_ids: Sequence[int], found: Sequence[str], kind: str | None, limit: int, offset: int
+) -> list[str]:
+    """``search_ids`` on the application's database, for terms already checked."""
     with connection.cursor() as cursor:
         return search_ids(cursor, backend(), agent_ids, found, kind, limit, offset)
 
@@ -206,6 +225,26 @@ class Results:
             ids = search_ids(cursor, backend(), self.agent_ids, self.terms, self.kind, limit, start)
         found = MemoryRecord.objects.select_related("agent", "promotion").in_bulk(ids)
         return [found[record_id] for record_id in ids if record_id in found]
+
+
+def selective_terms(agent_ids: Sequence[int], found: Sequence[str], cap: int) -> list[str]:
+    """The terms of ``found`` that at most ``cap`` of the agents' records hold.
+
+    Recall searches a message, which is prose: its common words ("and", "the") match
+    nearly every record, tell nothing, and would make the backend rank them all. One
+    bounded count per term keeps the words that select.
+    """
+    if not found or not agent_ids:
+        return []
+    engine = backend()
+    sql = engine.matches_up_to_sql(len(agent_ids))
+    kept = []
+    with connection.cursor() as cursor:
+        for term in found:
+            cursor.execute(sql, [engine.query_text([term]), *agent_ids, cap + 1])
+            if int(cursor.fetchone()[0]) <= cap:
+                kept.append(term)
+    return kept
 
 
 def document(record: MemoryRecord) -> SearchDoc:

@@ -34,3 +34,18 @@ def value_text(value: str | int | float | bool) -> str:
             return str(int(value))
         return repr(value)
     return value
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def unstorable(text: str) -> str | None:
+    """Why ``text`` cannot be stored, or None. No database stores U+0000 alike (PostgreSQL
+    refuses it), and an unpaired surrogate (JSON allows "\\ud800") has no UTF-8 form.
+    """
+    found = _UNSTORABLE.search(text)
+    if found is None:
+        return None
+    if found.group() == "\x00":
+        return "text must not contain NUL (U+0000) characters"
+    return "text must not contain unpaired surrogates (U+D800 to U+DFFF)"

@@ -1,0 +1,90 @@
+"""Recall assembly (SPEC §6.4): the ``### Recalled Memories`` block. Pure.
+
+Three tiers, in order: profile memories (newest first, within their own sub-budget),
+pinned candidates (placed by routing but not composed), then search hits for the
+message. A memory already composed into the Background is never repeated, and none
+appears twice. Whole lines only, each ``- {collapse(content)}``, the heading counted in
+the budget; a line that does not fit is skipped and the walk goes on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Literal
+
+from lens.core.text import collapse
+
+HEADING = "### Recalled Memories\n"
+DEFAULT_BUDGET_CHARS = 4000
+PROFILE_BUDGET_CHARS = 1500
+
+Tier = Literal["profile", "pinned", "hit"]
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    id: str
+    content: str
+
+
+@dataclass(frozen=True, slots=True)
+class RecallLine:
+    memory_id: str
+    tier: Tier
+    text: str  # the whole line, bullet and newline included
+
+
+@dataclass(frozen=True)
+class Recall:
+    lines: tuple[RecallLine, ...] = ()
+
+    @property
+    def text(self) -> str:
+        """The block as the prompt gets it; empty when nothing was recalled."""
+        return HEADING + "".join(line.text for line in self.lines) if self.lines else ""
+
+    @property
+    def memory_ids(self) -> tuple[str, ...]:
+        return tuple(line.memory_id for line in self.lines)
+
+
+def line_of(content: str) -> str:
+    # collapse: no content can begin a line of the prompt, whoever wrote it.
+    return f"- {collapse(content)}\n"
+
+
+def assemble_recall(
+    profile: Iterable[Candidate],
+    pinned: Iterable[Candidate],
+    hits: Iterable[Candidate],
+    composed_ids: frozenset[str] | set[str] = frozenset(),
+    budget_chars: int = DEFAULT_BUDGET_CHARS,
+    profile_budget_chars: int = PROFILE_BUDGET_CHARS,
+) -> Recall:
+    """The recall block from the three tiers, each already in its own order."""
+    left = budget_chars - len(HEADING)
+    if left <= len(line_of("")):
+        return Recall()
+    seen = set(composed_ids)
+    lines: list[RecallLine] = []
+    profile_left = profile_budget_chars
+    tiers: tuple[tuple[Tier, Iterable[Candidate]], ...] = (
+        ("profile", profile),
+        ("pinned", pinned),
+        ("hit", hits),
+    )
+    for tier, candidates in tiers:
+        for candidate in candidates:
+            if candidate.id in seen:
+                continue
+            text = line_of(candidate.content)
+            cost = len(text)
+            if cost > left or (tier == "profile" and cost > profile_left):
+                continue
+            seen.add(candidate.id)
+            left -= cost
+            if tier == "profile":
+                profile_left -= cost
+            lines.append(RecallLine(candidate.id, tier, text))
+    return Recall(tuple(lines))

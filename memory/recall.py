@@ -1,0 +1,81 @@
+"""Recall for a message (SPEC §6.4): read the three tiers, let the pure core assemble.
+
+Every read is bounded: at most ``CANDIDATES`` records per tier, and of each only as
+much content as could ever fit the budget.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db.models import QuerySet
+from django.db.models.functions import Substr
+
+from lens.core.errors import DomainError
+from lens.core.text import unstorable
+from lens.models import Agent
+from memory import search
+from memory.composition import composed_memory_ids
+from memory.core.recall import Candidate, Recall, assemble_recall
+from memory.core.tokens import terms
+from memory.models import MemoryRecord, PromotionStatus
+
+MESSAGE_MAX_CHARS = 4000
+# More candidates than could ever fit: each line costs at least 4 code points.
+CANDIDATES = 200
+# A message word held by more of the agent's records than this is too common to recall by.
+COMMON_WORD_RECORDS = 1000
+
+
+class InvalidMessage(DomainError):
+    code = "invalid_message"
+
+
+def _candidates(records: QuerySet[MemoryRecord]) -> list[Candidate]:
+    budget = settings.MEMORY_RECALL_BUDGET_CHARS
+    rows = records.values_list("id", Substr("content", 1, budget + 1))[:CANDIDATES]
+    return [Candidate(record_id, content) for record_id, content in rows]
+
+
+def recall(agent: Agent, message: str) -> Recall:
+    """What ``agent`` recalls for ``message``: profile memories, pinned candidates (when
+    the agent opts in), then the memories the message's words find.
+    """
+    if len(message) > MESSAGE_MAX_CHARS:
+        raise InvalidMessage(
+            f"A message is at most {MESSAGE_MAX_CHARS} characters; this one has {len(message)}.",
+            limit=MESSAGE_MAX_CHARS,
+        )
+    if unstorable(message):
+        raise InvalidMessage("A message must not contain NUL characters or unpaired surrogates.")
+    # A message is prose, not a query: its first distinct words are searched, however
+    # many it has, leaving out those so common that they select nothing.
+    words = list(dict.fromkeys(terms(message)))[: search.QUERY_MAX_TERMS]
+    selective = search.selective_terms([agent.pk], words, COMMON_WORD_RECORDS)
+    hit_ids = search.search_terms([agent.pk], selective, None, CANDIDATES, 0)
+    current = MemoryRecord.objects.filter(agent=agent).exclude(
+        promotion__status=PromotionStatus.SUPERSEDED
+    )
+    profile = _candidates(current.filter(kind="profile").order_by("-created_at", "id"))
+    pinned: list[Candidate] = []
+    if agent.recall_pinned_candidates:
+        placed = current.filter(
+            promotion__section__isnull=False,
+            promotion__status__in=(PromotionStatus.PENDING, PromotionStatus.APPROVED),
+        )
+        pinned = _candidates(placed.order_by("-created_at", "id"))
+    # Looked up by primary key alone: filtered by agent too, the planner would rather
+    # walk all the agent's records (search already kept to this agent).
+    hit_rows = (
+        MemoryRecord.objects.filter(pk__in=hit_ids)
+        .exclude(promotion__status=PromotionStatus.SUPERSEDED)
+        .order_by()
+    )
+    by_id = {c.id: c for c in _candidates(hit_rows)}
+    hits = [by_id[record_id] for record_id in hit_ids if record_id in by_id]
+    return assemble_recall(
+        profile,
+        pinned,
+        hits,
+        composed_memory_ids(agent),
+        settings.MEMORY_RECALL_BUDGET_CHARS,
+    )

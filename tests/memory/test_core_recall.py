@@ -1,0 +1,91 @@
+"""Recall assembly (``memory.core.recall.assemble_recall``, SPEC §6.4): pure."""
+
+from __future__ import annotations
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memory.core.recall import HEADING, Candidate, assemble_recall, line_of
+from tests.samples import SPEC_LINE_BREAKS
+
+
+def candidates(prefix: str, *contents: str) -> list[Candidate]:
+    return [Candidate(f"{prefix}{n}", content) for n, content in enumerate(contents)]
+
+
+def test_tiers_come_in_order_with_the_heading() -> None:
+    recall = assemble_recall(
+        candidates("p", "Name is Doug."),
+        candidates("c", "Prefers tea."),
+        candidates("h", "Tea at four."),
+    )
+    assert recall.text == HEADING + "- Name is Doug.\n- Prefers tea.\n- Tea at four.\n"
+    assert recall.memory_ids == ("p0", "c0", "h0")
+    assert [line.tier for line in recall.lines] == ["profile", "pinned", "hit"]
+
+
+def test_nothing_recalled_is_no_block_at_all() -> None:
+    assert assemble_recall([], [], []).text == ""
+    assert assemble_recall([], [], [], budget_chars=len(HEADING)).text == ""
+
+
+def test_a_composed_memory_and_a_repeated_one_appear_once_or_not_at_all() -> None:
+    profile = [Candidate("a", "In the prompt already."), Candidate("b", "Lives in Lisbon.")]
+    hits = [Candidate("b", "Lives in Lisbon."), Candidate("c", "Likes tea.")]
+    recall = assemble_recall(profile, [], hits, composed_ids={"a"})
+    assert recall.memory_ids == ("b", "c")
+
+
+def test_profile_memories_have_their_own_sub_budget_and_lines_are_whole() -> None:
+    long = "x" * 700
+    profile = candidates("p", long, long, long, "short")
+    recall = assemble_recall(profile, [], candidates("h", long), profile_budget_chars=1500)
+    # Two long lines fit the profile budget, the third is skipped, the short one fits.
+    assert recall.memory_ids == ("p0", "p1", "p3", "h0")
+
+
+def test_a_line_that_does_not_fit_is_skipped_and_the_walk_goes_on() -> None:
+    recall = assemble_recall([], [], candidates("h", "x" * 5000, "fits"), budget_chars=100)
+    assert recall.memory_ids == ("h1",)
+
+
+@given(st.text(min_size=1))
+def test_no_line_breaks_survive_in_a_line(content: str) -> None:
+    line = line_of(content)
+    assert line.startswith("- ")
+    assert line.endswith("\n")
+    assert not any(br in line[:-1] for br in SPEC_LINE_BREAKS)
+
+
+CANDIDATE = st.builds(Candidate, st.sampled_from("abcdefghij"), st.text(min_size=1, max_size=900))
+
+
+@given(
+    st.lists(CANDIDATE, max_size=8),
+    st.lists(CANDIDATE, max_size=8),
+    st.lists(CANDIDATE, max_size=8),
+    st.sets(st.sampled_from("abcdefghij"), max_size=4),
+    st.integers(0, 4000),
+    st.integers(0, 2000),
+)
+def test_the_budget_holds_no_id_repeats_and_no_composed_id_returns(
+    profile: list[Candidate],
+    pinned: list[Candidate],
+    hits: list[Candidate],
+    composed: set[str],
+    budget: int,
+    profile_budget: int,
+) -> None:
+    recall = assemble_recall(profile, pinned, hits, composed, budget, profile_budget)
+    assert len(recall.text) <= budget
+    ids = recall.memory_ids
+    assert len(ids) == len(set(ids))
+    assert not set(ids) & composed
+    profile_chars = sum(len(line.text) for line in recall.lines if line.tier == "profile")
+    assert profile_chars <= profile_budget
+    # Whole lines: the text is the heading then exactly the recalled lines.
+    if recall.lines:
+        body = recall.text.removeprefix(HEADING)
+        assert body.splitlines(keepends=True) == [line.text for line in recall.lines]
+        # No line of the block, after the heading, begins with anything but the bullet.
+        assert all(line.startswith("- ") for line in body.split("\n") if line)
