@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 from html import escape
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import render
@@ -20,6 +21,7 @@ from lens.http import AppRequest, current_team, get_agent_for_user
 from lens.models import Agent
 from memory.composition import compose, compose_many, summarise
 from memory.queries import record_briefs
+from memory.recall import InvalidMessage, recall
 
 
 @require_GET
@@ -38,6 +40,10 @@ def agent_list(request: AppRequest) -> HttpResponse:
 @login_required
 def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
     agent = get_agent_for_user(request, slug)
+    preview = _recall_preview(agent, request.GET.get("recall"))
+    if request.htmx and "recall" in request.GET:
+        # The "Preview recall" box asks for its block alone: no composition needed.
+        return render(request, "lens/agent_lens.html#recall", {"agent": agent, **preview})
     briefs, states = record_briefs(agent)
     composition = compose(agent, states)
     sections = [
@@ -73,8 +79,25 @@ def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
         "drop_groups": drop_groups,
         "memory_total": len(briefs),
         "nav": "agents",
+        **preview,
     }
     return render(request, "lens/agent_lens.html", context)
+
+
+def _recall_preview(agent: Agent, message: str | None) -> dict[str, Any]:
+    """The lens's "Preview recall" box: what ``message`` would recall, or why not."""
+    if not message:
+        return {"recall_message": message or ""}
+    context: dict[str, Any] = {
+        "recall_message": message,
+        "recall_budget": settings.MEMORY_RECALL_BUDGET_CHARS,
+    }
+    try:
+        found = recall(agent, message)
+    except InvalidMessage as exc:
+        return {**context, "recall_error": exc.message}
+    tiers = Counter(line.tier for line in found.lines)
+    return {**context, "recall": found, "recall_tiers": sorted(tiers.items())}
 
 
 _NEEDS_ESCAPE = re.compile(r"[&<>\"']")

@@ -27,7 +27,7 @@ CORE_MODULES = {
         "report",
         "text",
     },
-    "memory.core": {"outcome", "overlay", "presets", "records", "routing", "tokens"},
+    "memory.core": {"outcome", "overlay", "presets", "recall", "records", "routing", "tokens"},
     "kvstore.core": {"keys"},
 }
 
