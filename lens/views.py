@@ -97,7 +97,8 @@ def _recall_preview(agent: Agent, message: str | None) -> dict[str, Any]:
     except InvalidMessage as exc:
         return {**context, "recall_error": exc.message}
     tiers = Counter(line.tier for line in found.lines)
-    return {**context, "recall": found, "recall_tiers": sorted(tiers.items())}
+    in_order = [(tier, tiers[tier]) for tier in ("profile", "pinned", "hit") if tiers[tier]]
+    return {**context, "recall": found, "recall_tiers": in_order}
 
 
 _NEEDS_ESCAPE = re.compile(r"[&<>\"']")
