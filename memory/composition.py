@@ -37,12 +37,19 @@ def compose_many(
     if states is None:
         states = promotion_states(ids)
     return {
-        agent.pk: _compose(agent, placed.get(agent.pk, []), states.get(agent.pk, []))
+        agent.pk: _compose(
+            agent,
+            placed.of(agent.pk),
+            states.get(agent.pk, []),
+            placed.unreadable.get(agent.pk, set()),
+        )
         for agent in agents
     }
 
 
-def _compose(agent: Agent, placed: list[PlacedRecord], states: list[PromotionState]) -> Composition:
+def _compose(
+    agent: Agent, placed: list[PlacedRecord], states: list[PromotionState], unreadable: set[str]
+) -> Composition:
     config = config_of(agent)
     spec = get_spec(agent.routing_spec)
     background, fold = apply_memory_overlay(
@@ -53,7 +60,7 @@ def _compose(agent: Agent, placed: list[PlacedRecord], states: list[PromotionSta
         spec=SpecRef(key=spec.key, version=spec.version) if spec is not None else None,
         background=background,
         prompt=Prompt(sections=render_sections(config, background)),
-        report=routing_report(states, fold),
+        report=routing_report(states, fold, unreadable),
         counts=Counts.of(config.background, background),
     )
 
@@ -64,7 +71,7 @@ def composed_memory_ids(agent: Agent) -> frozenset[str]:
     """
     background, _fold = apply_memory_overlay(
         config_of(agent).background,
-        placed_records([agent.pk]).get(agent.pk, []),
+        placed_records([agent.pk]).of(agent.pk),
         get_spec(agent.routing_spec),
         settings.MEMORY_OVERLAY_BUDGET_CHARS,
     )

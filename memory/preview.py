@@ -74,7 +74,7 @@ def _fold_reason(
 ) -> DropReason | None:
     """The fold's reason to leave the candidate out if it were approved now, or None."""
     superseded = routed.older.pk if routed.older is not None else None
-    placed = [p for p in placed_records([agent.pk]).get(agent.pk, []) if p.id != superseded]
+    placed = [p for p in placed_records([agent.pk]).of(agent.pk) if p.id != superseded]
     candidate = PlacedRecord(
         id=CANDIDATE_ID,
         kind=routed.routable.kind,

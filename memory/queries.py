@@ -9,13 +9,13 @@ from datetime import datetime
 from typing import Any, cast
 
 from django.db.models import QuerySet
-from django.db.models.functions import Substr
+from django.db.models.functions import Length, Substr
 from pydantic import ValidationError
 
 from lens.core.report import PromotionState
 from lens.models import Agent
 from memory import search
-from memory.core.records import MemoryView
+from memory.core.records import MemoryView, stored_problem
 from memory.core.routing import KeySource, PlacedRecord
 from memory.models import MemoryRecord, Promotion, PromotionStatus
 
@@ -36,12 +36,26 @@ def promotion_states(agent_ids: Iterable[int]) -> dict[int, list[PromotionState]
 _PlacedRow = tuple[int, str, str, str, Any, str | None, datetime, str, str, KeySource | None]
 
 
-def placed_records(agent_ids: Iterable[int]) -> dict[int, list[PlacedRecord]]:
+@dataclass(frozen=True)
+class Placed:
+    """What the fold composes, by agent, and the approved rows it had to skip."""
+
+    records: dict[int, list[PlacedRecord]]
+    # Approved records whose stored rows no longer read as records (SPEC §6.3).
+    unreadable: dict[int, set[str]]
+
+    def of(self, agent_id: int) -> list[PlacedRecord]:
+        return self.records.get(agent_id, [])
+
+
+def placed_records(agent_ids: Iterable[int]) -> Placed:
     """Approved records joined with their committed placement, by agent (one query).
 
-    Approved rows are never superseded: superseding moves the row to ``superseded``.
+    Approved rows are never superseded: superseding moves the row to ``superseded``. A
+    row that no longer parses costs one record: it is skipped and named.
     """
     placed: dict[int, list[PlacedRecord]] = defaultdict(list)
+    unreadable: dict[int, set[str]] = defaultdict(set)
     rows = cast(
         "Iterable[_PlacedRow]",
         Promotion.objects.filter(
@@ -60,6 +74,9 @@ def placed_records(agent_ids: Iterable[int]) -> dict[int, list[PlacedRecord]]:
         ),
     )
     for agent_id, rid, kind, content, tags, label, created, section, key, source in rows:
+        if stored_problem(kind, len(content), tags or [], label) is not None:
+            unreadable[agent_id].add(rid)
+            continue
         placed[agent_id].append(
             PlacedRecord(
                 id=rid,
@@ -73,7 +90,7 @@ def placed_records(agent_ids: Iterable[int]) -> dict[int, list[PlacedRecord]]:
                 key_source=source or "content",
             )
         )
-    return placed
+    return Placed(placed, unreadable)
 
 
 SNIPPET_CHARS = 140
@@ -158,3 +175,16 @@ def memory_page(
         except ValidationError:
             skipped += 1
     return MemoryPage(views, skipped, offset + limit if len(page) > limit else None)
+
+
+def unreadable_memories() -> list[str]:
+    """Ids of every stored memory whose row no longer reads as a record (``doctor``).
+    Reads four small columns of each row, in chunks."""
+    rows = MemoryRecord.objects.order_by("pk").values_list(
+        "pk", "kind", Length("content"), "tags", "label"
+    )
+    return [
+        record_id
+        for record_id, kind, length, tags, label in rows.iterator(chunk_size=2000)
+        if stored_problem(kind, length, tags or [], label) is not None
+    ]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from django.conf import settings
 from django.db.models import QuerySet
-from django.db.models.functions import Substr
+from django.db.models.functions import Length, Substr
 
 from lens.core.errors import DomainError
 from lens.core.text import unstorable
@@ -16,6 +16,7 @@ from lens.models import Agent
 from memory import search
 from memory.composition import composed_memory_ids
 from memory.core.recall import Candidate, Recall, assemble_recall
+from memory.core.records import stored_problem
 from memory.core.tokens import terms
 from memory.models import MemoryRecord, PromotionStatus
 
@@ -31,9 +32,17 @@ class InvalidMessage(DomainError):
 
 
 def _candidates(records: QuerySet[MemoryRecord]) -> list[Candidate]:
+    """Up to CANDIDATES records, with no more content than could fit; a row that no
+    longer reads as a record is skipped (SPEC §6.3)."""
     budget = settings.MEMORY_RECALL_BUDGET_CHARS
-    rows = records.values_list("id", Substr("content", 1, budget + 1))[:CANDIDATES]
-    return [Candidate(record_id, content) for record_id, content in rows]
+    rows = records.values_list(
+        "id", Substr("content", 1, budget + 1), Length("content"), "kind", "tags", "label"
+    )[:CANDIDATES]
+    return [
+        Candidate(record_id, head)
+        for record_id, head, length, kind, tags, label in rows
+        if stored_problem(kind, length, tags or [], label) is None
+    ]
 
 
 def recall(agent: Agent, message: str) -> Recall:

@@ -18,6 +18,7 @@ from lens.models import Agent
 from memory import search
 from memory.approval_views import PERMISSION
 from memory.composition import compose
+from memory.core.records import stored_problem
 from memory.core.tokens import highlight
 from memory.models import MemoryRecord
 from memory.queries import listed
@@ -53,12 +54,16 @@ def memory_list(request: AppRequest) -> HttpResponse:
             "record": record,
             "parts": highlight(Truncator(record.content).chars(160), wanted),
             "label_parts": highlight(record.label or "", wanted),
+            "problem": stored_problem(
+                record.kind, len(record.content), record.tags or [], record.label
+            ),
         }
         for record in page.object_list
     ]
     context = {
         "page": page,
         "rows": rows,
+        "unreadable": sum(1 for row in rows if row["problem"]),
         "agents": agents,
         "agent_slug": agent_slug,
         "kind": kind,

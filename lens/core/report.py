@@ -60,6 +60,8 @@ class ReportStats(BaseModel):
 
     placed: int = 0
     composed: int = 0
+    # Stored rows that no longer read as records: skipped by every reader (SPEC §6.3).
+    unreadable: int = 0
     drops_by_reason: dict[str, int] = Field(default_factory=dict)
     chars_used: dict[str, int] = Field(default_factory=lambda: {"background": 0})
 
@@ -82,7 +84,11 @@ class PromotionState:
     reason: str = ""
 
 
-def routing_report(states: Iterable[PromotionState], fold: RoutingReport) -> RoutingReport:
+def routing_report(
+    states: Iterable[PromotionState],
+    fold: RoutingReport,
+    unreadable: frozenset[str] | set[str] = frozenset(),
+) -> RoutingReport:
     """Every record not composed, with exactly one reason (SPEC §5.6 precedence).
 
     Superseded first; then the promotion's own outcome (declined at save time,
@@ -91,6 +97,8 @@ def routing_report(states: Iterable[PromotionState], fold: RoutingReport) -> Rou
     fold_reasons = {drop.memory_id: drop.reason for drop in fold.drops}
     drops: list[Drop] = []
     for state in states:
+        if state.memory_id in unreadable:
+            continue  # skipped and counted, never reported as if it had been read
         reason: DropReason | None
         if state.status == "superseded":
             reason = "superseded"
@@ -106,7 +114,10 @@ def routing_report(states: Iterable[PromotionState], fold: RoutingReport) -> Rou
             drops.append(Drop(memory_id=state.memory_id, reason=reason))
     drops.sort(key=attrgetter("memory_id"))  # one drop per record at most
     stats = fold.stats.model_copy(
-        update={"drops_by_reason": dict(sorted(Counter(d.reason for d in drops).items()))}
+        update={
+            "drops_by_reason": dict(sorted(Counter(d.reason for d in drops).items())),
+            "unreadable": len(unreadable),
+        }
     )
     # Every part is already validated; skip re-validating thousands of drops.
     return RoutingReport.model_construct(drops=tuple(drops), stats=stats)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import unicodedata
 from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
@@ -18,13 +17,15 @@ RECORD_ID_PATTERN = r"^[0-9a-z]{1,32}$"
 
 _KIND_RE = re.compile(KIND_PATTERN)
 _RECORD_ID_RE = re.compile(RECORD_ID_PATTERN)
-# Control characters and line/paragraph separators: no name may contain them.
-_FORBIDDEN_CATEGORIES = frozenset({"Cc", "Zl", "Zp"})
+# Control characters and line/paragraph separators (Unicode categories Cc, Zl and Zp,
+# which are exactly these code points): no name may contain them.
+_FORBIDDEN = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029]")
 
 
 def forbidden_char(text: str) -> str | None:
     """The first control character or line break in ``text``, or None."""
-    return next((c for c in text if unicodedata.category(c) in _FORBIDDEN_CATEGORIES), None)
+    found = _FORBIDDEN.search(text)
+    return found.group() if found else None
 
 
 def _check_kind(kind: str) -> str:
@@ -66,6 +67,28 @@ def _check_label(label: str | None) -> str | None:
             f"label must not contain control characters or line breaks (found U+{ord(bad):04X})"
         )
     return label
+
+
+def stored_problem(kind: object, content_length: int, tags: object, label: object) -> str | None:
+    """Why a stored row no longer reads as a record (SPEC §6.3), or None.
+
+    Readers that only need a few columns check those, without building a record; the
+    content is judged by its length, so a caller can read just its beginning.
+    """
+    if not isinstance(kind, str) or not _KIND_RE.fullmatch(kind):
+        return f"kind {kind!r} is not a valid kind"
+    if not 1 <= content_length <= CONTENT_MAX:
+        return f"content is {content_length} code points, outside 1 to {CONTENT_MAX}"
+    if not isinstance(tags, list | tuple) or not all(isinstance(tag, str) for tag in tags):
+        return "tags are not a list of strings"
+    try:
+        _check_tags(list(tags))
+        _check_label(label if isinstance(label, str) or label is None else str(label))
+    except ValueError as exc:
+        return str(exc)
+    if label is not None and not isinstance(label, str):
+        return "label is not a string"
+    return None
 
 
 def is_record_id(value: str) -> bool:

@@ -10,6 +10,7 @@ from django.db.models import Count, Sum
 from kvstore.models import Key, Version
 from lens.agents import config_of, with_config
 from lens.models import Agent, ApiToken, AuthoredEntry, SectionDeclaration, Team
+from memory.queries import unreadable_memories
 from memory.search import index_health
 
 
@@ -58,6 +59,17 @@ class Command(BaseCommand):
                 invalid += 1
                 problems.append(f"agent {agent.team_id}/{agent.slug} does not validate: {exc}")
         self.stdout.write(f"agent configs: {'ok' if not invalid else f'{invalid} invalid'}")
+
+        unreadable = unreadable_memories()
+        if unreadable:
+            named = ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else "")
+            problems.append(
+                f"{len(unreadable)} stored memories no longer read as records (every reader "
+                f"skips them): {named}"
+            )
+        self.stdout.write(
+            f"memory records: {'ok' if not unreadable else f'{len(unreadable)} unreadable'}"
+        )
 
         records, indexed = index_health()
         if records != indexed:
