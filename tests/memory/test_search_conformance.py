@@ -75,9 +75,10 @@ class Engine:
         kind: str = "fact",
         agent: int = AGENT,
         at: datetime | None = None,
+        record_id: str | None = None,
     ) -> str:
         self.serial += 1
-        record_id = f"r{self.serial:06d}"
+        record_id = record_id or f"r{self.serial:06d}"
         when = at or BASE_TIME + timedelta(seconds=self.serial)
         self.execute(
             "INSERT INTO memory_searchdoc (record_id, agent_id, kind, created_at, terms) "
@@ -275,6 +276,25 @@ def test_a_long_query_is_answered_and_one_of_too_many_words_is_refused(fresh: En
         fresh.search(many + " another")
     with pytest.raises(InvalidQuery):
         fresh.search("x" * 4001)
+
+
+def test_the_listing_order_is_newest_first_then_by_id_even_in_a_shared_instant(
+    fresh: Engine,
+) -> None:
+    # The query-less listing's ORDER BY (memory.queries.listed), on each backend: a batch
+    # of records can share one timestamp, and then plain id order decides.
+    moment = BASE_TIME + timedelta(days=1)
+    ids = ["0z", "0a", "1b", "0b", "a0", "9z"]
+    for record_id in ids:
+        fresh.add("x", at=moment, record_id=record_id)
+    fresh.add("x", at=moment + timedelta(microseconds=1), record_id="zz")
+    fresh.add("x", at=moment - timedelta(microseconds=1), record_id="00")
+    fresh.execute(
+        "SELECT record_id FROM memory_searchdoc WHERE agent_id = %s "
+        "ORDER BY created_at DESC, record_id",
+        [AGENT],
+    )
+    assert [row[0] for row in fresh.fetchall()] == ["zz", *sorted(ids), "00"]
 
 
 # --- the property: every backend returns exactly the reference's set -----------------------
