@@ -73,29 +73,27 @@ class Backend:
             return " OR ".join(f'"{t}"' for t in found)
         return " | ".join(f"'{t}'" for t in found)
 
-    def search_sql(self, agents: int, kind: bool) -> str:
+    def _matching(self, agents: int, kind: bool) -> str:
+        """FROM and WHERE: documents of ``agents`` agents (and one kind) that match.
+        Parameters: the query text, the agent ids, the kind."""
         where = [self.match, f"d.agent_id IN ({', '.join(['%s'] * agents)})"]
         if kind:
             where.append("d.kind = %s")
+        return f"FROM {self.source} WHERE {' AND '.join(where)}"
+
+    def search_sql(self, agents: int, kind: bool) -> str:
         return (
-            f"SELECT d.record_id FROM {self.source} WHERE {' AND '.join(where)} "
+            f"SELECT d.record_id {self._matching(agents, kind)} "
             f"ORDER BY {self.rank}, d.created_at DESC, d.record_id LIMIT %s OFFSET %s"
         )
+
+    def count_sql(self, agents: int, kind: bool) -> str:
+        return f"SELECT COUNT(*) {self._matching(agents, kind)}"
 
     def matches_up_to_sql(self, agents: int) -> str:
         """How many records of the agents hold one term, counting no further than a cap:
         the cost is bounded by the cap, however common the term is."""
-        agent_ids = ", ".join(["%s"] * agents)
-        return (
-            f"SELECT COUNT(*) FROM (SELECT 1 FROM {self.source} "
-            f"WHERE {self.match} AND d.agent_id IN ({agent_ids}) LIMIT %s) AS capped"
-        )
-
-    def count_sql(self, agents: int, kind: bool) -> str:
-        where = [self.match, f"d.agent_id IN ({', '.join(['%s'] * agents)})"]
-        if kind:
-            where.append("d.kind = %s")
-        return f"SELECT COUNT(*) FROM {self.source} WHERE {' AND '.join(where)}"
+        return f"SELECT COUNT(*) FROM (SELECT 1 {self._matching(agents, False)} LIMIT %s) AS capped"
 
     def params(
         self,
