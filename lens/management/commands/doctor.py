@@ -30,6 +30,28 @@ class Command(BaseCommand):
                 f"  largest: {row.team.slug}/{row.key} v{row.latest_version} {row.latest_runes} chars"
             )
 
+    def _report_memory(self, problems: list[str]) -> None:
+        """Rows that no longer read as records (SPEC §6.3) and the search index."""
+        unreadable = unreadable_memories()
+        if unreadable:
+            named = ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else "")
+            problems.append(
+                f"{len(unreadable)} stored memories no longer read as records (every reader "
+                f"skips them): {named}"
+            )
+        self.stdout.write(
+            f"memory records: {'ok' if not unreadable else f'{len(unreadable)} unreadable'}"
+        )
+        records, indexed = index_health()
+        if records != indexed:
+            problems.append(
+                f"search index holds {indexed} of {records} memories: run manage.py reindex_memories"
+            )
+        self.stdout.write(
+            f"search index: {'ok' if records == indexed else 'incomplete'} "
+            f"({indexed} of {records} memories)"
+        )
+
     def handle(self, *args: Any, **opts: Any) -> None:
         problems: list[str] = []
         try:
@@ -60,26 +82,7 @@ class Command(BaseCommand):
                 problems.append(f"agent {agent.team_id}/{agent.slug} does not validate: {exc}")
         self.stdout.write(f"agent configs: {'ok' if not invalid else f'{invalid} invalid'}")
 
-        unreadable = unreadable_memories()
-        if unreadable:
-            named = ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else "")
-            problems.append(
-                f"{len(unreadable)} stored memories no longer read as records (every reader "
-                f"skips them): {named}"
-            )
-        self.stdout.write(
-            f"memory records: {'ok' if not unreadable else f'{len(unreadable)} unreadable'}"
-        )
-
-        records, indexed = index_health()
-        if records != indexed:
-            problems.append(
-                f"search index holds {indexed} of {records} memories: run manage.py reindex_memories"
-            )
-        self.stdout.write(
-            f"search index: {'ok' if records == indexed else 'incomplete'} "
-            f"({indexed} of {records} memories)"
-        )
+        self._report_memory(problems)
 
         self._report_kv()
 
