@@ -197,3 +197,16 @@ def page(browser: Any) -> Iterator[Any]:
     page.set_default_timeout(10_000)
     yield page
     context.close()
+
+
+@pytest.fixture
+def duo(team: Team, other_team: Team) -> User:
+    """A user in both teams: acme (first by slug, so the default) and globex."""
+    return make_user("duo", other_team, team)
+
+
+@pytest.fixture
+def duo_client(duo: User) -> Client:
+    client = Client()
+    client.force_login(duo)
+    return client

@@ -153,19 +153,6 @@ def big_config(sections: int, entries: int) -> dict[str, Any]:
 
 
 @pytest.fixture
-def duo(team: Team, other_team: Team) -> User:
-    """A user in both teams: acme (first by slug) and globex."""
-    return make_user("duo", other_team, team)
-
-
-@pytest.fixture
-def duo_client(duo: User) -> Client:
-    client = Client()
-    client.force_login(duo)
-    return client
-
-
-@pytest.fixture
 def gizmo(other_team: Team) -> Agent:
     return create_agent(other_team, "gizmo", {**SAMPLE_CONFIG, "name": "Gizmo"})
 

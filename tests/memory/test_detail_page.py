@@ -11,7 +11,7 @@ from django.test import Client
 from lens.actors import Actor
 from lens.models import Agent, ApiToken, Team
 from memory.decisions import decide
-from tests.factories import Story, create_agent, make_user, memory_config, remember
+from tests.factories import Story, create_agent, memory_config, remember
 from tests.pages import Dom, Element, dom
 
 pytestmark = pytest.mark.django_db
@@ -20,19 +20,6 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def wren(team: Team) -> Agent:
     return create_agent(team, "wren", memory_config())
-
-
-@pytest.fixture
-def duo(team: Team, other_team: Team) -> User:
-    """A user in both teams: acme (first by slug, so the default) and globex."""
-    return make_user("duo", other_team, team)
-
-
-@pytest.fixture
-def duo_client(duo: User) -> Client:
-    client = Client()
-    client.force_login(duo)
-    return client
 
 
 # --- /memories/<id>/ ---------------------------------------------------------------
