@@ -213,9 +213,6 @@ class Results:
             )
             return int(cursor.fetchone()[0])
 
-    def __len__(self) -> int:
-        return self.count()
-
     def __getitem__(self, page: slice) -> list[MemoryRecord]:
         start, stop = page.start or 0, page.stop
         limit = (stop - start) if stop is not None else 1_000_000
