@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from django.conf import settings
 
 from lens.agents import config_of, load_entry_values
-from lens.core.composition import Composition, Prompt, SpecRef
+from lens.core.composition import Composition, Prompt, PromptTokens, SpecRef
 from lens.core.counts import Counts
 from lens.core.render import render_sections
 from lens.core.report import PromotionState, routing_report
@@ -55,13 +55,15 @@ def _compose(
     background, fold = apply_memory_overlay(
         config.background, placed, spec, settings.MEMORY_OVERLAY_BUDGET_CHARS
     )
+    prompt = Prompt(sections=render_sections(config, background))
     return Composition(
         agent=agent.slug,
         spec=SpecRef(key=spec.key, version=spec.version) if spec is not None else None,
         background=background,
-        prompt=Prompt(sections=render_sections(config, background)),
+        prompt=prompt,
         report=routing_report(states, fold, unreadable),
         counts=Counts.of(config.background, background),
+        tokens=PromptTokens.of(prompt),
     )
 
 

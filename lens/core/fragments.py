@@ -7,6 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from lens.core.token_counts import count_tokens
+
 FragmentSource = Literal["authored", "memory"]
 SectionSource = Literal["role", "instance"]
 SECTION_SEPARATOR = "\n\n"
@@ -32,6 +34,8 @@ class PromptSection(BaseModel):
     name: str
     source: SectionSource
     fragments: tuple[PromptFragment, ...] = Field(min_length=1)
+    # o200k_base tokens of the section's text alone (SPEC §4.5); ``prompt_section()`` counts.
+    tokens: int = Field(ge=0)
 
     @property
     def text(self) -> str:
@@ -41,6 +45,14 @@ class PromptSection(BaseModel):
     @property
     def memory_ids(self) -> tuple[str, ...]:
         return tuple(mid for fragment in self.fragments for mid in fragment.memory_ids)
+
+
+def prompt_section(
+    name: str, source: SectionSource, fragments: tuple[PromptFragment, ...]
+) -> PromptSection:
+    """A prompt section with its token count."""
+    text = "".join(fragment.text for fragment in fragments)
+    return PromptSection(name=name, source=source, fragments=fragments, tokens=count_tokens(text))
 
 
 def authored(text: str) -> PromptFragment:

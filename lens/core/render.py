@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from lens.core.background import Background, BackgroundEntry, BackgroundSection
 from lens.core.config import AgentConfig, AwarenessSource
-from lens.core.fragments import FragmentBuilder, PromptSection, authored
+from lens.core.fragments import FragmentBuilder, PromptSection, SectionSource, authored, prompt_section
 from lens.core.text import collapse, value_text
 
 AWARENESS_HEADING = "### Available Information Sources\n"
@@ -105,11 +105,11 @@ def _context(
         out.authored("".join(awareness_line(source) for source in config.awareness))
     if recall_text:
         out.authored("\n" + (recall_text if recall_text.endswith("\n") else recall_text + "\n"))
-    return PromptSection(name="Context", source="instance", fragments=out.build())
+    return prompt_section("Context", "instance", out.build())
 
 
-def _single(name: str, source: str, text: str) -> PromptSection:
-    return PromptSection(name=name, source=source, fragments=(authored(text),))
+def _single(name: str, source: SectionSource, text: str) -> PromptSection:
+    return prompt_section(name, source, (authored(text),))
 
 
 def render_sections(

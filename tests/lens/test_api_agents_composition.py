@@ -8,6 +8,7 @@ import pytest
 
 from lens.core.config import AgentConfig
 from lens.core.render import render_sections
+from lens.core.token_counts import count_tokens
 from lens.models import Agent
 from tests.api_calls import ApiClient, context_text, db_snapshot, normalised
 from tests.samples import SAMPLE_CONFIG
@@ -22,13 +23,15 @@ def test_composition_has_the_contract_shape(api: ApiClient, agent: Agent) -> Non
     response = api.get("/api/agents/wren/composition")
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"agent", "spec", "background", "prompt", "report", "counts"}
+    assert set(body) == {"agent", "spec", "background", "prompt", "report", "counts", "tokens"}
     assert body["agent"] == "wren"
     assert body["spec"] is None
     assert body["background"] == normalised(SAMPLE_CONFIG)["background"]
     assert set(body["prompt"]) == {"sections"}
     for section in body["prompt"]["sections"]:
-        assert set(section) == {"name", "source", "fragments"}
+        assert set(section) == {"name", "source", "fragments", "tokens"}
+        text = "".join(fragment["text"] for fragment in section["fragments"])
+        assert section["tokens"] == count_tokens(text) > 0
         assert section["source"] in {"role", "instance"}
         assert section["fragments"]
         for fragment in section["fragments"]:
@@ -41,6 +44,10 @@ def test_composition_has_the_contract_shape(api: ApiClient, agent: Agent) -> Non
     assert isinstance(body["report"]["stats"], dict)
     assert body["counts"]["sections"] == 2
     assert body["counts"]["entries"] == 4
+    prompt = "\n\n".join(
+        "".join(f["text"] for f in section["fragments"]) for section in body["prompt"]["sections"]
+    )
+    assert body["tokens"] == {"encoding": "o200k_base", "total": count_tokens(prompt)}
 
 
 def test_composition_sections_match_the_pure_renderer(api: ApiClient, agent: Agent) -> None:

@@ -14,7 +14,15 @@ from lens.core.background import (
 )
 from lens.core.composition import Prompt
 from lens.core.counts import Counts, format_counts
-from lens.core.fragments import PromptFragment, PromptSection, authored, memory, prompt_text
+from lens.core.fragments import (
+    PromptFragment,
+    PromptSection,
+    authored,
+    memory,
+    prompt_text,
+    prompt_section,
+)
+from lens.core.token_counts import count_tokens
 from lens.core.render import render_sections
 from tests.samples import agent_config, background_of
 
@@ -149,27 +157,28 @@ def test_prompt_fragment_accepts_the_two_valid_shapes() -> None:
 
 def test_prompt_section_refuses_empty_fragments() -> None:
     with pytest.raises(ValidationError):
-        PromptSection(name="Context", source="instance", fragments=())
+        PromptSection(name="Context", source="instance", fragments=(), tokens=0)
 
 
 def test_prompt_section_refuses_unknown_source() -> None:
     with pytest.raises(ValidationError):
-        PromptSection(name="X", source="other", fragments=(authored("x"),))
+        PromptSection(name="X", source="other", fragments=(authored("x"),), tokens=1)
 
 
 def test_prompt_section_text_is_the_join_of_its_fragments() -> None:
-    section = PromptSection(
-        name="Context",
-        source="instance",
-        fragments=(authored("## Context\n\n"), memory("- **a**: b\n", ["m1"]), authored("c")),
+    built = prompt_section(
+        "Context",
+        "instance",
+        (authored("## Context\n\n"), memory("- **a**: b\n", ["m1"]), authored("c")),
     )
-    assert section.text == "## Context\n\n- **a**: b\nc"
-    assert section.memory_ids == ("m1",)
+    assert built.text == "## Context\n\n- **a**: b\nc"
+    assert built.memory_ids == ("m1",)
+    assert built.tokens == count_tokens(built.text) > 0
 
 
 def test_prompt_text_joins_sections_with_a_blank_line() -> None:
-    one = PromptSection(name="A", source="role", fragments=(authored("a"),))
-    two = PromptSection(name="B", source="instance", fragments=(authored("b\n"),))
+    one = prompt_section("A", "role", (authored("a"),))
+    two = prompt_section("B", "instance", (authored("b\n"),))
     assert prompt_text([one, two]) == "a\n\nb\n"
     assert prompt_text([one]) == "a"
     assert prompt_text([]) == ""
@@ -178,11 +187,11 @@ def test_prompt_text_joins_sections_with_a_blank_line() -> None:
 
 def test_fragments_and_sections_are_frozen() -> None:
     fragment = authored("x")
-    section = PromptSection(name="A", source="role", fragments=(fragment,))
+    built = prompt_section("A", "role", (fragment,))
     with pytest.raises(ValidationError):
         fragment.text = "y"  # type: ignore[misc]  # frozen: the assignment must raise
     with pytest.raises(ValidationError):
-        section.name = "B"  # type: ignore[misc]  # frozen: the assignment must raise
+        built.name = "B"  # type: ignore[misc]  # frozen: the assignment must raise
 
 
 # --- counts ------------------------------------------------------------------------
