@@ -23,6 +23,8 @@ from lens.models import Agent
 from memory.agents import store_agent
 from memory.api import router as memory_router
 from memory.composition import compose, compose_many
+from memory.delivery_api import agent_deliveries
+from memory.delivery_api import deliveries as deliveries_router
 
 
 def _unstorable_path(
@@ -43,6 +45,10 @@ def _unstorable_path(
 
 class _JsonParser(Parser):
     def parse_body(self, request: HttpRequest) -> Any:
+        if not request.body.strip():
+            # No body is an empty object: a bare ``curl -X POST`` of an endpoint whose
+            # fields are all optional works; required fields are then reported missing.
+            return {}
         try:
             data = super().parse_body(request)
         except ValueError as exc:
@@ -122,4 +128,6 @@ def get_composition(request: ApiRequest, slug: str) -> Composition:
 
 api.add_router("/agents", agents)
 api.add_router("/agents", memory_router)
+api.add_router("/agents", agent_deliveries)
+api.add_router("/deliveries", deliveries_router)
 api.add_router("/kv", kv_router)

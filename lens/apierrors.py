@@ -43,6 +43,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "agent_not_found": 404,
     "key_not_found": 404,
     "version_not_found": 404,
+    "delivery_not_found": 404,
     "invalid_request": 422,
     "invalid_background": 422,
     "invalid_kind": 422,

@@ -194,3 +194,93 @@ def new_event(
         detail=detail,
         at=at,
     )
+
+
+class StoredComposition(models.Model):
+    """A composition exactly as it was delivered, stored once however often it was.
+
+    Content-addressed: ``digest`` is the SHA-256 of the canonical JSON, which is kept
+    zlib-compressed in ``body``. The sizes are copied out so listings never read it.
+    Rows are shared by every delivery (of any agent) whose composition was identical.
+    """
+
+    digest = models.CharField(max_length=64, unique=True)
+    body = models.BinaryField(help_text="zlib-compressed canonical JSON of the composition")
+    prompt_sha256 = models.CharField(max_length=64)
+    chars = models.PositiveIntegerField(help_text="Code points of the prompt text")
+    tokens = models.PositiveIntegerField(help_text="o200k_base tokens of the prompt text")
+    sections = models.PositiveIntegerField()
+    entries = models.PositiveIntegerField()
+    memory_ids = models.TextField(
+        blank=True, help_text="The prompt's memories, sorted, space-separated"
+    )
+    created_at = models.DateTimeField()
+
+    class Meta:
+        db_table = "memory_composition"
+
+    def __str__(self) -> str:
+        return f"composition {self.digest[:12]}"
+
+
+class CompositionMemory(models.Model):
+    """One memory of one stored composition: "which deliveries did memory X shape" is an
+    index lookup here, then one on deliveries by composition.
+
+    ``memory_id`` is not a foreign key: the audit outlives the record.
+    """
+
+    composition = models.ForeignKey(
+        StoredComposition, on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    memory_id = models.CharField(max_length=32)
+
+    class Meta:
+        db_table = "memory_composition_memory"
+        constraints = [
+            models.UniqueConstraint(
+                fields=["memory_id", "composition"], name="composition_memory_unique"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.memory_id} in {self.composition_id}"
+
+
+class Delivery(models.Model):
+    """A prompt as it was handed to a model (SPEC §11). Never changed once written.
+
+    Kept small (the composition is shared): the id, the agent, the composition, when,
+    the runtime's session and model names, and who asked.
+    """
+
+    id = models.CharField(primary_key=True, max_length=32, default=new_record_id, editable=False)
+    # Covered by the (agent, delivered_at, id) index: no index of its own.
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+", db_index=False)
+    composition = models.ForeignKey(
+        StoredComposition, on_delete=models.PROTECT, related_name="deliveries", db_index=False
+    )
+    delivered_at = models.DateTimeField()
+    session = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
+    model = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
+    actor = models.CharField(max_length=200, help_text="Who asked: the token, by prefix and name")
+    actor_token = models.ForeignKey(
+        ApiToken, on_delete=models.SET_NULL, null=True, blank=True, db_index=False
+    )
+
+    class Meta:
+        verbose_name_plural = "deliveries"
+        indexes = [
+            # The timeline, "in force at T" (before=T) and the previous delivery.
+            models.Index(fields=["agent", "delivered_at", "id"], name="delivery_agent_time"),
+            # "Which deliveries did memory X shape": by composition, newest first.
+            models.Index(fields=["composition", "delivered_at"], name="delivery_composition"),
+            models.Index(
+                fields=["agent", "session", "delivered_at"],
+                name="delivery_session",
+                condition=Q(session__isnull=False),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"delivery {self.id}"

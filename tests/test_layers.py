@@ -27,6 +27,8 @@ OUTER_PARTS = frozenset(
         "approval_views",
         "asgi",
         "context_processors",
+        "delivery_api",
+        "delivery_views",
         "demo",
         "envconf",
         "forms",

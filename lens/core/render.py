@@ -4,7 +4,13 @@ from __future__ import annotations
 
 from lens.core.background import Background, BackgroundEntry, BackgroundSection
 from lens.core.config import AgentConfig, AwarenessSource
-from lens.core.fragments import FragmentBuilder, PromptSection, SectionSource, authored, prompt_section
+from lens.core.fragments import (
+    FragmentBuilder,
+    PromptSection,
+    SectionSource,
+    authored,
+    prompt_section,
+)
 from lens.core.text import collapse, value_text
 
 AWARENESS_HEADING = "### Available Information Sources\n"

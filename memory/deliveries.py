@@ -1,0 +1,368 @@
+"""Deliveries (SPEC §11): record what a model was handed, and read it back unchanged.
+
+A delivery row is small; the composition it points at is stored once per distinct
+content (``StoredComposition``, addressed by the SHA-256 of its canonical JSON) and its
+memories are indexed (``CompositionMemory``). Nothing here updates a delivery or a
+stored composition: the only writes are inserts, and the operator's ``prune``.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import Exists, OuterRef, Q, QuerySet, Sum
+from django.db.models.functions import Length
+from django.utils import timezone
+
+from lens.actors import Actor
+from lens.core.composition import Composition
+from lens.core.errors import DomainError
+from lens.models import Agent, Team
+from memory.composition import compose
+from memory.core.deliveries import (
+    Change,
+    Comparison,
+    DeliveryInput,
+    Facts,
+    canonical_json,
+    compare,
+    sha256_hex,
+)
+from memory.core.records import is_record_id
+from memory.models import CompositionMemory, Delivery, StoredComposition
+
+# Fast to compress and to read back; a 460 KB composition becomes about a tenth.
+_ZLIB_LEVEL = 1
+
+
+class DeliveryNotFound(DomainError):
+    code = "delivery_not_found"
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """A recorded delivery and its composition as the canonical JSON that was stored."""
+
+    delivery: Delivery
+    composition_json: str
+
+
+def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) -> Delivered:
+    """Compose ``agent`` and record the result as delivered, in one transaction.
+
+    The caller answers with ``composition_json``: the very text that was stored, so a
+    delivery can never disagree with what its runtime received.
+    """
+    request = request or DeliveryInput()
+    with transaction.atomic():
+        composition = compose(agent)
+        text = canonical_json(composition.model_dump(mode="json"))
+        stored = _store_composition(composition, text)
+        delivery = Delivery.objects.create(
+            agent=agent,
+            composition=stored,
+            delivered_at=timezone.now(),
+            session=request.session,
+            model=request.model,
+            actor=actor.label,
+            actor_token=actor.token,
+        )
+    return Delivered(delivery=delivery, composition_json=text)
+
+
+def _memory_ids(composition: Composition) -> list[str]:
+    return sorted({mid for section in composition.prompt.sections for mid in section.memory_ids})
+
+
+def _store_composition(composition: Composition, text: str) -> StoredComposition:
+    digest = sha256_hex(text)
+    if (found := StoredComposition.objects.filter(digest=digest).first()) is not None:
+        return found
+    memory_ids = _memory_ids(composition)
+    prompt = composition.prompt.text
+    try:
+        # A concurrent delivery of the same new composition may insert it first; the
+        # savepoint lets this transaction carry on with that row.
+        with transaction.atomic():
+            stored = StoredComposition.objects.create(
+                digest=digest,
+                body=zlib.compress(text.encode("utf-8"), _ZLIB_LEVEL),
+                prompt_sha256=sha256_hex(prompt),
+                chars=len(prompt),
+                tokens=composition.tokens.total,
+                sections=composition.counts.sections,
+                entries=composition.counts.entries,
+                memory_ids=" ".join(memory_ids),
+                created_at=timezone.now(),
+            )
+            CompositionMemory.objects.bulk_create(
+                [CompositionMemory(composition=stored, memory_id=mid) for mid in memory_ids],
+                batch_size=500,
+            )
+    except IntegrityError:
+        return StoredComposition.objects.get(digest=digest)
+    return stored
+
+
+# --- reading --------------------------------------------------------------------------
+
+
+def composition_json(stored: StoredComposition) -> str:
+    return zlib.decompress(bytes(stored.body)).decode("utf-8")
+
+
+def composition_data(stored: StoredComposition) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(composition_json(stored))
+    return data
+
+
+def composition_of(stored: StoredComposition) -> Composition:
+    """The stored composition as the model the pages render (the JSON is unchanged)."""
+    return Composition.model_validate_json(composition_json(stored))
+
+
+def memory_ids_of(stored: StoredComposition) -> frozenset[str]:
+    return frozenset(stored.memory_ids.split())
+
+
+def _listing(queryset: QuerySet[Delivery]) -> QuerySet[Delivery]:
+    # The body is the one large column; listings never need it.
+    return (
+        queryset.select_related("composition")
+        .defer("composition__body")
+        .order_by("-delivered_at", "-id")
+    )
+
+
+def find_delivery(team: Team, delivery_id: str) -> Delivery:
+    """``team``'s delivery ``delivery_id``; another team's does not exist here."""
+    if not is_record_id(delivery_id):
+        # Not an id this product makes (and nothing the database need be asked about).
+        raise DeliveryNotFound(f"No delivery {delivery_id!r} in this team.")
+    delivery = (
+        Delivery.objects.filter(pk=delivery_id, agent__team=team)
+        .select_related("agent", "composition")
+        .first()
+    )
+    if delivery is None:
+        raise DeliveryNotFound(f"No delivery {delivery_id!r} in this team.")
+    delivery.agent.team = team
+    return delivery
+
+
+@dataclass(frozen=True)
+class Row:
+    delivery: Delivery
+    change: Change
+
+    @property
+    def stored(self) -> StoredComposition:
+        return self.delivery.composition
+
+
+@dataclass(frozen=True)
+class DeliveryPage:
+    rows: list[Row]
+    total: int
+    next_offset: int | None
+
+
+def deliveries_of(
+    agent: Agent,
+    *,
+    session: str | None = None,
+    memory: str | None = None,
+    before: datetime | None = None,
+) -> QuerySet[Delivery]:
+    """``agent``'s deliveries, filtered; each filter is an index lookup."""
+    queryset = Delivery.objects.filter(agent=agent)
+    if session is not None:
+        queryset = queryset.filter(session=session)
+    if memory is not None:
+        queryset = queryset.filter(
+            composition_id__in=CompositionMemory.objects.filter(memory_id=memory).values(
+                "composition_id"
+            )
+        )
+    if before is not None:
+        queryset = queryset.filter(delivered_at__lte=before)
+    return queryset
+
+
+def delivery_page(
+    agent: Agent,
+    limit: int,
+    offset: int = 0,
+    *,
+    session: str | None = None,
+    memory: str | None = None,
+    before: datetime | None = None,
+) -> DeliveryPage:
+    """Newest first (ties: larger id first), each row with what changed since the one
+    after it in this listing (the previous delivery, or the previous of the filter).
+    """
+    queryset = deliveries_of(agent, session=session, memory=memory, before=before)
+    # One more row than the page: the last row's predecessor, for its change column.
+    fetched = list(_listing(queryset)[offset : offset + limit + 1])
+    rows = []
+    for index, delivery in enumerate(fetched[:limit]):
+        previous = fetched[index + 1] if index + 1 < len(fetched) else None
+        rows.append(Row(delivery=delivery, change=_change(previous, delivery)))
+    total = offset + len(fetched) if len(fetched) <= limit else queryset.count()
+    return DeliveryPage(
+        rows=rows,
+        total=total,
+        next_offset=offset + limit if len(fetched) > limit else None,
+    )
+
+
+def _key(delivery: Delivery) -> tuple[int, frozenset[str]]:
+    return delivery.composition_id, memory_ids_of(delivery.composition)
+
+
+def _change(previous: Delivery | None, current: Delivery) -> Change:
+    return Change.between(None if previous is None else _key(previous), _key(current))
+
+
+def previous_delivery(delivery: Delivery) -> Delivery | None:
+    """The same agent's delivery just before ``delivery`` (same order as the timeline)."""
+    earlier = Q(delivered_at__lt=delivery.delivered_at) | Q(
+        delivered_at=delivery.delivered_at, id__lt=delivery.id
+    )
+    return (
+        Delivery.objects.filter(earlier, agent_id=delivery.agent_id)
+        .select_related("composition")
+        .order_by("-delivered_at", "-id")
+        .first()
+    )
+
+
+def last_delivery(agent: Agent) -> Delivery | None:
+    return _listing(Delivery.objects.filter(agent=agent)).first()
+
+
+def _facts(stored: StoredComposition) -> Facts:
+    composition = composition_of(stored)
+    return Facts(
+        prompt=composition.prompt.text,
+        memory_ids=memory_ids_of(stored),
+        tokens=stored.tokens,
+    )
+
+
+@dataclass(frozen=True)
+class DeliveryDiff:
+    """``before`` → ``after`` (``before`` None: the agent's first delivery)."""
+
+    before: Delivery | None
+    after: Delivery
+    comparison: Comparison
+
+
+def delivery_diff(team: Team, delivery_id: str, against: str | None = None) -> DeliveryDiff:
+    """Delivery ``delivery_id`` against ``against`` (default: the same agent's previous
+    delivery). Both must be ``team``'s and the same agent's.
+    """
+    after = find_delivery(team, delivery_id)
+    if against is None:
+        before = previous_delivery(after)
+    else:
+        before = find_delivery(team, against)
+        if before.agent_id != after.agent_id:
+            raise DeliveryNotFound(f"No delivery {against!r} of agent {after.agent.slug!r}.")
+    return DeliveryDiff(
+        before=before,
+        after=after,
+        comparison=compare(
+            None if before is None else _facts(before.composition),
+            _facts(after.composition),
+            "(none)" if before is None else f"delivery {before.id}",
+            f"delivery {after.id}",
+        ),
+    )
+
+
+def live_diff(delivery: Delivery, live: Composition) -> Comparison:
+    """What changed between ``delivery`` and the agent's live composition."""
+    return compare(
+        _facts(delivery.composition),
+        Facts(
+            prompt=live.prompt.text,
+            memory_ids=frozenset(_memory_ids(live)),
+            tokens=live.tokens.total,
+        ),
+        f"delivery {delivery.id}",
+        "live prompt",
+    )
+
+
+# --- retention ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Pruned:
+    deliveries: int
+    compositions: int
+
+
+def prune(older_than: timedelta) -> Pruned:
+    """Remove deliveries older than ``older_than``, and the stored compositions no
+    delivery uses any more (with their memory index rows).
+    """
+    cutoff = timezone.now() - older_than
+    with transaction.atomic():
+        deliveries, _ = Delivery.objects.filter(delivered_at__lt=cutoff).delete()
+        unused = StoredComposition.objects.filter(
+            ~Exists(Delivery.objects.filter(composition=OuterRef("pk")))
+        ).values_list("pk", flat=True)
+        unused_ids = list(unused)
+        CompositionMemory.objects.filter(composition_id__in=unused_ids).delete()
+        compositions, _ = StoredComposition.objects.filter(pk__in=unused_ids).delete()
+    return Pruned(deliveries=deliveries, compositions=compositions)
+
+
+@dataclass(frozen=True)
+class Storage:
+    deliveries: int
+    compositions: int
+    body_bytes: int
+    table_bytes: int | None  # None where the database cannot tell
+
+
+_TABLES = ("memory_delivery", "memory_composition", "memory_composition_memory")
+
+
+def storage() -> Storage:
+    """How many deliveries and distinct compositions there are, and the bytes they take."""
+    body = StoredComposition.objects.aggregate(n=Sum(Length("body")))["n"] or 0
+    return Storage(
+        deliveries=Delivery.objects.count(),
+        compositions=StoredComposition.objects.count(),
+        body_bytes=body,
+        table_bytes=_table_bytes(),
+    )
+
+
+def _table_bytes() -> int | None:
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            cursor.execute(
+                "SELECT sum(pg_total_relation_size(to_regclass(name))) FROM unnest(%s) name",
+                [list(_TABLES)],
+            )
+            return int(cursor.fetchone()[0] or 0)
+        try:
+            # SQLite's dbstat table counts the pages of each table and its indexes.
+            cursor.execute(
+                "SELECT sum(pgsize) FROM dbstat WHERE name IN "
+                "(SELECT name FROM sqlite_master WHERE tbl_name IN (%s, %s, %s))",
+                list(_TABLES),
+            )
+        except DatabaseError:  # dbstat is an optional SQLite feature
+            return None
+        return int(cursor.fetchone()[0] or 0)
