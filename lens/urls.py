@@ -6,12 +6,20 @@ from django.urls import include, path
 from kvstore import views as kv_views
 from lens import views
 from lens.api import api
-from memory import approval_views
+from memory import approval_views, delivery_views
 from memory import views as memory_views
 
 urlpatterns = [
     path("", views.agent_list, name="agent-list"),
     path("agents/<str:slug>/", views.agent_lens, name="agent-lens"),
+    path("agents/<str:slug>/deliveries/", delivery_views.timeline, name="delivery-timeline"),
+    path("deliveries/<str:delivery_id>/", delivery_views.delivery_detail, name="delivery-detail"),
+    path(
+        "deliveries/<str:delivery_id>/diff/",
+        delivery_views.delivery_diff_page,
+        name="delivery-diff",
+    ),
+    path("deliveries/<str:delivery_id>/live/", delivery_views.live_diff_page, name="delivery-live"),
     path("approvals/", approval_views.queue, name="approvals"),
     path("approvals/bulk/", approval_views.decide_bulk, name="approvals-bulk"),
     path("approvals/<str:record_id>/decide/", approval_views.decide_one, name="approvals-decide"),

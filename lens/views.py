@@ -20,6 +20,8 @@ from lens.core.report import DROP_REASON_HELP, DROP_REASONS
 from lens.http import AppRequest, current_team, get_agent_for_user
 from lens.models import Agent
 from memory.composition import compose, compose_many, summarise
+from memory.core.deliveries import sha256_hex
+from memory.deliveries import last_delivery
 from memory.queries import record_briefs
 from memory.recall import InvalidMessage, recall
 
@@ -70,9 +72,13 @@ def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
         for reason in DROP_REASONS
         if grouped.get(reason)
     ]
+    last = last_delivery(agent)
     context = {
         "agent": agent,
         "composition": composition,
+        "last_delivery": last,
+        "live_differs": last is not None
+        and last.composition.prompt_sha256 != sha256_hex(composition.prompt.text),
         "sections": sections,
         "prompt_length": len(composition.prompt.text),
         "declared": composition.background.sections,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import zlib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -34,7 +35,16 @@ from memory.core.deliveries import (
     sha256_hex,
 )
 from memory.core.records import is_record_id
-from memory.models import CompositionMemory, Delivery, StoredComposition
+from memory.models import (
+    CompositionMemory,
+    Delivery,
+    EventKind,
+    MemoryEvent,
+    MemoryRecord,
+    Promotion,
+    PromotionStatus,
+    StoredComposition,
+)
 
 # Fast to compress and to read back; a 460 KB composition becomes about a tenth.
 _ZLIB_LEVEL = 1
@@ -207,18 +217,33 @@ def delivery_page(
     after it in this listing (the previous delivery, or the previous of the filter).
     """
     queryset = deliveries_of(agent, session=session, memory=memory, before=before)
-    # One more row than the page: the last row's predecessor, for its change column.
-    fetched = list(_listing(queryset)[offset : offset + limit + 1])
-    rows = []
-    for index, delivery in enumerate(fetched[:limit]):
-        previous = fetched[index + 1] if index + 1 < len(fetched) else None
-        rows.append(Row(delivery=delivery, change=_change(previous, delivery)))
+    fetched, rows = rows_of(queryset, offset, limit)
     total = offset + len(fetched) if len(fetched) <= limit else queryset.count()
     return DeliveryPage(
         rows=rows,
         total=total,
         next_offset=offset + limit if len(fetched) > limit else None,
     )
+
+
+def rows_of(
+    queryset: QuerySet[Delivery], offset: int, limit: int
+) -> tuple[list[Delivery], list[Row]]:
+    """``limit`` rows from ``offset`` with their change columns (one query): one more
+    row than the page is read, the last row's predecessor."""
+    fetched = list(_listing(queryset)[offset : offset + limit + 1])
+    rows = []
+    for index, delivery in enumerate(fetched[:limit]):
+        previous = fetched[index + 1] if index + 1 < len(fetched) else None
+        rows.append(Row(delivery=delivery, change=_change(previous, delivery)))
+    return fetched, rows
+
+
+def shaped_by(agent: Agent, memory_id: str, limit: int) -> tuple[list[Delivery], int]:
+    """The newest ``limit`` deliveries whose prompt held ``memory_id``, and how many
+    there are in all (two index lookups)."""
+    queryset = deliveries_of(agent, memory=memory_id)
+    return list(_listing(queryset)[:limit]), queryset.count()
 
 
 def _key(delivery: Delivery) -> tuple[int, frozenset[str]]:
@@ -299,6 +324,74 @@ def live_diff(delivery: Delivery, live: Composition) -> Comparison:
         f"delivery {delivery.id}",
         "live prompt",
     )
+
+
+# --- what happened to a delivered memory since --------------------------------------
+
+
+@dataclass(frozen=True)
+class Fate:
+    """A delivered memory's state now: ``in-prompt``, ``superseded``, ``revoked``,
+    ``rejected``, ``pending``, ``out`` (not composed, for a reason the lens shows) or
+    ``deleted``; ``by``/``at`` say who and when where known; ``newer`` is the
+    superseding memory's id.
+    """
+
+    state: str
+    by: str = ""
+    at: datetime | None = None
+    newer: str = ""
+
+    @property
+    def words(self) -> str:
+        """One line for people: "revoked by mira", "superseded by 0hon…"."""
+        if self.state == "in-prompt":
+            return "still in the prompt"
+        if self.state == "superseded":
+            return f"superseded by {self.newer}"
+        if self.state in ("revoked", "rejected") and self.by:
+            return f"{self.state} by {self.by}"
+        if self.state == "out":
+            return "no longer in the prompt"
+        if self.state == "deleted":
+            return "deleted since"
+        return self.state
+
+
+def fates(memory_ids: Iterable[str], live: frozenset[str]) -> dict[str, Fate]:
+    """What has happened to each of ``memory_ids`` since it was delivered, given the
+    memories the live prompt holds (three queries whatever the number of ids).
+    """
+    ids = list(memory_ids)
+    statuses = dict(Promotion.objects.filter(record_id__in=ids).values_list("record_id", "status"))
+    newer = {
+        old: (new, at)
+        for new, old, at in MemoryRecord.objects.filter(supersedes_id__in=ids)
+        .order_by("created_at")
+        .values_list("id", "supersedes_id", "created_at")
+    }
+    decided = {
+        event.record_id: event
+        for event in MemoryEvent.objects.filter(
+            record_id__in=ids, kind__in=(EventKind.REVOKED, EventKind.REJECTED)
+        ).order_by("at", "id")
+    }
+    found: dict[str, Fate] = {}
+    for memory_id in ids:
+        event = decided.get(memory_id)
+        if memory_id not in statuses:
+            found[memory_id] = Fate("deleted")
+        elif memory_id in live:
+            found[memory_id] = Fate("in-prompt")
+        elif memory_id in newer:
+            found[memory_id] = Fate("superseded", at=newer[memory_id][1], newer=newer[memory_id][0])
+        elif event is not None and statuses[memory_id] == PromotionStatus.REJECTED:
+            found[memory_id] = Fate(event.kind, by=event.actor, at=event.at)
+        elif statuses[memory_id] == PromotionStatus.PENDING:
+            found[memory_id] = Fate("pending")
+        else:
+            found[memory_id] = Fate("out")
+    return found
 
 
 # --- retention ------------------------------------------------------------------------

@@ -114,10 +114,23 @@ def record_briefs(agent: Agent) -> tuple[dict[str, dict[str, Any]], list[Promoti
     briefs = {}
     states = []
     for record_id, status, reason, kind, label, head in rows:
-        snippet = head if len(head) <= SNIPPET_CHARS else head[:SNIPPET_CHARS].rstrip() + "…"
-        briefs[record_id] = {"kind": kind, "label": label, "snippet": snippet}
+        briefs[record_id] = _brief(kind, label, head)
         states.append(PromotionState(memory_id=record_id, status=status, reason=reason))
     return briefs, states
+
+
+def _brief(kind: str, label: str | None, head: str) -> dict[str, Any]:
+    snippet = head if len(head) <= SNIPPET_CHARS else head[:SNIPPET_CHARS].rstrip() + "…"
+    return {"kind": kind, "label": label, "snippet": snippet}
+
+
+def briefs_of(record_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Kind, label and the start of the content of each of ``record_ids`` that still
+    exists (one query)."""
+    rows = MemoryRecord.objects.filter(pk__in=list(record_ids)).values_list(
+        "pk", "kind", "label", Substr("content", 1, SNIPPET_CHARS + 1)
+    )
+    return {record_id: _brief(kind, label, head) for record_id, kind, label, head in rows}
 
 
 def view_of(record: MemoryRecord) -> MemoryView:

@@ -20,6 +20,7 @@ from memory.approval_views import PERMISSION
 from memory.composition import compose
 from memory.core.records import stored_problem
 from memory.core.tokens import highlight
+from memory.deliveries import shaped_by
 from memory.models import MemoryRecord
 from memory.queries import listed
 
@@ -75,6 +76,11 @@ def memory_list(request: AppRequest) -> HttpResponse:
     return render_list(request, "memory/memory_list.html", context)
 
 
+# The memory page lists this many of the deliveries a memory shaped; the timeline,
+# filtered by the memory, has them all.
+DELIVERED_IN_SHOWN = 10
+
+
 @require_GET
 @login_required
 def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
@@ -84,6 +90,7 @@ def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
     drop = next((d for d in composition.report.drops if d.memory_id == record.pk), None)
     section_titles = {s.id: s.title for s in composition.background.sections}
     promotion = getattr(record, "promotion", None)
+    delivered = shaped_by(agent, record.pk, DELIVERED_IN_SHOWN)
     context = {
         "record": record,
         "agent": agent,
@@ -95,6 +102,8 @@ def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
         "superseded_by": list(record.superseded_by.order_by("created_at")),
         "events": list(record.events.select_related("actor_user").order_by("at", "id")),
         "can_decide": request.user.has_perm(PERMISSION),
+        "deliveries": delivered[0],
+        "delivery_total": delivered[1],
         "nav": "memories",
     }
     return render(request, "memory/memory_detail.html", context)

@@ -9,6 +9,7 @@ import difflib
 from typing import Literal
 
 WordOp = Literal["equal", "delete", "insert"]
+LineKind = Literal["file", "hunk", "add", "delete", "context", "note"]
 
 
 def unified_diff(old: str, new: str, old_label: str, new_label: str) -> str:
@@ -22,6 +23,25 @@ def unified_diff(old: str, new: str, old_label: str, new_label: str) -> str:
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
+
+
+def diff_lines(diff: str) -> list[tuple[LineKind, str]]:
+    """A unified diff's lines, each with what it is, for colouring."""
+    lines: list[tuple[LineKind, str]] = []
+    for line in diff.splitlines():
+        if line.startswith(("--- ", "+++ ")) and len(lines) < 2:
+            lines.append(("file", line))
+        elif line.startswith("@@"):
+            lines.append(("hunk", line))
+        elif line.startswith("+"):
+            lines.append(("add", line))
+        elif line.startswith("-"):
+            lines.append(("delete", line))
+        elif line.startswith("\\"):
+            lines.append(("note", line))
+        else:
+            lines.append(("context", line))
+    return lines
 
 
 def word_diff(old: str, new: str) -> list[tuple[WordOp, str]]:

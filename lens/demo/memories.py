@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from lens.actors import Actor
@@ -193,14 +194,25 @@ ATLAS = [
 DEMO_MEMORIES = {"wren": WREN, "sentinel": SENTINEL, "atlas": ATLAS}
 
 
-def seed_memories(agent: Agent, token: ApiToken, reviewer: Actor) -> int:
-    """Save the agent's demo memories through the real service, once."""
+def seed_memories(
+    agent: Agent,
+    token: ApiToken,
+    reviewer: Actor,
+    before_each: Callable[[Demo], object] | None = None,
+) -> int:
+    """Save the agent's demo memories through the real service, once.
+
+    ``before_each`` is called before each one is saved (the delivery history opens its
+    sessions there, ``lens.demo.deliveries``).
+    """
     if agent.memories.exists():
         return 0
     actor = Actor.for_token(token)
     saved_ids: dict[str, str] = {}
     count = 0
     for demo in DEMO_MEMORIES.get(agent.slug, []):
+        if before_each is not None:
+            before_each(demo)
         data = MemoryInput(
             kind=demo.kind,
             content=demo.content,

@@ -121,7 +121,7 @@ def composed(agent: Agent) -> Composition:
 
 
 def section_sizes(html: str) -> dict[str, int]:
-    pattern = r'data-section="([^"]*)".*?class="muted section-size">(\d+) chars<'
+    pattern = r'data-section="([^"]*)".*?class="muted section-size"[^>]*>(\d+) chars ·'
     return {name: int(size) for name, size in re.findall(pattern, html, re.S)}
 
 

@@ -9,8 +9,8 @@ from django.db import transaction
 from lens.actors import Actor
 from lens.core.config import AgentConfig
 from lens.demo.agents import DEMO_AGENTS
+from lens.demo.deliveries import seed_history
 from lens.demo.kv import seed_kv
-from lens.demo.memories import seed_memories
 from lens.models import ApiToken, Membership, Team
 from memory.agents import store_agent
 
@@ -37,14 +37,18 @@ class Command(BaseCommand):
         token = ApiToken.objects.filter(team=team, name=SEED_TOKEN).first()
         if token is None:
             token, _raw = ApiToken.objects.issue(team, name=SEED_TOKEN)
-        saved = 0
+        saved = delivered = 0
         for slug, raw in DEMO_AGENTS.items():
             agent, _ = store_agent(team, slug, AgentConfig.model_validate(raw))
-            saved += seed_memories(agent, token, Actor.for_user(user))
+            # The memories, with the sessions that were delivered between them.
+            memories, deliveries = seed_history(agent, token, Actor.for_user(user))
+            saved += memories
+            delivered += deliveries
         versions = seed_kv(team)
         self.stdout.write(
             f"Demo team '{team.slug}' with agents: {', '.join(DEMO_AGENTS)}"
-            f" ({saved} new demo memories, {versions} new key/value versions).\n"
+            f" ({saved} new demo memories, {delivered} new deliveries,"
+            f" {versions} new key/value versions).\n"
             f"Log in at http://127.0.0.1:8000/accounts/login/ as "
             f"{DEMO_USER} / {DEMO_PASSWORD}"
             + ("" if created else " (unless you changed that password)")

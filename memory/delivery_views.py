@@ -1,0 +1,188 @@
+"""Delivery pages (SPEC §11): an agent's timeline, one delivery as it was handed to the
+model, and the diff between two deliveries (or a delivery and the live prompt).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import Http404, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET
+
+from lens.core.composition import Composition
+from lens.core.diffs import diff_lines
+from lens.http import PAGE_SIZE, AppRequest, get_agent_for_user, require_team
+from lens.models import Agent
+from memory.composition import compose
+from memory.core.deliveries import Comparison, label_problem
+from memory.deliveries import (
+    DeliveryNotFound,
+    Fate,
+    composition_of,
+    deliveries_of,
+    delivery_diff,
+    fates,
+    find_delivery,
+    live_diff,
+    rows_of,
+)
+from memory.models import Delivery
+from memory.queries import briefs_of
+
+
+def get_delivery_for_user(request: AppRequest, delivery_id: str) -> Delivery:
+    """The current team's delivery; 404 for anyone else."""
+    try:
+        return find_delivery(require_team(request), delivery_id)
+    except DeliveryNotFound:
+        raise Http404("No such delivery") from None
+
+
+def _moment(value: str) -> datetime | None:
+    """A time from the jump form (``datetime-local`` sends no zone: it is UTC)."""
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+
+
+def _filter(request: AppRequest, name: str) -> str | None:
+    value = request.GET.get(name, "")
+    return value if value and label_problem(value) is None else None
+
+
+@require_GET
+@login_required
+def timeline(request: AppRequest, slug: str) -> HttpResponse:
+    """Newest first, 50 a page; ``at`` jumps to the delivery in force at that time."""
+    agent = get_agent_for_user(request, slug)
+    session, memory = _filter(request, "session"), _filter(request, "memory")
+    at_text = request.GET.get("at", "")
+    jump_error = ""
+    if at_text:
+        at = _moment(at_text)
+        in_force = (
+            deliveries_of(agent, before=at).order_by("-delivered_at", "-id").first() if at else None
+        )
+        if in_force is not None:
+            return redirect("delivery-detail", delivery_id=in_force.id)
+        jump_error = (
+            f"No delivery at or before {at_text} UTC."
+            if at
+            else f"{at_text!r} is not a date and time."
+        )
+    queryset = deliveries_of(agent, session=session, memory=memory)
+    page = Paginator(queryset.order_by("-delivered_at", "-id"), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    # The paginator counts; the rows (with their change columns) are read once.
+    _fetched, rows = rows_of(queryset, (page.number - 1) * PAGE_SIZE, PAGE_SIZE)
+    context = {
+        "agent": agent,
+        "page": page,
+        "rows": rows,
+        "session": session or "",
+        "memory": memory or "",
+        "at": at_text,
+        "jump_error": jump_error,
+        "nav": "agents",
+    }
+    return render(request, "memory/delivery_timeline.html", context)
+
+
+def _fragment_items(composition: Composition, tip_of: dict[str, str]) -> list[dict[str, Any]]:
+    return [
+        {
+            "section": section,
+            "text_length": len(section.text),
+            "fragments": [
+                {
+                    "fragment": fragment,
+                    "tip": "\n".join(
+                        tip_of.get(mid, f"memory {mid}") for mid in fragment.memory_ids
+                    ),
+                }
+                for fragment in section.fragments
+            ],
+        }
+        for section in composition.prompt.sections
+    ]
+
+
+@require_GET
+@login_required
+def delivery_detail(request: AppRequest, delivery_id: str) -> HttpResponse:
+    """The prompt exactly as delivered, each memory marked with what happened since."""
+    delivery = get_delivery_for_user(request, delivery_id)
+    agent = get_agent_for_user(request, delivery.agent.slug)
+    composition = composition_of(delivery.composition)
+    memory_ids = sorted(delivery.composition.memory_ids.split())
+    live = compose(agent)
+    live_ids = frozenset(mid for s in live.prompt.sections for mid in s.memory_ids)
+    fate_of = fates(memory_ids, live_ids)
+    briefs = briefs_of(memory_ids)
+    memories = [{"id": mid, "brief": briefs.get(mid), "fate": fate_of[mid]} for mid in memory_ids]
+    tip_of = {item["id"]: _tip(item["id"], item["brief"], item["fate"]) for item in memories}
+    context = {
+        "agent": agent,
+        "delivery": delivery,
+        "stored": delivery.composition,
+        "composition": composition,
+        "sections": _fragment_items(composition, tip_of),
+        "memories": memories,
+        "live_differs": live.prompt.text != composition.prompt.text,
+        "nav": "agents",
+    }
+    return render(request, "memory/delivery_detail.html", context)
+
+
+def _tip(memory_id: str, brief: dict[str, Any] | None, fate: Fate) -> str:
+    what = f"{brief['kind']}: {brief['snippet']}" if brief else "deleted memory"
+    return f"memory {memory_id} · {what}\nsince delivered: {fate.words}"
+
+
+def _diff_context(
+    agent: Agent, comparison: Comparison, before: Delivery | None, after: Delivery | None
+) -> dict[str, Any]:
+    ids = [*comparison.added, *comparison.removed]
+    briefs = briefs_of(ids)
+    return {
+        "agent": agent,
+        "before": before,
+        "after": after,
+        "comparison": comparison,
+        "lines": diff_lines(comparison.diff),
+        "added": [{"id": mid, "brief": briefs.get(mid)} for mid in comparison.added],
+        "removed": [{"id": mid, "brief": briefs.get(mid)} for mid in comparison.removed],
+        "nav": "agents",
+    }
+
+
+@require_GET
+@login_required
+def delivery_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
+    """``against`` (default: the previous delivery) → this delivery."""
+    against = request.GET.get("against") or None
+    try:
+        found = delivery_diff(require_team(request), delivery_id, against)
+    except DeliveryNotFound:
+        raise Http404("No such delivery") from None
+    agent = get_agent_for_user(request, found.after.agent.slug)
+    context = _diff_context(agent, found.comparison, found.before, found.after)
+    return render(request, "memory/delivery_diff.html", context)
+
+
+@require_GET
+@login_required
+def live_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
+    """This delivery → the agent's live prompt: what the next delivery would change."""
+    delivery = get_delivery_for_user(request, delivery_id)
+    agent = get_agent_for_user(request, delivery.agent.slug)
+    comparison = live_diff(delivery, compose(agent))
+    context = _diff_context(agent, comparison, delivery, None)
+    return render(request, "memory/delivery_diff.html", context)
