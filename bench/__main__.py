@@ -30,11 +30,22 @@ def main() -> int:
     from lens.runtime import tune_gc
 
     tune_gc()  # as lens/wsgi.py does once the application is loaded
-    from bench import approvals_bench, kv_bench, lens_bench, memory_bench, search_bench
+    from bench import (
+        approvals_bench,
+        delivery_bench,
+        kv_bench,
+        lens_bench,
+        memory_bench,
+        search_bench,
+    )
     from bench.common import median_ms, report
 
     print(f"Composition Lens benchmarks — {connection.vendor}")
-    for module in (lens_bench, memory_bench, search_bench, approvals_bench, kv_bench):
+    only = set(sys.argv[1:])  # e.g. `python -m bench delivery_bench`
+    modules = (lens_bench, memory_bench, search_bench, approvals_bench, kv_bench, delivery_bench)
+    for module in modules:
+        if only and module.__name__.removeprefix("bench.") not in only:
+            continue
         try:
             module.run(median_ms, report)
         finally:

@@ -127,7 +127,7 @@ def delivery_detail(request: AppRequest, delivery_id: str) -> HttpResponse:
     fate_of = fates(memory_ids, live_ids)
     briefs = briefs_of(memory_ids)
     memories = [{"id": mid, "brief": briefs.get(mid), "fate": fate_of[mid]} for mid in memory_ids]
-    tip_of = {item["id"]: _tip(item["id"], item["brief"], item["fate"]) for item in memories}
+    tip_of = {mid: _tip(mid, briefs.get(mid), fate_of[mid]) for mid in memory_ids}
     context = {
         "agent": agent,
         "delivery": delivery,

@@ -12,7 +12,7 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 
-from lens.actors import Actor
+from lens.actors import SYSTEM, Actor
 from lens.models import Agent, ApiToken
 
 _ALPHABET = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -199,12 +199,15 @@ def new_event(
 class StoredComposition(models.Model):
     """A composition exactly as it was delivered, stored once however often it was.
 
-    Content-addressed: ``digest`` is the SHA-256 of the canonical JSON, which is kept
-    zlib-compressed in ``body``. The sizes are copied out so listings never read it.
-    Rows are shared by every delivery (of any agent) whose composition was identical.
+    Content-addressed: ``digest`` is the SHA-256 of the composition's canonical JSON
+    (``memory.deliveries.canonical_json``), which is kept zlib-compressed in ``body``.
+    The sizes are copied out so listings never read it. One agent's identical
+    deliveries share a row; rows belong to one agent, so the deliveries of a stored
+    composition are always that agent's.
     """
 
-    digest = models.CharField(max_length=64, unique=True)
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+", db_index=False)
+    digest = models.CharField(max_length=64)
     body = models.BinaryField(help_text="zlib-compressed canonical JSON of the composition")
     prompt_sha256 = models.CharField(max_length=64)
     chars = models.PositiveIntegerField(help_text="Code points of the prompt text")
@@ -218,6 +221,9 @@ class StoredComposition(models.Model):
 
     class Meta:
         db_table = "memory_composition"
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "digest"], name="composition_agent_digest")
+        ]
 
     def __str__(self) -> str:
         return f"composition {self.digest[:12]}"
@@ -251,7 +257,9 @@ class Delivery(models.Model):
     """A prompt as it was handed to a model (SPEC §11). Never changed once written.
 
     Kept small (the composition is shared): the id, the agent, the composition, when,
-    the runtime's session and model names, and who asked.
+    the runtime's session and model names, and the token that asked (NULL: the system,
+    as the demo records). A token that asked cannot be deleted, only revoked, so the
+    audit never loses who asked.
     """
 
     id = models.CharField(primary_key=True, max_length=32, default=new_record_id, editable=False)
@@ -263,9 +271,8 @@ class Delivery(models.Model):
     delivered_at = models.DateTimeField()
     session = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
     model = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
-    actor = models.CharField(max_length=200, help_text="Who asked: the token, by prefix and name")
     actor_token = models.ForeignKey(
-        ApiToken, on_delete=models.SET_NULL, null=True, blank=True, db_index=False
+        ApiToken, on_delete=models.PROTECT, null=True, blank=True, db_index=False
     )
 
     class Meta:
@@ -284,3 +291,8 @@ class Delivery(models.Model):
 
     def __str__(self) -> str:
         return f"delivery {self.id}"
+
+    @property
+    def actor(self) -> str:
+        """Who asked, as events name actors (reads the token: select it with the row)."""
+        return SYSTEM.label if self.actor_token is None else Actor.for_token(self.actor_token).label

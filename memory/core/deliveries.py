@@ -1,15 +1,12 @@
-"""Deliveries, the pure part (SPEC §11): what a runtime may say about a delivery, the
-canonical form that addresses a stored composition, and how two deliveries compare.
+"""Deliveries, the pure part (SPEC §11): what a runtime may say about a delivery, and
+how two deliveries compare.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
 import unicodedata
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
@@ -47,11 +44,6 @@ class DeliveryInput(BaseModel):
         if value is not None and (problem := label_problem(value)) is not None:
             raise ValueError(problem)
         return value
-
-
-def canonical_json(data: Mapping[str, Any]) -> str:
-    """One text for one composition: sorted keys, no spaces, characters as they are."""
-    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
 def sha256_hex(text: str) -> str:

@@ -183,7 +183,6 @@ def _bulk(agent: Agent, n: int) -> None:
             composition_id=template.composition_id,
             delivered_at=template.delivered_at - timedelta(seconds=i + 1),
             session=f"s-{i % 7}",
-            actor="system",
         )
         for i in range(n)
     )
