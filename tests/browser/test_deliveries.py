@@ -51,7 +51,9 @@ def test_a_past_delivery_shows_the_prompt_as_recorded_and_links_its_memories(
     rows = page.locator("tr[data-delivery-id]")
     assert rows.count() == 2
     assert rows.nth(0).get_attribute("data-delivery-id") != past["delivery_id"]
-    assert "+2" in rows.nth(0).inner_text() and "−1" in rows.nth(0).inner_text()
+    change = rows.nth(0).locator("[data-change]").inner_text()
+    assert "+2" in change
+    assert "−1" in change
     page.locator(f'tr[data-delivery-id="{past["delivery_id"]}"] a').first.click()
     page.wait_for_url(f"{base}/deliveries/{past['delivery_id']}/")
 
