@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from django.http import HttpRequest
@@ -43,6 +44,22 @@ def _unstorable_path(
     return None
 
 
+class _DuplicateKey(Exception):
+    """A JSON object named the same key twice (``args``: the key)."""
+
+
+def _refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads would keep the last value silently; the contract refuses the body.
+    data = dict(pairs)
+    if len(data) != len(pairs):
+        seen: set[str] = set()
+        for key, _value in pairs:
+            if key in seen:
+                raise _DuplicateKey(key)
+            seen.add(key)
+    return data
+
+
 class _JsonParser(Parser):
     def parse_body(self, request: HttpRequest) -> Any:
         if not request.body.strip():
@@ -50,7 +67,12 @@ class _JsonParser(Parser):
             # fields are all optional works; required fields are then reported missing.
             return {}
         try:
-            data = super().parse_body(request)
+            data = json.loads(request.body, object_pairs_hook=_refuse_duplicates)
+        except _DuplicateKey as exc:
+            loc = ("body", "", *exc.args)
+            raise apierrors.validation_error(
+                [{"loc": loc, "msg": "duplicate key in a JSON object"}]
+            ) from None
         except ValueError as exc:
             raise ApiError(
                 422, "invalid_request", f"Request body is not valid JSON: {exc}"

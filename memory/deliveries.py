@@ -222,7 +222,12 @@ def delivery_page(
     """
     queryset = deliveries_of(agent, session=session, memory=memory, before=before)
     fetched, rows = rows_of(queryset, offset, limit)
-    total = offset + len(fetched) if len(fetched) <= limit else queryset.count()
+    # A page that is not full ends the listing, so it tells the total; a full page, or
+    # an empty one past the end, needs the count.
+    if len(fetched) > limit or (not fetched and offset > 0):
+        total = queryset.count()
+    else:
+        total = offset + len(fetched)
     return DeliveryPage(
         rows=rows,
         total=total,
@@ -461,7 +466,7 @@ def _table_bytes() -> int | None:
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             cursor.execute(
-                "SELECT sum(pg_total_relation_size(to_regclass(name))) FROM unnest(%s) name",
+                "SELECT sum(pg_total_relation_size(to_regclass(name))) FROM unnest(%s::text[]) name",
                 [list(_TABLES)],
             )
             return int(cursor.fetchone()[0] or 0)

@@ -81,9 +81,10 @@ def _iso_8601(value: Any) -> Any:
         raise ValueError("must be an ISO 8601 date and time")
     try:
         moment = datetime.fromisoformat(value)
-    except ValueError:
+        # In UTC it must still be a date the database can hold (year 1 to 9999).
+        return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
         raise ValueError(f"must be an ISO 8601 date and time, not {value!r}") from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _label(value: Any) -> Any:

@@ -43,8 +43,10 @@ class MemoryRecord(models.Model):
     tags = models.JSONField(default=list, blank=True)
     # NULL is "saved without a label" (MemoryInput.label None); a label is never "".
     label = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    # RESTRICT: a superseded record outlives its successor's deletion alone, yet goes
+    # with it when both are deleted at once (deleting the agent, the team).
     supersedes = models.ForeignKey(
-        "self", on_delete=models.PROTECT, null=True, blank=True, related_name="superseded_by"
+        "self", on_delete=models.RESTRICT, null=True, blank=True, related_name="superseded_by"
     )
     created_at = models.DateTimeField()
 
@@ -265,14 +267,16 @@ class Delivery(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=new_record_id, editable=False)
     # Covered by the (agent, delivered_at, id) index: no index of its own.
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+", db_index=False)
+    # RESTRICT, not PROTECT: a composition (or token) cannot be deleted while a delivery
+    # uses it, except in the same deletion as that delivery (an agent's, a team's).
     composition = models.ForeignKey(
-        StoredComposition, on_delete=models.PROTECT, related_name="deliveries", db_index=False
+        StoredComposition, on_delete=models.RESTRICT, related_name="deliveries", db_index=False
     )
     delivered_at = models.DateTimeField()
     session = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
     model = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
     actor_token = models.ForeignKey(
-        ApiToken, on_delete=models.PROTECT, null=True, blank=True, db_index=False
+        ApiToken, on_delete=models.RESTRICT, null=True, blank=True, db_index=False
     )
 
     class Meta:

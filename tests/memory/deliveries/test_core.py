@@ -1,12 +1,10 @@
-"""Deliveries, the pure part (SPEC §11): what may name a session or a model, the canonical
-JSON that addresses a stored composition, and how two deliveries compare. No database.
+"""Deliveries, the pure part (SPEC §11): what may name a session or a model, the hash of
+a prompt, and how two deliveries compare. No database.
 """
 
 from __future__ import annotations
 
 import hashlib
-import json
-import random
 from typing import Any
 
 import pytest
@@ -19,7 +17,6 @@ from memory.core.deliveries import (
     Change,
     DeliveryInput,
     Facts,
-    canonical_json,
     compare,
     label_problem,
     sha256_hex,
@@ -107,54 +104,7 @@ def test_the_body_refuses_what_cannot_name_a_session_or_a_model(body: dict[str, 
         DeliveryInput.model_validate(body)
 
 
-# --- canonical_json: one text for one composition ---------------------------------------
-
-JSON_SCALARS = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**53), max_value=2**53)
-    | st.floats(allow_nan=False, allow_infinity=False)
-    | st.text(max_size=12)
-)
-JSON = st.recursive(
-    JSON_SCALARS,
-    lambda children: st.lists(children, max_size=4)
-    | st.dictionaries(st.text(max_size=8), children, max_size=5),
-    max_leaves=25,
-)
-
-
-def shuffled(data: Any, rng: random.Random) -> Any:
-    """The same JSON value with every object's keys in another order."""
-    if isinstance(data, dict):
-        items = list(data.items())
-        rng.shuffle(items)
-        return {key: shuffled(value, rng) for key, value in items}
-    if isinstance(data, list):
-        return [shuffled(value, rng) for value in data]
-    return data
-
-
-@settings(max_examples=200, deadline=None)
-@given(data=st.dictionaries(st.text(max_size=8), JSON, max_size=6), seed=st.integers(0, 2**32))
-def test_canonical_json_does_not_depend_on_key_order(data: dict[str, Any], seed: int) -> None:
-    other = shuffled(data, random.Random(seed))
-    assert canonical_json(other) == canonical_json(data)
-    assert json.loads(canonical_json(data)) == data
-
-
-def test_canonical_json_sorts_keys_at_every_depth_without_spaces() -> None:
-    data = {"b": {"z": 1, "a": [{"y": 2, "x": 3}]}, "a": None}
-    assert canonical_json(data) == '{"a":null,"b":{"a":[{"x":3,"y":2}],"z":1}}'
-
-
-def test_canonical_json_keeps_characters_as_they_are() -> None:
-    text = canonical_json({"name": f"Gdańsk {GRINNING} 東京", "quote": '"'})
-    assert text == f'{{"name":"Gdańsk {GRINNING} 東京","quote":"\\""}}'
-
-
-def test_canonical_json_keeps_list_order() -> None:
-    assert canonical_json({"a": [2, 1]}) != canonical_json({"a": [1, 2]})
+# --- sha256_hex ---------------------------------------------------------------------------
 
 
 def test_sha256_hex_hashes_the_utf8_bytes() -> None:
@@ -205,9 +155,7 @@ def test_a_prompt_without_a_final_newline_says_so() -> None:
 
 
 IDS = st.frozensets(st.sampled_from([f"m{n}" for n in range(6)]))
-PROMPTS = st.lists(st.sampled_from(["a", "b", "- **k**: v", "", "ł😀"]), max_size=5).map(
-    "\n".join
-)
+PROMPTS = st.lists(st.sampled_from(["a", "b", "- **k**: v", "", "ł😀"]), max_size=5).map("\n".join)
 
 
 @settings(max_examples=200, deadline=None)

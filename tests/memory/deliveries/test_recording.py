@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any
 
 import pytest
+from django.utils import timezone
 
 from lens.models import Agent, ApiToken, Team
 from memory.deliveries import composition_data
@@ -186,11 +187,6 @@ def test_a_bad_body_is_refused_and_records_nothing(api: ApiClient, wren: Agent, 
     assert delivery_rows() == before == (0, 0, 0)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="PRODUCT BUG: the API's JSON parser keeps the last of duplicate keys "
-    "(SPEC §8: duplicate keys in a JSON object → 422); the delivery is recorded",
-)
 def test_a_body_with_a_duplicate_key_is_refused_and_records_nothing(
     api: ApiClient, wren: Agent
 ) -> None:
@@ -206,9 +202,7 @@ def test_a_label_refusal_says_which_field_and_why(api: ApiClient, wren: Agent) -
     assert "128" in str(error)
 
 
-def test_an_unknown_agent_is_not_found_and_nothing_is_recorded(
-    api: ApiClient, wren: Agent
-) -> None:
+def test_an_unknown_agent_is_not_found_and_nothing_is_recorded(api: ApiClient, wren: Agent) -> None:
     assert_error(api.post("/api/agents/nobody/deliveries", {}), 404, "agent_not_found")
     assert delivery_rows() == (0, 0, 0)
 
@@ -226,3 +220,10 @@ def test_another_teams_agent_is_not_found_and_nothing_is_recorded(
 def test_without_a_valid_token_nothing_is_recorded(wren: Agent, token: str | None) -> None:
     assert_error(ApiClient(token).post(URL, {"session": "s"}), 401)
     assert delivery_rows() == (0, 0, 0)
+
+
+def test_a_revoked_token_records_nothing(api: ApiClient, wren: Agent, api_token: ApiToken) -> None:
+    post_delivery(api)
+    ApiToken.objects.filter(pk=api_token.pk).update(revoked_at=timezone.now())
+    assert_error(api.post(URL, {}), 401)
+    assert delivery_rows()[0] == 1
