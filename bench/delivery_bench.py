@@ -101,17 +101,16 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     user = User.objects.create_user(f"bench-deliveries-{_RUN}", password="x")
     Membership.objects.create(team=team, user=user)
     token, raw = ApiToken.objects.issue(team, name="runtime")
-    auth = {"HTTP_AUTHORIZATION": f"Bearer {raw}"}
-    api = Client()
+    api = Client(headers={"Authorization": f"Bearer {raw}"})
     agent = _big_agent(team)
     analyze()
 
     print(f"\nDeliveries: the 40-section, 2,000-entry agent with {MEMORIES:,} memories")
     timed = _interleaved(
         {
-            "composition": lambda: api.get("/api/agents/big/composition", **auth),
+            "composition": lambda: api.get("/api/agents/big/composition"),
             "delivery": lambda: api.post(
-                "/api/agents/big/deliveries", "", content_type="application/json", **auth
+                "/api/agents/big/deliveries", "", content_type="application/json"
             ),
         },
         15,

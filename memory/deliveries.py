@@ -248,7 +248,7 @@ def rows_of(
     return fetched, rows
 
 
-def _compositions_holding(agent: Agent, memory_id: str) -> QuerySet[CompositionMemory]:
+def _compositions_holding(agent: Agent, memory_id: str) -> QuerySet[CompositionMemory, Any]:
     return CompositionMemory.objects.filter(memory_id=memory_id, composition__agent=agent).values(
         "composition_id"
     )
@@ -424,17 +424,22 @@ class Pruned:
     compositions: int
 
 
-def prune(older_than: timedelta) -> Pruned:
+def prune(older_than: timedelta, *, dry_run: bool = False) -> Pruned:
     """Remove deliveries older than ``older_than``, and the stored compositions no
-    delivery uses any more (with their memory index rows).
+    delivery uses any more (with their memory index rows). ``dry_run`` counts what
+    would go, with the same filters, and removes nothing.
     """
     cutoff = timezone.now() - older_than
+    old = Delivery.objects.filter(delivered_at__lt=cutoff)
+    # Unused once the old ones are gone: no delivery at or after the cutoff uses it.
+    unused = StoredComposition.objects.filter(
+        ~Exists(Delivery.objects.filter(composition=OuterRef("pk"), delivered_at__gte=cutoff))
+    )
+    if dry_run:
+        return Pruned(deliveries=old.count(), compositions=unused.count())
     with transaction.atomic():
-        deliveries, _ = Delivery.objects.filter(delivered_at__lt=cutoff).delete()
-        unused = StoredComposition.objects.filter(
-            ~Exists(Delivery.objects.filter(composition=OuterRef("pk")))
-        ).values_list("pk", flat=True)
-        unused_ids = list(unused)
+        deliveries, _ = old.delete()
+        unused_ids = list(unused.values_list("pk", flat=True))
         CompositionMemory.objects.filter(composition_id__in=unused_ids).delete()
         compositions, _ = StoredComposition.objects.filter(pk__in=unused_ids).delete()
     return Pruned(deliveries=deliveries, compositions=compositions)

@@ -17,6 +17,7 @@ from datetime import UTC, date, datetime, time, timedelta
 from django.utils import timezone
 
 from lens.actors import Actor
+from lens.agents import with_config
 from lens.demo.memories import Demo, seed_memories
 from lens.models import Agent, ApiToken
 from memory.core.deliveries import DeliveryInput
@@ -158,7 +159,8 @@ class _Story:
     """One agent's history, told step by step."""
 
     def __init__(self, agent: Agent, token: ApiToken, reviewer: Actor, history: History) -> None:
-        self.agent = agent
+        # Loaded as the API loads it; the config does not change during the story.
+        self.agent = with_config(Agent.objects.filter(pk=agent.pk)).get()
         self.runtime = Actor.for_token(token)
         self.reviewer = reviewer
         self.history = history
@@ -172,7 +174,9 @@ class _Story:
     def before(self, demo: Demo) -> None:
         """Open the sessions that start just before ``demo`` is saved."""
         during = self.history.during
-        while self.opened < len(during) and demo.content.startswith(during[self.opened].before or ""):
+        while self.opened < len(during) and demo.content.startswith(
+            during[self.opened].before or ""
+        ):
             self.open(during[self.opened])
             self.opened += 1
 

@@ -10,6 +10,7 @@ from django.db.models import Count, Sum
 from kvstore.models import Key, Version
 from lens.agents import config_of, with_config
 from lens.models import Agent, ApiToken, AuthoredEntry, SectionDeclaration, Team
+from memory.deliveries import storage
 from memory.queries import unreadable_memories
 from memory.search import index_health
 
@@ -29,6 +30,18 @@ class Command(BaseCommand):
             self.stdout.write(
                 f"  largest: {row.team.slug}/{row.key} v{row.latest_version} {row.latest_runes} chars"
             )
+
+    def _report_deliveries(self) -> None:
+        """How much the delivery audit (SPEC §11) holds; informative, never a problem."""
+        held = storage()
+        line = (
+            f"deliveries: {held.deliveries:,} recorded  "
+            f"{held.compositions:,} distinct compositions  "
+            f"{held.body_bytes:,} bytes stored (compositions, compressed)"
+        )
+        if held.table_bytes is not None:
+            line += f"  {held.table_bytes:,} bytes in tables and indexes"
+        self.stdout.write(line)
 
     def _report_memory(self, problems: list[str]) -> None:
         """Rows that no longer read as records (SPEC §6.3) and the search index."""
@@ -83,6 +96,8 @@ class Command(BaseCommand):
         self.stdout.write(f"agent configs: {'ok' if not invalid else f'{invalid} invalid'}")
 
         self._report_memory(problems)
+
+        self._report_deliveries()
 
         self._report_kv()
 
