@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef, Q, QuerySet, Sum
+from django.db.models import Exists, OuterRef, QuerySet, Sum
 from django.db.models.functions import Length
 from django.utils import timezone
 
@@ -53,6 +53,13 @@ class DeliveryNotFound(DomainError):
     code = "delivery_not_found"
 
 
+class DeliveriesBusy(DomainError):
+    code = "store_busy"
+
+
+_INSERT_ATTEMPTS = 20
+
+
 @dataclass(frozen=True)
 class Delivered:
     """A recorded delivery and its composition as the canonical JSON that was stored."""
@@ -72,15 +79,38 @@ def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) ->
         composition = compose(agent)
         text = canonical_json(composition)
         stored = _store_composition(agent, composition, text)
-        delivery = Delivery.objects.create(
-            agent=agent,
-            composition=stored,
-            delivered_at=timezone.now(),
-            session=request.session,
-            model=request.model,
-            actor_token=actor.token,
-        )
-    return Delivered(delivery=delivery, composition_json=text)
+        for _attempt in range(_INSERT_ATTEMPTS):
+            delivery = Delivery(
+                agent=agent,
+                composition=stored,
+                delivered_at=_next_moment(agent),
+                session=request.session,
+                model=request.model,
+                actor_token=actor.token,
+            )
+            try:
+                with transaction.atomic():  # a savepoint: a clash leaves the rest intact
+                    delivery.save(force_insert=True)
+            except IntegrityError:
+                # Another delivery of this agent took the same microsecond (or, once in
+                # 2^36, the same id): read the newest time again and step past it.
+                continue
+            return Delivered(delivery=delivery, composition_json=text)
+    raise DeliveriesBusy("The agent is being delivered too often at once; try again.")
+
+
+def _next_moment(agent: Agent) -> datetime:
+    """Now, or a microsecond after the agent's newest delivery if that is not earlier:
+    an agent's delivery times are unique (a constraint), so the timeline's order is total.
+    """
+    now = timezone.now()
+    newest = (
+        Delivery.objects.filter(agent=agent)
+        .order_by("-delivered_at")
+        .values_list("delivered_at", flat=True)
+        .first()
+    )
+    return max(now, newest + timedelta(microseconds=1)) if newest is not None else now
 
 
 def _memory_ids(composition: Composition) -> list[str]:
@@ -151,9 +181,7 @@ def memory_ids_of(stored: StoredComposition) -> frozenset[str]:
 def _listing(queryset: QuerySet[Delivery]) -> QuerySet[Delivery]:
     # The body is the one large column; listings never need it.
     return (
-        queryset.select_related("composition")
-        .defer("composition__body")
-        .order_by("-delivered_at", "-id")
+        queryset.select_related("composition").defer("composition__body").order_by("-delivered_at")
     )
 
 
@@ -197,7 +225,8 @@ def deliveries_of(
     memory: str | None = None,
     before: datetime | None = None,
 ) -> QuerySet[Delivery]:
-    """``agent``'s deliveries, filtered; each filter is an index lookup."""
+    """``agent``'s deliveries, filtered; each filter is an index lookup. Their times are
+    unique per agent, so ordering by time alone is a total order."""
     queryset = Delivery.objects.filter(agent=agent)
     if session is not None:
         queryset = queryset.filter(session=session)
@@ -217,7 +246,7 @@ def delivery_page(
     memory: str | None = None,
     before: datetime | None = None,
 ) -> DeliveryPage:
-    """Newest first (ties: larger id first), each row with what changed since the one
+    """Newest first (times are unique per agent: no ties), each row with what changed since the one
     after it in this listing (the previous delivery, or the previous of the filter).
     """
     queryset = deliveries_of(agent, session=session, memory=memory, before=before)
@@ -258,7 +287,7 @@ def shaped_by(agent: Agent, memory_id: str, limit: int) -> tuple[list[Delivery],
     """The newest ``limit`` deliveries whose prompt held ``memory_id``, and how many
     there are in all."""
     shown = list(_listing(deliveries_of(agent, memory=memory_id))[:limit])
-    # Counted on the (composition, delivered_at) index alone: the compositions are the
+    # Counted on the composition index alone: the compositions are the
     # agent's, so their deliveries are too, and no agent filter need send the count
     # through the table.
     total = Delivery.objects.filter(
@@ -277,13 +306,10 @@ def _change(previous: Delivery | None, current: Delivery) -> Change:
 
 def previous_delivery(delivery: Delivery) -> Delivery | None:
     """The same agent's delivery just before ``delivery`` (same order as the timeline)."""
-    earlier = Q(delivered_at__lt=delivery.delivered_at) | Q(
-        delivered_at=delivery.delivered_at, id__lt=delivery.id
-    )
     return (
-        Delivery.objects.filter(earlier, agent_id=delivery.agent_id)
+        Delivery.objects.filter(agent_id=delivery.agent_id, delivered_at__lt=delivery.delivered_at)
         .select_related("composition")
-        .order_by("-delivered_at", "-id")
+        .order_by("-delivered_at")
         .first()
     )
 

@@ -123,7 +123,7 @@ class DeliveryList(BaseModel):
 
 @agent_deliveries.get("/{slug}/deliveries", response=DeliveryList)
 def list_deliveries(request: ApiRequest, slug: str, params: Query[ListParams]) -> DeliveryList:
-    """Newest first (ties: larger id first). ``memory`` keeps the deliveries whose prompt
+    """Newest first (an agent's delivery times are unique). ``memory`` keeps the deliveries whose prompt
     held that memory; ``before`` those delivered at or before that time, so
     ``before=T&limit=1`` is the prompt in force at T.
     """

@@ -66,9 +66,7 @@ def timeline(request: AppRequest, slug: str) -> HttpResponse:
     jump_error = ""
     if at_text:
         at = _moment(at_text)
-        in_force = (
-            deliveries_of(agent, before=at).order_by("-delivered_at", "-id").first() if at else None
-        )
+        in_force = deliveries_of(agent, before=at).order_by("-delivered_at").first() if at else None
         if in_force is not None:
             return redirect("delivery-detail", delivery_id=in_force.id)
         jump_error = (
@@ -77,7 +75,7 @@ def timeline(request: AppRequest, slug: str) -> HttpResponse:
             else f"{at_text!r} is not a date and time."
         )
     queryset = deliveries_of(agent, session=session, memory=memory)
-    page = Paginator(queryset.order_by("-delivered_at", "-id"), PAGE_SIZE).get_page(
+    page = Paginator(queryset.order_by("-delivered_at"), PAGE_SIZE).get_page(
         request.GET.get("page")
     )
     # The paginator counts; the rows (with their change columns) are read once.

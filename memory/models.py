@@ -264,30 +264,38 @@ class Delivery(models.Model):
     audit never loses who asked.
     """
 
-    id = models.CharField(primary_key=True, max_length=32, default=new_record_id, editable=False)
-    # Covered by the (agent, delivered_at, id) index: no index of its own.
+    # Fixed-width columns first, then text: PostgreSQL aligns each 8-byte column, and
+    # this order leaves no padding in a row (every delivery row counts, SPEC §11).
+    # Covered by the (agent, delivered_at) constraint's index: no index of its own.
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+", db_index=False)
     # RESTRICT, not PROTECT: a composition (or token) cannot be deleted while a delivery
     # uses it, except in the same deletion as that delivery (an agent's, a team's).
     composition = models.ForeignKey(
         StoredComposition, on_delete=models.RESTRICT, related_name="deliveries", db_index=False
     )
+    # Unique per agent (``memory.deliveries`` steps a clash forward by a microsecond), so
+    # the timeline's order needs no tie-break and its index holds no id.
     delivered_at = models.DateTimeField()
-    session = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
-    model = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
     actor_token = models.ForeignKey(
         ApiToken, on_delete=models.RESTRICT, null=True, blank=True, db_index=False
     )
+    id = models.CharField(primary_key=True, max_length=32, default=new_record_id, editable=False)
+    session = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
+    model = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
 
     class Meta:
         verbose_name_plural = "deliveries"
-        indexes = [
+        constraints = [
             # The timeline, "in force at T" (before=T) and the previous delivery.
-            models.Index(fields=["agent", "delivered_at", "id"], name="delivery_agent_time"),
-            # "Which deliveries did memory X shape": by composition, newest first.
-            models.Index(fields=["composition", "delivered_at"], name="delivery_composition"),
+            models.UniqueConstraint(fields=["agent", "delivered_at"], name="delivery_agent_time")
+        ]
+        indexes = [
+            # "Which deliveries did memory X shape", and prune. One key repeated by every
+            # unchanged delivery: PostgreSQL stores it once per page (deduplication).
+            models.Index(fields=["composition"], name="delivery_composition"),
+            # A session is one delivery or a few: no time in the key, they sort cheaply.
             models.Index(
-                fields=["agent", "session", "delivered_at"],
+                fields=["agent", "session"],
                 name="delivery_session",
                 condition=Q(session__isnull=False),
             ),

@@ -131,8 +131,8 @@ def test_a_revoked_memory_shows_as_removed_with_its_line(
     assert body["chars"]["to"] < body["chars"]["from"]
 
 
-def test_the_previous_delivery_is_the_same_agents_and_ties_go_by_id(
-    api: ApiClient, team: Team, wren: Agent
+def test_the_previous_delivery_is_the_same_agents(
+    api: ApiClient, team: Team, wren: Agent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     create_agent(team, "orca", memory_config(name="Orca"))
     d1 = post_delivery(api)["delivery_id"]
@@ -142,9 +142,11 @@ def test_the_previous_delivery_is_the_same_agents_and_ties_go_by_id(
     assert diff_of(api, d2)["from"] == d1  # not orca's, delivered in between
     assert diff_of(api, other)["from"] is None
 
-    moment = Delivery.objects.get(pk=d1).delivered_at
-    Delivery.objects.filter(pk__in=[d1, d2, d3]).update(delivered_at=moment)
-    assert [diff_of(api, d)["from"] for d in (d1, d2, d3)] == [None, d1, d2]
+    # Deliveries asking for one moment are a microsecond apart, in the order they came.
+    moment = Delivery.objects.get(pk=d3).delivered_at
+    monkeypatch.setattr("memory.deliveries.timezone.now", lambda: moment)
+    d4, d5 = post_delivery(api)["delivery_id"], post_delivery(api)["delivery_id"]
+    assert [diff_of(api, d)["from"] for d in (d3, d4, d5)] == [d2, d3, d4]
 
 
 # --- against ------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import quote
 
 import pytest
+from django.db import IntegrityError, transaction
 
 from lens.actors import Actor
 from lens.agents import get_agent
@@ -106,15 +107,25 @@ def test_the_listing_is_newest_first_with_the_contract_row(api: ApiClient, wren:
     assert page["deliveries"][2]["memory_ids"] == []
 
 
-def test_deliveries_at_one_moment_list_the_larger_id_first(api: ApiClient, wren: Agent) -> None:
-    tied = many(wren, 4)
-    later = many(wren, 1)
-    stamps = at_times([*tied, *later], 1, 1, 1, 1, 2)
-    assert ids_of(listing(api)) == [*later, *sorted(tied, reverse=True)]
-    # "In force at T" among ties is the larger id too.
-    in_force = listing(api, f"?before={quote(stamps[0])}&limit=1")
-    assert ids_of(in_force) == [max(tied)]
-    assert in_force["total"] == 4
+def test_deliveries_in_one_microsecond_get_distinct_times_in_order(
+    api: ApiClient, wren: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A stopped clock: every delivery asks for the same moment.
+    monkeypatch.setattr("memory.deliveries.timezone.now", lambda: T0)
+    ids = many(wren, 4)
+    stamps = [Delivery.objects.get(pk=i).delivered_at for i in ids]
+    assert stamps == [T0 + timedelta(microseconds=n) for n in range(4)]
+    assert ids_of(listing(api)) == list(reversed(ids))
+    in_force = listing(api, f"?before={quote(iso_utc(stamps[1]))}&limit=1")
+    assert ids_of(in_force) == [ids[1]]
+    assert in_force["total"] == 2
+
+
+def test_two_deliveries_of_one_agent_never_share_a_time(wren: Agent) -> None:
+    first, second = many(wren, 2)
+    moment = Delivery.objects.get(pk=first).delivered_at
+    with pytest.raises(IntegrityError), transaction.atomic():
+        Delivery.objects.filter(pk=second).update(delivered_at=moment)
 
 
 def test_the_session_filter_keeps_one_sessions_deliveries(api: ApiClient, wren: Agent) -> None:
@@ -332,3 +343,22 @@ def test_another_teams_delivery_is_not_found(
     assert_error(other_api.get(f"/api/deliveries/{mine}/diff"), 404, "delivery_not_found")
     assert_error(anon_api.get(f"/api/deliveries/{mine}"), 401)
     assert api.get(f"/api/deliveries/{mine}").status_code == 200
+
+
+def test_every_delivery_endpoint_is_401_anonymous_and_404_to_another_team(
+    api: ApiClient, other_api: ApiClient, anon_api: ApiClient, wren: Agent
+) -> None:
+    (delivery_id,) = many(wren, 1)
+    paths = [
+        "/api/agents/wren/deliveries",
+        f"/api/deliveries/{delivery_id}",
+        f"/api/deliveries/{delivery_id}/diff",
+    ]
+    for path in paths:
+        assert_error(anon_api.get(path), 401)
+        assert api.get(path).status_code == 200, path
+    assert_error(anon_api.post("/api/agents/wren/deliveries", {}), 401)
+    assert_error(other_api.get(paths[0]), 404, "agent_not_found")
+    assert_error(other_api.post(paths[0], {}), 404, "agent_not_found")
+    for path in paths[1:]:
+        assert_error(other_api.get(path), 404, "delivery_not_found")

@@ -230,8 +230,13 @@ def test_deleting_a_team_deletes_its_tokens_and_deliveries(
 
 
 def age(*deliveries: Delivery, days: float) -> None:
+    """Move ``deliveries`` ``days`` into the past, a microsecond apart (an agent's
+    delivery times are unique), keeping their order."""
     moment = timezone.now() - timedelta(days=days)
-    Delivery.objects.filter(pk__in=[d.pk for d in deliveries]).update(delivered_at=moment)
+    for step, delivery in enumerate(deliveries):
+        Delivery.objects.filter(pk=delivery.pk).update(
+            delivered_at=moment + timedelta(microseconds=step)
+        )
 
 
 def test_prune_removes_old_deliveries_and_the_compositions_only_they_used(
