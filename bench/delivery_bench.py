@@ -26,7 +26,7 @@ from lens.models import Agent, ApiToken, Membership, Team
 from memory.agents import store_agent
 from memory.composition import compose
 from memory.core.deliveries import DeliveryInput
-from memory.deliveries import deliver
+from memory.deliveries import deliver, shaped_by
 from memory.models import Delivery, MemoryRecord
 
 _RUN = uuid.uuid4().hex[:8]
@@ -179,9 +179,13 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
         100,
     )
     report(
+        "its Delivered in list alone (newest 10 and the total)",
+        median_ms(lambda: shaped_by(agent, str(memory_id), 10), 15),
+        100,
+    )
+    report(
         "memory page with its Delivered in list (median)",
         median_ms(lambda: browser.get(memory_page), 15),
-        100,
     )
     many = {url: _queries(browser, url) for url in (timeline, memory_page)}
     for url in (timeline, memory_page):

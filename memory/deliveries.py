@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import json
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Exists, OuterRef, QuerySet, Sum
-from django.db.models.functions import Length
+from django.db import IntegrityError, transaction
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from lens.actors import Actor
@@ -37,11 +35,6 @@ from memory.core.records import is_record_id
 from memory.models import (
     CompositionMemory,
     Delivery,
-    EventKind,
-    MemoryEvent,
-    MemoryRecord,
-    Promotion,
-    PromotionStatus,
     StoredComposition,
 )
 
@@ -371,143 +364,3 @@ def live_diff(delivery: Delivery, live: Composition) -> Comparison:
         f"delivery {delivery.id}",
         "live prompt",
     )
-
-
-# --- what happened to a delivered memory since --------------------------------------
-
-
-@dataclass(frozen=True)
-class Fate:
-    """A delivered memory's state now: ``in-prompt``, ``superseded``, ``revoked``,
-    ``rejected``, ``pending``, ``out`` (not composed, for a reason the lens shows) or
-    ``deleted``; ``by``/``at`` say who and when where known; ``newer`` is the
-    superseding memory's id.
-    """
-
-    state: str
-    by: str = ""
-    at: datetime | None = None
-    newer: str = ""
-
-    @property
-    def words(self) -> str:
-        """One line for people: "revoked by mira", "superseded by 0hon…"."""
-        if self.state == "in-prompt":
-            return "still in the prompt"
-        if self.state == "superseded":
-            return f"superseded by {self.newer}"
-        if self.state in ("revoked", "rejected") and self.by:
-            return f"{self.state} by {self.by}"
-        if self.state == "out":
-            return "no longer in the prompt"
-        if self.state == "deleted":
-            return "deleted since"
-        return self.state
-
-
-def fates(memory_ids: Iterable[str], live: frozenset[str]) -> dict[str, Fate]:
-    """What has happened to each of ``memory_ids`` since it was delivered, given the
-    memories the live prompt holds (three queries whatever the number of ids).
-    """
-    ids = list(memory_ids)
-    statuses = dict(Promotion.objects.filter(record_id__in=ids).values_list("record_id", "status"))
-    newer = {
-        old: (new, at)
-        for new, old, at in MemoryRecord.objects.filter(supersedes_id__in=ids)
-        .order_by("created_at")
-        .values_list("id", "supersedes_id", "created_at")
-    }
-    decided = {
-        event.record_id: event
-        for event in MemoryEvent.objects.filter(
-            record_id__in=ids, kind__in=(EventKind.REVOKED, EventKind.REJECTED)
-        ).order_by("at", "id")
-    }
-    found: dict[str, Fate] = {}
-    for memory_id in ids:
-        event = decided.get(memory_id)
-        if memory_id not in statuses:
-            found[memory_id] = Fate("deleted")
-        elif memory_id in live:
-            found[memory_id] = Fate("in-prompt")
-        elif memory_id in newer:
-            found[memory_id] = Fate("superseded", at=newer[memory_id][1], newer=newer[memory_id][0])
-        elif event is not None and statuses[memory_id] == PromotionStatus.REJECTED:
-            found[memory_id] = Fate(event.kind, by=event.actor, at=event.at)
-        elif statuses[memory_id] == PromotionStatus.PENDING:
-            found[memory_id] = Fate("pending")
-        else:
-            found[memory_id] = Fate("out")
-    return found
-
-
-# --- retention ------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Pruned:
-    deliveries: int
-    compositions: int
-
-
-def prune(older_than: timedelta, *, dry_run: bool = False) -> Pruned:
-    """Remove deliveries older than ``older_than``, and the stored compositions no
-    delivery uses any more (with their memory index rows). ``dry_run`` counts what
-    would go, with the same filters, and removes nothing.
-    """
-    cutoff = timezone.now() - older_than
-    old = Delivery.objects.filter(delivered_at__lt=cutoff)
-    # Unused once the old ones are gone: no delivery at or after the cutoff uses it.
-    unused = StoredComposition.objects.filter(
-        ~Exists(Delivery.objects.filter(composition=OuterRef("pk"), delivered_at__gte=cutoff))
-    )
-    if dry_run:
-        return Pruned(deliveries=old.count(), compositions=unused.count())
-    with transaction.atomic():
-        deliveries, _ = old.delete()
-        unused_ids = list(unused.values_list("pk", flat=True))
-        CompositionMemory.objects.filter(composition_id__in=unused_ids).delete()
-        compositions, _ = StoredComposition.objects.filter(pk__in=unused_ids).delete()
-    return Pruned(deliveries=deliveries, compositions=compositions)
-
-
-@dataclass(frozen=True)
-class Storage:
-    deliveries: int
-    compositions: int
-    body_bytes: int
-    table_bytes: int | None  # None where the database cannot tell
-
-
-_TABLES = ("memory_delivery", "memory_composition", "memory_composition_memory")
-
-
-def storage() -> Storage:
-    """How many deliveries and distinct compositions there are, and the bytes they take."""
-    body = StoredComposition.objects.aggregate(n=Sum(Length("body")))["n"] or 0
-    return Storage(
-        deliveries=Delivery.objects.count(),
-        compositions=StoredComposition.objects.count(),
-        body_bytes=body,
-        table_bytes=_table_bytes(),
-    )
-
-
-def _table_bytes() -> int | None:
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                "SELECT sum(pg_total_relation_size(to_regclass(name))) FROM unnest(%s::text[]) name",
-                [list(_TABLES)],
-            )
-            return int(cursor.fetchone()[0] or 0)
-        try:
-            # SQLite's dbstat table counts the pages of each table and its indexes.
-            cursor.execute(
-                "SELECT sum(pgsize) FROM dbstat WHERE name IN "
-                "(SELECT name FROM sqlite_master WHERE tbl_name IN (%s, %s, %s))",
-                list(_TABLES),
-            )
-        except DatabaseError:  # dbstat is an optional SQLite feature
-            return None
-        return int(cursor.fetchone()[0] or 0)

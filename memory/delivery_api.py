@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Any
 
 from django.http import HttpResponse
@@ -16,7 +16,7 @@ from lens.apiauth import ApiRequest, team_of, token_of
 from lens.apijson import iso_utc
 from lens.core.composition import Composition
 from lens.core.counts import Counts
-from memory.core.deliveries import DeliveryInput, label_problem
+from memory.core.deliveries import DeliveryInput, label_problem, parse_moment
 from memory.deliveries import (
     composition_json,
     deliver,
@@ -77,14 +77,10 @@ def _iso_8601(value: Any) -> Any:
     # pydantic would also take a bare number as Unix time; the contract says ISO 8601.
     if value is None or isinstance(value, datetime):
         return value
-    if not isinstance(value, str):
-        raise ValueError("must be an ISO 8601 date and time")
-    try:
-        moment = datetime.fromisoformat(value)
-        # In UTC it must still be a date the database can hold (year 1 to 9999).
-        return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
-    except (ValueError, OverflowError):
-        raise ValueError(f"must be an ISO 8601 date and time, not {value!r}") from None
+    moment = parse_moment(value) if isinstance(value, str) else None
+    if moment is None:
+        raise ValueError(f"must be an ISO 8601 date and time, not {value!r}")
+    return moment
 
 
 def _label(value: Any) -> Any:

@@ -4,7 +4,6 @@ model, and the diff between two deliveries (or a delivery and the live prompt).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -18,18 +17,17 @@ from lens.core.diffs import diff_lines
 from lens.http import PAGE_SIZE, AppRequest, get_agent_for_user, require_team
 from lens.models import Agent
 from memory.composition import compose
-from memory.core.deliveries import Comparison, label_problem
+from memory.core.deliveries import Comparison, label_problem, parse_moment
 from memory.deliveries import (
     DeliveryNotFound,
-    Fate,
     composition_of,
     deliveries_of,
     delivery_diff,
-    fates,
     find_delivery,
     live_diff,
     rows_of,
 )
+from memory.delivery_fates import Fate, fates
 from memory.models import Delivery
 from memory.queries import briefs_of
 
@@ -40,15 +38,6 @@ def get_delivery_for_user(request: AppRequest, delivery_id: str) -> Delivery:
         return find_delivery(require_team(request), delivery_id)
     except DeliveryNotFound:
         raise Http404("No such delivery") from None
-
-
-def _moment(value: str) -> datetime | None:
-    """A time from the jump form (``datetime-local`` sends no zone: it is UTC)."""
-    try:
-        moment = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
 
 
 def _filter(request: AppRequest, name: str) -> str | None:
@@ -65,7 +54,7 @@ def timeline(request: AppRequest, slug: str) -> HttpResponse:
     at_text = request.GET.get("at", "")
     jump_error = ""
     if at_text:
-        at = _moment(at_text)
+        at = parse_moment(at_text)  # a datetime-local field sends no zone: UTC
         in_force = deliveries_of(agent, before=at).order_by("-delivered_at").first() if at else None
         if in_force is not None:
             return redirect("delivery-detail", delivery_id=in_force.id)
@@ -123,8 +112,17 @@ def delivery_detail(request: AppRequest, delivery_id: str) -> HttpResponse:
     live = compose(agent)
     live_ids = frozenset(mid for s in live.prompt.sections for mid in s.memory_ids)
     fate_of = fates(memory_ids, live_ids)
-    briefs = briefs_of(memory_ids)
-    memories = [{"id": mid, "brief": briefs.get(mid), "fate": fate_of[mid]} for mid in memory_ids]
+    newer = [fate.newer for fate in fate_of.values() if fate.newer]
+    briefs = briefs_of([*memory_ids, *newer])  # one query: the memories and successors
+    memories = [
+        {
+            "id": mid,
+            "brief": briefs.get(mid),
+            "fate": fate_of[mid],
+            "newer_brief": briefs.get(fate_of[mid].newer),
+        }
+        for mid in memory_ids
+    ]
     tip_of = {mid: _tip(mid, briefs.get(mid), fate_of[mid]) for mid in memory_ids}
     context = {
         "agent": agent,

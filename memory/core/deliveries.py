@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
 
@@ -44,6 +45,18 @@ class DeliveryInput(BaseModel):
         if value is not None and (problem := label_problem(value)) is not None:
             raise ValueError(problem)
         return value
+
+
+def parse_moment(text: str) -> datetime | None:
+    """An ISO 8601 date and time as an aware UTC datetime (no zone: UTC), or None when
+    it is not one, or when in UTC it falls outside the years 1 to 9999 that databases
+    hold (``0001-01-01T00:00+01:00`` is such a time).
+    """
+    try:
+        moment = datetime.fromisoformat(text)
+        return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        return None
 
 
 def sha256_hex(text: str) -> str:

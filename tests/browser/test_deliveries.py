@@ -65,7 +65,7 @@ def test_a_past_delivery_shows_the_prompt_as_recorded_and_links_its_memories(
     assert shown == recorded
     fate = page.locator(f'[data-memory-id="{name}"]')
     assert fate.get_attribute("data-fate") == "superseded"
-    assert newer[:8] in fate.inner_text()
+    assert fate.locator(f'[data-newer="{newer}"]').inner_text() == "“Mira K.”"
 
     fragment = page.locator(f'[data-source="memory"][data-memory-ids~="{name}"]')
     assert fragment.evaluate("el => el.textContent") == "- **name**: Mira\n"

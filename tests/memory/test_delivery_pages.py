@@ -171,8 +171,9 @@ def test_the_time_field_jumps_to_the_delivery_in_force(member_client: Client, wr
     assert response["Location"] == f"/deliveries/{early.id}/"
     too_early = dom(member_client.get(f"/agents/{wren.slug}/deliveries/?at=2000-01-01T00:00"))
     assert "No delivery at or before" in too_early.one("data-jump-error").text
-    nonsense = dom(member_client.get(f"/agents/{wren.slug}/deliveries/?at=yesterday"))
-    assert "not a date and time" in nonsense.one("data-jump-error").text
+    for bad in ("yesterday", "0001-01-01T00:00:00%2B01:00"):
+        nonsense = dom(member_client.get(f"/agents/{wren.slug}/deliveries/?at={bad}"))
+        assert "not a date and time" in nonsense.one("data-jump-error").text
 
 
 def _bulk(agent: Agent, n: int) -> None:

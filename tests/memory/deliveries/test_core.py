@@ -5,6 +5,7 @@ a prompt, and how two deliveries compare. No database.
 from __future__ import annotations
 
 import hashlib
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from memory.core.deliveries import (
     Facts,
     compare,
     label_problem,
+    parse_moment,
     sha256_hex,
 )
 from tests.samples import GRINNING
@@ -206,3 +208,34 @@ def test_another_composition_with_the_same_memories_changed_elsewhere() -> None:
     change = Change.between((1, frozenset({"m1"})), (2, frozenset({"m1"})))
     assert change == Change()
     assert not change.same_composition
+
+
+# --- parse_moment: ISO 8601 in, aware UTC out ------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("2026-11-24T17:00:00Z", datetime(2026, 11, 24, 17, tzinfo=UTC)),
+        ("2026-11-24T18:00:00+01:00", datetime(2026, 11, 24, 17, tzinfo=UTC)),
+        ("2026-11-24T17:00", datetime(2026, 11, 24, 17, tzinfo=UTC)),  # no zone: UTC
+        ("2026-11-24", datetime(2026, 11, 24, tzinfo=UTC)),
+    ],
+)
+def test_parse_moment_reads_iso_8601_as_utc(text: str, expected: datetime) -> None:
+    assert parse_moment(text) == expected
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "yesterday",
+        "1700000000",
+        "2026-13-01",
+        "0001-01-01T00:00:00+01:00",
+        "9999-12-31T23:59:59-01:00",
+    ],
+)
+def test_parse_moment_refuses_what_is_not_a_storable_time(text: str) -> None:
+    assert parse_moment(text) is None

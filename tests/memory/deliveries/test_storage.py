@@ -20,15 +20,13 @@ from lens.models import Agent, ApiToken, Team
 from memory.agents import store_agent
 from memory.core.deliveries import DeliveryInput, sha256_hex
 from memory.deliveries import (
-    Pruned,
     canonical_json,
     composition_json,
     composition_of,
     deliver,
     deliveries_of,
-    prune,
-    storage,
 )
+from memory.delivery_retention import Pruned, prune, storage
 from memory.models import CompositionMemory, Delivery, StoredComposition
 from tests.api_calls import ApiClient, api_composition, assert_error
 from tests.factories import create_agent, memory_config, preference, remember
