@@ -18,14 +18,13 @@ from lens.demo.deliveries import DEMO_HISTORY, Session
 from lens.demo.memories import DEMO_MEMORIES
 from lens.models import Agent, ApiToken, Team
 from memory.deliveries import (
-    Storage,
     deliver,
     delivery_diff,
     last_delivery,
     live_diff,
     memory_ids_of,
-    storage,
 )
+from memory.delivery_retention import Storage, storage
 from memory.models import (
     CompositionMemory,
     Delivery,

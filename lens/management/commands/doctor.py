@@ -10,7 +10,7 @@ from django.db.models import Count, Sum
 from kvstore.models import Key, Version
 from lens.agents import config_of, with_config
 from lens.models import Agent, ApiToken, AuthoredEntry, SectionDeclaration, Team
-from memory.deliveries import storage
+from memory.delivery_retention import storage
 from memory.queries import unreadable_memories
 from memory.search import index_health
 

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
-from memory.deliveries import prune
+from memory.delivery_retention import prune
 
 
 def _days(value: str) -> int:
