@@ -6,9 +6,9 @@ import os
 
 from django.core.asgi import get_asgi_application
 
-from lens.runtime import tune_gc
+from lens.runtime import prepare_process
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
 
 application = get_asgi_application()
-tune_gc()
+prepare_process()

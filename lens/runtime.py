@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gc
 
+from lens.core.token_counts import warm_up
+
 # Collect the youngest generation after this many net allocations instead of 700:
 # a composition of an agent with thousands of memories allocates tens of thousands of
 # short-lived objects, none of them cyclic, and reference counting frees them all.
@@ -19,3 +21,11 @@ def tune_gc() -> None:
     gc.freeze()
     _young, middle, old = gc.get_threshold()
     gc.set_threshold(YOUNG_THRESHOLD, middle, old)
+
+
+def prepare_process() -> None:
+    """Once the application is loaded (WSGI, ASGI): load the o200k_base ranks now
+    (about half a second) rather than in the first request that counts tokens, then
+    tune the collector."""
+    warm_up()
+    tune_gc()

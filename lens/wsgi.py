@@ -6,9 +6,9 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-from lens.runtime import tune_gc
+from lens.runtime import prepare_process
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
 
 application = get_wsgi_application()
-tune_gc()
+prepare_process()
