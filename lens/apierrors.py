@@ -61,6 +61,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "version_conflict": 409,
     "not_pending": 409,
     "store_busy": 503,
+    "deliveries_busy": 503,
 }
 
 

@@ -47,7 +47,7 @@ class DeliveryNotFound(DomainError):
 
 
 class DeliveriesBusy(DomainError):
-    code = "store_busy"
+    code = "deliveries_busy"
 
 
 _INSERT_ATTEMPTS = 20

@@ -6,7 +6,9 @@ Every step is the real operation (``save_memory``, ``decide``, ``revoke``, ``del
 Sessions open between the memories of ``lens.demo.memories`` (``History.during``), so
 those appear and disappear from one delivery to the next; ``History.after`` then goes
 on with memories of its own. The one liberty is time: ``deliver`` records a delivery as
-of now, and the demo moves it back to its session's hour in the past week.
+of now, and the demo moves it back to its session's hour in the past week; once the story
+is told, its memories follow (``lens.demo.backdating``), each saved and decided shortly
+before the session after it.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from django.utils import timezone
 
 from lens.actors import Actor
 from lens.agents import with_config
+from lens.demo.backdating import Moved, backdate
 from lens.demo.memories import Demo, seed_memories
 from lens.models import Agent, ApiToken
 from memory.core.deliveries import DeliveryInput
@@ -170,6 +173,7 @@ class _Story:
         self.delivered = 0
         self.saved = 0
         self.refs: dict[str, str] = {}
+        self.moved: list[Moved] = []
 
     def before(self, demo: Demo) -> None:
         """Open the sessions that start just before ``demo`` is saved."""
@@ -194,6 +198,7 @@ class _Story:
         # session's day. The sessions are listed in the order they are told, so the
         # timeline keeps the order of the deliveries and the memory events between them.
         Delivery.objects.filter(pk=delivered.delivery.pk).update(delivered_at=at)
+        self.moved.append(Moved(recorded=delivered.delivery.delivered_at, to=at))
         self.delivered += 1
 
     def finish(self, fresh: bool) -> None:
@@ -237,12 +242,26 @@ class _Story:
 def seed_history(agent: Agent, token: ApiToken, reviewer: Actor) -> tuple[int, int]:
     """Save the agent's demo memories with its delivery history between them, once:
     an agent that has deliveries already gets none. Returns (memories saved, deliveries).
+
+    The story is told in real time, then moved into the past (``backdate``): the demo
+    is the only place that rewrites history, and it does so once, in the run that tells
+    the story (a later run finds the deliveries, or the memories, and changes nothing).
     """
     history = DEMO_HISTORY.get(agent.slug)
-    if history is None or Delivery.objects.filter(agent=agent).exists():
+    if Delivery.objects.filter(agent=agent).exists():
+        # Told already (or delivered by a runtime): whatever is saved now is new.
         return seed_memories(agent, token, reviewer), 0
+    if history is None:
+        saved = seed_memories(agent, token, reviewer)
+        if saved:
+            # No deliveries to follow: the memories were saved a while ago all the same.
+            backdate(agent, ())
+        return saved, 0
     fresh = not agent.memories.exists()
     story = _Story(agent, token, reviewer, history)
     saved = seed_memories(agent, token, reviewer, before_each=story.before)
     story.finish(fresh)
+    # Every memory of the agent, including those an earlier run saved before the
+    # history existed (they come before its first delivery).
+    backdate(agent, story.moved)
     return saved + story.saved, story.delivered

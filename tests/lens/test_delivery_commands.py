@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import re
-from datetime import UTC, timedelta
+from datetime import UTC, datetime, timedelta
 from io import StringIO
 
 import pytest
@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from lens.actors import Actor
-from lens.demo.deliveries import DEMO_HISTORY, Session
+from lens.demo.deliveries import DEMO_HISTORY, Save, Session
 from lens.demo.memories import DEMO_MEMORIES
 from lens.models import Agent, ApiToken, Team
 from memory.deliveries import (
@@ -31,7 +31,9 @@ from memory.models import (
     EventKind,
     MemoryEvent,
     MemoryRecord,
+    Promotion,
     PromotionStatus,
+    SearchDoc,
     StoredComposition,
 )
 from tests.factories import composed, create_agent, memory_config, remember
@@ -216,6 +218,157 @@ def test_an_agent_seeded_before_the_history_existed_gets_one(
     before = row_counts()
     run("seed_demo")
     assert row_counts() == before
+
+
+# --- seed_demo: the times of the demo memories ------------------------------------------
+
+TAKEN_OUT = (EventKind.SUPERSEDED, EventKind.REJECTED, EventKind.REVOKED)
+
+
+def demo_agents() -> list[Agent]:
+    return list(Agent.objects.filter(team__slug="demo").order_by("slug"))
+
+
+def demo_times() -> list[tuple[str, str, datetime | None]]:
+    """Every time the demo wrote about memories and deliveries, by row."""
+    team = {"agent__team__slug": "demo"}
+    times: list[tuple[str, str, datetime | None]] = []
+    for pk, at in MemoryRecord.objects.filter(**team).values_list("pk", "created_at"):
+        times.append(("record", pk, at))
+    for pk, at in SearchDoc.objects.filter(**team).values_list("record_id", "created_at"):
+        times.append(("doc", pk, at))
+    for pk, promoted, decided in Promotion.objects.filter(**team).values_list(
+        "pk", "promoted_at", "decided_at"
+    ):
+        times += [("promoted", pk, promoted), ("decided", pk, decided)]
+    for event, at in MemoryEvent.objects.filter(**team).values_list("pk", "at"):
+        times.append(("event", str(event), at))
+    for pk, at in Delivery.objects.filter(**team).values_list("pk", "delivered_at"):
+        times.append(("delivery", pk, at))
+    return sorted(times, key=lambda row: row[:2])
+
+
+def assert_coherent_times(agent: Agent, now: datetime) -> None:
+    """The demo's past tells one story: saves in order, events and decisions after
+    their save, every delivered memory saved (and not yet taken out) before it.
+    """
+    records = list(MemoryRecord.objects.filter(agent=agent).select_related("promotion"))
+    # Ids sort in the order the records were made: that is the order they were saved.
+    saved = [r.created_at for r in sorted(records, key=lambda r: r.pk)]
+    assert saved == sorted(saved)
+    assert len(set(saved)) == len(saved)  # strictly increasing, as next_timestamp has it
+    created = {r.pk: r.created_at for r in records}
+    for record in records:
+        assert record.created_at < now - timedelta(minutes=30), record.content
+        promotion = record.promotion
+        assert promotion.promoted_at == record.created_at
+        if promotion.decided_at is not None:
+            assert promotion.decided_at >= promotion.promoted_at
+            assert promotion.decided_at < now
+    docs = dict(SearchDoc.objects.filter(agent=agent).values_list("record_id", "created_at"))
+    assert docs == created
+    events = list(MemoryEvent.objects.filter(agent=agent).order_by("pk"))
+    # Written in story order, and still in that order by time.
+    assert [e.at for e in events] == sorted(e.at for e in events)
+    for event in events:
+        assert event.at >= created[event.record_id], (event.kind, event.record_id)
+        assert event.at < now - timedelta(minutes=30)
+        if event.kind == EventKind.SUPERSEDED:
+            assert event.at == created[str(event.detail["by"])]
+    taken_out: dict[str, datetime] = {}
+    for event in events:
+        if event.kind in TAKEN_OUT:
+            taken_out.setdefault(event.record_id, event.at)
+    deliveries = timeline(agent)
+    for delivery in deliveries:
+        for memory in memory_ids_of(delivery.composition):
+            assert created[memory] < delivery.delivered_at
+            assert taken_out.get(memory, delivery.delivered_at) >= delivery.delivered_at
+
+
+def test_demo_memories_are_saved_before_the_deliveries_that_hold_them() -> None:
+    run("seed_demo")
+    now = timezone.now()
+    held = 0
+    for agent in demo_agents():
+        assert_coherent_times(agent, now)
+        for delivery in timeline(agent):
+            held += len(memory_ids_of(delivery.composition))
+    assert held > 0
+
+
+def test_demo_memories_keep_the_order_they_were_saved_in() -> None:
+    run("seed_demo")
+    for slug, history in DEMO_HISTORY.items():
+        expected = [demo.content for demo in DEMO_MEMORIES[slug]]
+        expected += [step.content for step in history.after if isinstance(step, Save)]
+        by_time = MemoryRecord.objects.filter(agent=demo_agent(slug)).order_by("created_at")
+        assert list(by_time.values_list("content", flat=True)) == expected
+
+
+def test_each_demo_memory_sits_just_before_the_next_delivery() -> None:
+    run("seed_demo")
+    for agent in demo_agents():
+        deliveries = [d.delivered_at for d in timeline(agent)]
+        for created in MemoryRecord.objects.filter(agent=agent).values_list(
+            "created_at", flat=True
+        ):
+            later = [at for at in deliveries if at > created]
+            if later:
+                # Not back at the previous delivery: on the day of the one after it.
+                assert later[0] - created < timedelta(hours=2)
+
+
+def test_the_newest_demo_memory_was_saved_after_the_last_delivery_an_hour_ago() -> None:
+    run("seed_demo")
+    now = timezone.now()
+    wren = demo_agent("wren")
+    newest = MemoryRecord.objects.filter(agent__team__slug="demo").order_by("-created_at")[0]
+    assert newest.pk == memory_id(wren, "His sister Ana visits")
+    last = last_delivery(wren)
+    assert last is not None
+    assert last.delivered_at < newest.created_at
+    assert now - timedelta(hours=2) < newest.created_at <= now - timedelta(minutes=30)
+    # Nothing else of the demo claims to be newer than that.
+    assert max(at for _kind, _pk, at in demo_times() if at is not None) == newest.created_at
+
+
+def test_rerunning_seed_demo_moves_no_time() -> None:
+    run("seed_demo")
+    before = demo_times()
+    run("seed_demo")
+    assert demo_times() == before
+
+
+def test_an_agent_without_a_history_has_its_memories_in_the_past(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr("lens.demo.deliveries.DEMO_HISTORY", {})
+    run("seed_demo")
+    now = timezone.now()
+    assert not Delivery.objects.exists()
+    for agent in demo_agents():
+        assert MemoryRecord.objects.filter(agent=agent).exists()
+        assert_coherent_times(agent, now)
+    before = demo_times()
+    run("seed_demo")
+    assert demo_times() == before
+
+
+def test_an_agent_seeded_before_the_history_existed_gets_coherent_times(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with monkeypatch.context() as patched:
+        patched.setattr("lens.demo.deliveries.DEMO_HISTORY", {})
+        run("seed_demo")
+    run("seed_demo")
+    now = timezone.now()
+    assert Delivery.objects.exists()
+    for agent in demo_agents():
+        assert_coherent_times(agent, now)
+    before = demo_times()
+    run("seed_demo")
+    assert demo_times() == before
 
 
 # --- doctor ---------------------------------------------------------------------------
