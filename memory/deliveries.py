@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import zlib
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -37,6 +37,7 @@ from memory.models import (
     Delivery,
     StoredComposition,
 )
+from memory.moments import after_newest
 
 # Fast to compress and to read back; a 460 KB composition becomes about a tenth.
 _ZLIB_LEVEL = 1
@@ -93,17 +94,9 @@ def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) ->
 
 
 def _next_moment(agent: Agent) -> datetime:
-    """Now, or a microsecond after the agent's newest delivery if that is not earlier:
-    an agent's delivery times are unique (a constraint), so the timeline's order is total.
-    """
-    now = timezone.now()
-    newest = (
-        Delivery.objects.filter(agent=agent)
-        .order_by("-delivered_at")
-        .values_list("delivered_at", flat=True)
-        .first()
-    )
-    return max(now, newest + timedelta(microseconds=1)) if newest is not None else now
+    """An agent's delivery times are unique (a constraint), so the timeline's order is
+    total: a delivery in the same microsecond as the newest goes a microsecond later."""
+    return after_newest(Delivery.objects.filter(agent=agent), "delivered_at")
 
 
 def _memory_ids(composition: Composition) -> list[str]:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from lens.actors import SYSTEM, Actor
 from lens.core.errors import DomainError
@@ -33,6 +32,7 @@ from memory.models import (
     PromotionStatus,
     new_event,
 )
+from memory.moments import after_newest
 from memory.registry import get_spec
 
 CONFLICT_HINT = "supersede it or use a different label"
@@ -78,18 +78,8 @@ def holder_of(agent: Agent, address: str) -> Promotion | None:
 
 
 def next_timestamp(agent: Agent) -> datetime:
-    # One agent's sequential saves get strictly increasing timestamps, even when the
-    # clock has not moved a microsecond (or stepped back).
-    now = timezone.now()
-    last = (
-        MemoryRecord.objects.filter(agent=agent)
-        .order_by("-created_at")
-        .values_list("created_at", flat=True)
-        .first()
-    )
-    if last is not None and now <= last:
-        return last + timedelta(microseconds=1)
-    return now
+    """One agent's sequential saves get strictly increasing timestamps."""
+    return after_newest(MemoryRecord.objects.filter(agent=agent), "created_at")
 
 
 @dataclass(frozen=True)
