@@ -8,6 +8,7 @@ from ninja import Query, Router, Status
 from pydantic import BaseModel, Field, StrictInt, StrictStr
 
 from kvstore import store
+from kvstore.bootstrap import bootstrap
 from lens.apiauth import ApiRequest, team_of
 
 router = Router(tags=["key/value store"])
@@ -158,3 +159,40 @@ def write_key(request: ApiRequest, key: str, body: WriteIn) -> Status[KeyOut]:
 def delete_key(request: ApiRequest, key: str) -> DeletedOut:
     """Remove every version; a later write starts again at version 1."""
     return DeletedOut(id=key, deleted_versions=store.delete(team_of(request), key))
+
+
+bootstrap_router = Router(tags=["key/value store"])
+
+
+class FullOut(BaseModel):
+    id: str
+    version: int
+    payload: str
+    runes: int
+
+
+class PointerOut(BaseModel):
+    id: str
+    version: int
+    runes: int
+    first_line: str
+
+
+class BootstrapOut(BaseModel):
+    root: FullOut
+    must: list[FullOut]
+    ref: list[PointerOut]
+    omitted: list[str] = Field(description="must keys left out, in key order")
+    budget: int
+    used: int
+
+
+@bootstrap_router.get("", response=BootstrapOut)
+def read_bootstrap(request: ApiRequest) -> dict[str, object]:
+    """What a session reads first, in one call: ``root``; the ``must.*`` keys with their
+    payloads, in key order, as many as fit 40,000 code points with ``root`` (each one
+    that does not fit is named in ``omitted``: skip and continue); and ``ref.*``
+    pointers (version, size, first line) whose payloads are never read. One consistent
+    snapshot. A missing ``root`` is 404 ``key_not_found``.
+    """
+    return bootstrap(team_of(request)).answer()

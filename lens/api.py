@@ -10,6 +10,7 @@ from ninja import NinjaAPI, Router, Status
 from ninja.parser import Parser
 from pydantic import BaseModel
 
+from kvstore.api import bootstrap_router
 from kvstore.api import router as kv_router
 from lens import apierrors
 from lens.agents import config_of, get_agent, with_config
@@ -153,3 +154,4 @@ api.add_router("/agents", memory_router)
 api.add_router("/agents", agent_deliveries)
 api.add_router("/deliveries", deliveries_router)
 api.add_router("/kv", kv_router)
+api.add_router("/bootstrap", bootstrap_router)
