@@ -12,6 +12,7 @@ from memory import views as memory_views
 urlpatterns = [
     path("", views.agent_list, name="agent-list"),
     path("agents/<str:slug>/", views.agent_lens, name="agent-lens"),
+    path("agents/<str:slug>/try/", views.agent_try, name="agent-try"),
     path("agents/<str:slug>/deliveries/", delivery_views.timeline, name="delivery-timeline"),
     path("deliveries/<str:delivery_id>/", delivery_views.delivery_detail, name="delivery-detail"),
     path(

@@ -13,15 +13,18 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
-from lens.agents import with_config
+from lens.agents import config_of, with_config
+from lens.core.errors import DomainError
 from lens.core.report import DROP_REASON_HELP, DROP_REASONS
 from lens.http import AppRequest, current_team, get_agent_for_user
 from lens.models import Agent
 from memory.composition import compose, compose_many, summarise
 from memory.core.deliveries import sha256_hex
 from memory.deliveries import last_delivery
+from memory.forms import TryMemoryForm
+from memory.preview import preview_save
 from memory.queries import record_briefs
 from memory.recall import InvalidMessage, recall
 
@@ -46,6 +49,58 @@ def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
     if request.htmx and "recall" in request.GET:
         # The "Preview recall" box asks for its block alone: no composition needed.
         return render(request, "lens/agent_lens.html#recall", {"agent": agent, **preview})
+    context = {**_lens_context(agent), **preview, **_try_context(request, agent, None)}
+    return render(request, "lens/agent_lens.html", context)
+
+
+@require_POST
+@login_required
+def agent_try(request: AppRequest, slug: str) -> HttpResponse:
+    """ "Try a memory": what saving it would do, in words. Nothing is saved. htmx swaps
+    the answer into the form's card; without JavaScript the whole lens comes back."""
+    agent = get_agent_for_user(request, slug)
+    form = TryMemoryForm(request.POST)
+    tried = _try_context(request, agent, form)
+    if request.htmx:
+        return render(request, "lens/agent_lens.html#try-result", {"agent": agent, **tried})
+    context = {**_lens_context(agent), **_recall_preview(agent, None), **tried}
+    return render(request, "lens/agent_lens.html", context)
+
+
+def _try_context(request: AppRequest, agent: Agent, form: TryMemoryForm | None) -> dict[str, Any]:
+    """The "Try a memory" card: its form and, for a posted one, the preview."""
+    team = agent.team.slug
+    if form is None:
+        return {"try_form": TryMemoryForm(initial={"team": team})}
+    context: dict[str, Any] = {"try_form": form}
+    if not form.is_valid():
+        return context
+    if form.cleaned_data["team"] != team:
+        form.add_error(
+            None,
+            f"This form was opened for team {form.cleaned_data['team']!r}; you are now "
+            f"working in {team!r}. Reload the page and try again.",
+        )
+        return context
+    data = form.memory_input()
+    if data is None:
+        return context
+    try:
+        found = preview_save(agent, data)
+    except DomainError as exc:  # e.g. supersedes names no memory of this agent
+        form.add_error("supersedes" if exc.code == "unknown_supersedes" else None, exc.message)
+        return context
+    titles = {section.id: section.title for section in config_of(agent).background.sections}
+    return {
+        **context,
+        "tried": found,
+        "tried_title": titles.get(found.placement.section) if found.placement else None,
+        "tried_reason_help": DROP_REASON_HELP.get(found.reason or found.fold_reason or "", ""),
+    }
+
+
+def _lens_context(agent: Agent) -> dict[str, Any]:
+    """Everything the lens page shows of ``agent`` (a fixed number of queries)."""
     briefs, states = record_briefs(agent)
     composition = compose(agent, states)
     sections = [
@@ -73,7 +128,7 @@ def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
         if grouped.get(reason)
     ]
     last = last_delivery(agent)
-    context = {
+    return {
         "agent": agent,
         "composition": composition,
         "last_delivery": last,
@@ -85,9 +140,7 @@ def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
         "drop_groups": drop_groups,
         "memory_total": len(briefs),
         "nav": "agents",
-        **preview,
     }
-    return render(request, "lens/agent_lens.html", context)
 
 
 def _recall_preview(agent: Agent, message: str | None) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from lens.actors import Actor
 from lens.agents import get_agent
 from lens.apiauth import ApiRequest, team_of, token_of
 from memory.core.records import MemoryInput, MemoryView
+from memory.preview import preview_save
 from memory.queries import memory_page, view_of
 from memory.recall import recall
 from memory.saving import Conflict, save_memory
@@ -54,6 +55,45 @@ def save(request: ApiRequest, slug: str, memory: MemoryInput) -> Status[SavedOut
     if isinstance(result, Conflict):
         return Status(409, ConflictOut(existing=view_of(result.existing), message=result.message))
     return Status(201, SavedOut(id=result.id))
+
+
+class PlacementOut(BaseModel):
+    section: str
+    key: str
+
+
+class PreviewOut(BaseModel):
+    outcome: Literal["approved", "pending", "declined", "conflict"]
+    placement: PlacementOut | None
+    key_source: Literal["label", "content"] | None
+    tier: Literal["auto", "guarded", "locked", "earned"] | None
+    reason: Literal["spec-declined", "undeclared-section", "locked-section", "earned-inert"] | None
+    existing: MemoryView | None = Field(description="The holder, when the outcome is conflict")
+    would_compose: bool = Field(description="Approved, and the fold would render it now")
+    fold_reason: Literal["authored-wins", "over-budget"] | None
+
+
+@router.post("/{slug}/memories/preview", response=PreviewOut)
+def preview(request: ApiRequest, slug: str, memory: MemoryInput) -> PreviewOut:
+    """What saving this memory would do, without saving it: where it would land (the
+    placement, its key source and tier), the outcome, the holder a conflict would name,
+    and whether the fold would compose it now. Writes nothing. For people and tools that
+    configure agents; ``memory_save`` itself never reveals routing.
+    """
+    found = preview_save(get_agent(team_of(request), slug), memory)
+    placement = found.placement
+    return PreviewOut(
+        outcome=found.outcome,
+        placement=PlacementOut(section=placement.section, key=placement.key) if placement else None,
+        key_source=found.key_source,
+        tier=found.tier,
+        reason=found.reason,
+        existing=view_of(found.existing) if found.existing is not None else None,
+        would_compose=found.would_compose,
+        fold_reason=found.fold_reason
+        if found.fold_reason in ("authored-wins", "over-budget")
+        else None,
+    )
 
 
 @router.get("/{slug}/memories", response=MemoryList)

@@ -1,10 +1,15 @@
-"""The forms reviewers post: one decision, a bulk decision, a revoke or reopen."""
+"""The forms people post: a reviewer's decision, bulk decision, revoke or reopen, and
+the lens's "Try a memory"."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
+from pydantic import ValidationError
+
+from lens.core.errors import pydantic_problems
+from memory.core.records import MemoryInput
 
 REASON_MAX = 2000
 
@@ -55,3 +60,35 @@ class BulkDecisionForm(DecisionForm):
             required="Choose Approve selected or Reject selected.",
             invalid_choice="Choose Approve selected or Reject selected.",
         )
+
+
+class TryMemoryForm(forms.Form):
+    """The lens's "Try a memory": a save's body, previewed (nothing is saved).
+
+    ``team`` is the team the form was rendered for: a preview asked from a page of
+    another team (an old tab after switching) is refused, not run against this one.
+    """
+
+    team = forms.CharField(widget=forms.HiddenInput)
+    kind = forms.CharField(max_length=64, initial="profile")
+    label = forms.CharField(required=False, max_length=200)
+    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=40_000)
+    supersedes = forms.CharField(required=False, max_length=64)
+
+    def memory_input(self) -> MemoryInput | None:
+        """The body a save would take, or None with the problems added as form errors."""
+        data = self.cleaned_data
+        try:
+            return MemoryInput.model_validate(
+                {
+                    "kind": data["kind"],
+                    "content": data["content"],
+                    "label": data["label"] or None,
+                    "supersedes": data["supersedes"] or None,
+                }
+            )
+        except ValidationError as exc:
+            for loc, message in pydantic_problems(exc.errors()):
+                field = loc.split(".")[0]
+                self.add_error(field if field in self.fields else None, message)
+            return None

@@ -18,7 +18,7 @@ from lens.core.background import Tier
 from lens.core.report import DeclineReason, DropReason
 from lens.models import Agent
 from memory.core.outcome import route_outcome
-from memory.core.overlay import apply_memory_overlay
+from memory.core.overlay import apply_memory_overlay, entry_cost
 from memory.core.records import MemoryInput
 from memory.core.routing import KeySource, PlacedRecord, Placement, spec_key_source
 from memory.models import MemoryRecord
@@ -40,6 +40,10 @@ class Preview:
     would_compose: bool  # approved, and the fold would render it now
     # Why the fold would leave a placed memory out now (authored-wins, over-budget).
     fold_reason: DropReason | None
+    # For people (the lens): over-budget's characters needed and left of the budget.
+    needed: int | None = None
+    left: int | None = None
+    budget: int = 0
 
 
 def preview_save(agent: Agent, data: MemoryInput) -> Preview:
@@ -54,9 +58,9 @@ def preview_save(agent: Agent, data: MemoryInput) -> Preview:
         return Preview(
             "conflict", placement, key_source, outcome.tier, None, conflict.existing, False, None
         )
-    fold_reason = None
+    fold = Fold(None, None, None)
     if placement is not None and outcome.status != "declined":
-        fold_reason = _fold_reason(agent, routed, placement, key_source or "content")
+        fold = _fold(agent, routed, placement, key_source or "content")
     return Preview(
         outcome=outcome.status,
         placement=placement,
@@ -64,15 +68,24 @@ def preview_save(agent: Agent, data: MemoryInput) -> Preview:
         tier=outcome.tier,
         reason=outcome.reason,
         existing=None,
-        would_compose=outcome.status == "approved" and fold_reason is None,
-        fold_reason=fold_reason,
+        would_compose=outcome.status == "approved" and fold.reason is None,
+        fold_reason=fold.reason,
+        needed=fold.needed,
+        left=fold.left,
+        budget=settings.MEMORY_OVERLAY_BUDGET_CHARS,
     )
 
 
-def _fold_reason(
-    agent: Agent, routed: Routed, placement: Placement, key_source: KeySource
-) -> DropReason | None:
-    """The fold's reason to leave the candidate out if it were approved now, or None."""
+@dataclass(frozen=True)
+class Fold:
+    reason: DropReason | None
+    needed: int | None  # over-budget: the candidate's line
+    left: int | None  # over-budget: what the composed memories leave of the budget
+
+
+def _fold(agent: Agent, routed: Routed, placement: Placement, key_source: KeySource) -> Fold:
+    """The fold's reason to leave the candidate out if it were approved now (None: it
+    would be composed), with the characters it needs and those left when over budget."""
     superseded = routed.older.pk if routed.older is not None else None
     placed = [p for p in placed_records([agent.pk]).of(agent.pk) if p.id != superseded]
     candidate = PlacedRecord(
@@ -86,10 +99,12 @@ def _fold_reason(
         label=routed.routable.label,
         key_source=key_source,
     )
+    budget = settings.MEMORY_OVERLAY_BUDGET_CHARS
     _background, report = apply_memory_overlay(
-        config_of(agent).background,
-        [*placed, candidate],
-        routed.spec,
-        settings.MEMORY_OVERLAY_BUDGET_CHARS,
+        config_of(agent).background, [*placed, candidate], routed.spec, budget
     )
-    return next((d.reason for d in report.drops if d.memory_id == CANDIDATE_ID), None)
+    reason = next((d.reason for d in report.drops if d.memory_id == CANDIDATE_ID), None)
+    if reason != "over-budget":
+        return Fold(reason, None, None)
+    left = budget - report.stats.chars_used["background"]
+    return Fold(reason, entry_cost(candidate, routed.spec), left)

@@ -53,6 +53,11 @@ def _renderer(spec: RoutingSpec | None) -> Callable[[PlacedRecord], str]:
     return lambda placed: spec_render_entry(spec, placed)
 
 
+def entry_cost(placed: PlacedRecord, spec: RoutingSpec | None) -> int:
+    """The characters a placed record's entry line takes from the memory budget."""
+    return len(collapse(placed.key)) + len(collapse(_renderer(spec)(placed))) + ENTRY_LINE_OVERHEAD
+
+
 # A key has at least one character; a value may be empty.
 _SHORTEST_LINE = ENTRY_LINE_OVERHEAD + 1
 
