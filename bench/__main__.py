@@ -31,6 +31,7 @@ def main() -> int:
 
     tune_gc()  # as lens/wsgi.py does once the application is loaded
     from bench import (
+        agent_tools_bench,
         approvals_bench,
         delivery_bench,
         kv_bench,
@@ -42,7 +43,15 @@ def main() -> int:
 
     print(f"Composition Lens benchmarks — {connection.vendor}")
     only = set(sys.argv[1:])  # e.g. `python -m bench delivery_bench`
-    modules = (lens_bench, memory_bench, search_bench, approvals_bench, kv_bench, delivery_bench)
+    modules = (
+        lens_bench,
+        memory_bench,
+        search_bench,
+        approvals_bench,
+        kv_bench,
+        delivery_bench,
+        agent_tools_bench,
+    )
     for module in modules:
         if only and module.__name__.removeprefix("bench.") not in only:
             continue
