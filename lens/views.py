@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Callable, Iterable
 from html import escape
 from typing import Any
 
@@ -17,6 +18,7 @@ from django.views.decorators.http import require_GET, require_POST
 
 from lens.agents import config_of, with_config
 from lens.core.errors import DomainError
+from lens.core.fragments import PromptSection
 from lens.core.report import DROP_REASON_HELP, DROP_REASONS
 from lens.http import AppRequest, current_team, get_agent_for_user
 from lens.models import Agent
@@ -99,21 +101,29 @@ def _try_context(request: AppRequest, agent: Agent, form: TryMemoryForm | None) 
     }
 
 
-def _lens_context(agent: Agent) -> dict[str, Any]:
-    """Everything the lens page shows of ``agent`` (a fixed number of queries)."""
-    briefs, states = record_briefs(agent)
-    composition = compose(agent, states)
-    sections = [
+def prompt_section_items(
+    sections: Iterable[PromptSection], tip: Callable[[tuple[str, ...]], str]
+) -> list[dict[str, Any]]:
+    """What ``lens/_prompt_sections.html`` renders: each section, its size, and each
+    fragment with the hover text ``tip`` gives for its memory ids."""
+    return [
         {
             "section": section,
             "text_length": len(section.text),
             "fragments": [
-                {"fragment": fragment, "tip": _tip(fragment.memory_ids, briefs)}
+                {"fragment": fragment, "tip": tip(fragment.memory_ids)}
                 for fragment in section.fragments
             ],
         }
-        for section in composition.prompt.sections
+        for section in sections
     ]
+
+
+def _lens_context(agent: Agent) -> dict[str, Any]:
+    """Everything the lens page shows of ``agent`` (a fixed number of queries)."""
+    briefs, states = record_briefs(agent)
+    composition = compose(agent, states)
+    sections = prompt_section_items(composition.prompt.sections, lambda ids: _tip(ids, briefs))
     grouped: dict[str, list[str]] = defaultdict(list)
     for drop in composition.report.drops:
         grouped[drop.reason].append(drop.memory_id)

@@ -12,10 +12,10 @@ from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
-from lens.core.composition import Composition
 from lens.core.diffs import diff_lines
 from lens.http import PAGE_SIZE, AppRequest, get_agent_for_user, require_team
 from lens.models import Agent
+from lens.views import prompt_section_items
 from memory.composition import compose
 from memory.core.deliveries import Comparison, label_problem, parse_moment
 from memory.deliveries import (
@@ -82,25 +82,6 @@ def timeline(request: AppRequest, slug: str) -> HttpResponse:
     return render(request, "memory/delivery_timeline.html", context)
 
 
-def _fragment_items(composition: Composition, tip_of: dict[str, str]) -> list[dict[str, Any]]:
-    return [
-        {
-            "section": section,
-            "text_length": len(section.text),
-            "fragments": [
-                {
-                    "fragment": fragment,
-                    "tip": "\n".join(
-                        tip_of.get(mid, f"memory {mid}") for mid in fragment.memory_ids
-                    ),
-                }
-                for fragment in section.fragments
-            ],
-        }
-        for section in composition.prompt.sections
-    ]
-
-
 @require_GET
 @login_required
 def delivery_detail(request: AppRequest, delivery_id: str) -> HttpResponse:
@@ -129,7 +110,10 @@ def delivery_detail(request: AppRequest, delivery_id: str) -> HttpResponse:
         "delivery": delivery,
         "stored": delivery.composition,
         "composition": composition,
-        "sections": _fragment_items(composition, tip_of),
+        "sections": prompt_section_items(
+            composition.prompt.sections,
+            lambda ids: "\n".join(tip_of.get(mid, f"memory {mid}") for mid in ids),
+        ),
         "memories": memories,
         "live_differs": live.prompt.text != composition.prompt.text,
         "nav": "agents",
