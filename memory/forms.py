@@ -69,11 +69,15 @@ class TryMemoryForm(forms.Form):
     another team (an old tab after switching) is refused, not run against this one.
     """
 
+    # strip=False: the preview must see the body exactly as a save would receive it
+    # (a label ending in a tab is refused; trailing spaces count against the budget).
     team = forms.CharField(widget=forms.HiddenInput)
-    kind = forms.CharField(max_length=64, initial="profile")
-    label = forms.CharField(required=False, max_length=200)
-    content = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=40_000)
-    supersedes = forms.CharField(required=False, max_length=64)
+    kind = forms.CharField(max_length=64, initial="profile", strip=False)
+    label = forms.CharField(required=False, max_length=200, strip=False)
+    content = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}), max_length=40_000, strip=False
+    )
+    supersedes = forms.CharField(required=False, max_length=64, strip=False)
 
     def memory_input(self) -> MemoryInput | None:
         """The body a save would take, or None with the problems added as form errors."""
