@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, StrictInt, StrictStr
 from kvstore import store
 from kvstore.bootstrap import bootstrap
 from lens.apiauth import ApiRequest, team_of
+from lens.models import Team
 
 router = Router(tags=["key/value store"])
 
@@ -92,35 +93,60 @@ def _next(offset: int, limit: int, total: int) -> int | None:
     return offset + limit if offset + limit < total else None
 
 
-@router.get("", response=KeyList)
-def list_keys(request: ApiRequest, params: Query[ListParams]) -> KeyList:
-    """Keys by plain string prefix (end it with '.' for a namespace), in code-point order."""
-    page = store.list_keys(team_of(request), params.prefix, params.limit, params.offset)
+def key_list(team: Team, prefix: str, page: Page) -> KeyList:
+    """A page of keys as this API answers it (the MCP ``kv_store list`` too)."""
+    found = store.list_keys(team, prefix, page.limit, page.offset)
     return KeyList(
         keys=[
             KeyOut(id=k.key, version=k.version, written_at=k.written_at, runes=k.runes)
-            for k in page.keys
+            for k in found.keys
         ],
-        total=page.total,
-        limit=params.limit,
-        offset=params.offset,
-        next_offset=_next(params.offset, params.limit, page.total),
+        total=found.total,
+        limit=page.limit,
+        offset=page.offset,
+        next_offset=_next(page.offset, page.limit, found.total),
     )
+
+
+def history_out(team: Team, key: str, page: Page) -> HistoryOut:
+    found = store.history(team, key, page.limit, page.offset)
+    return HistoryOut(
+        id=found.key,
+        versions=[VersionMeta.model_validate(v, from_attributes=True) for v in found.versions],
+        total_versions=found.total_versions,
+        limit=page.limit,
+        offset=page.offset,
+        next_offset=_next(page.offset, page.limit, found.total_versions),
+    )
+
+
+def value_out(key: str, found: store.Value) -> ValueOut:
+    return ValueOut(
+        id=key,
+        version=found.version,
+        written_at=found.written_at,
+        runes=found.runes,
+        payload=found.payload,
+    )
+
+
+def written_out(key: str, written: store.Written) -> KeyOut:
+    return KeyOut(
+        id=key, version=written.version, written_at=written.written_at, runes=written.runes
+    )
+
+
+@router.get("", response=KeyList)
+def list_keys(request: ApiRequest, params: Query[ListParams]) -> KeyList:
+    """Keys by plain string prefix (end it with '.' for a namespace), in code-point order."""
+    return key_list(team_of(request), params.prefix, params)
 
 
 # Routes with a suffix come before the bare key: a key may itself contain any segment.
 @router.get("/{path:key}/history", response=HistoryOut)
 def key_history(request: ApiRequest, key: str, params: Query[Page]) -> HistoryOut:
     """Version metadata, newest first; never payloads."""
-    found = store.history(team_of(request), key, params.limit, params.offset)
-    return HistoryOut(
-        id=found.key,
-        versions=[VersionMeta.model_validate(v, from_attributes=True) for v in found.versions],
-        total_versions=found.total_versions,
-        limit=params.limit,
-        offset=params.offset,
-        next_offset=_next(params.offset, params.limit, found.total_versions),
-    )
+    return history_out(team_of(request), key, params)
 
 
 @router.get("/{path:key}/diff", response=DiffOut, by_alias=True)
@@ -133,14 +159,7 @@ def key_diff(request: ApiRequest, key: str, params: Query[DiffParams]) -> DiffOu
 @router.get("/{path:key}", response=ValueOut)
 def read_key(request: ApiRequest, key: str, params: Query[ReadParams]) -> ValueOut:
     """The latest version, or ``?version=N``. A missing key is an error, never empty."""
-    found = store.read(team_of(request), key, params.version)
-    return ValueOut(
-        id=key,
-        version=found.version,
-        written_at=found.written_at,
-        runes=found.runes,
-        payload=found.payload,
-    )
+    return value_out(key, store.read(team_of(request), key, params.version))
 
 
 @router.put("/{path:key}", response={200: KeyOut, 201: KeyOut})
@@ -149,10 +168,7 @@ def write_key(request: ApiRequest, key: str, body: WriteIn) -> Status[KeyOut]:
     "only if the key does not exist". Over-limit payloads are refused, never truncated.
     """
     written = store.write(team_of(request), key, body.payload, body.if_version)
-    out = KeyOut(
-        id=key, version=written.version, written_at=written.written_at, runes=written.runes
-    )
-    return Status(201 if written.version == 1 else 200, out)
+    return Status(201 if written.version == 1 else 200, written_out(key, written))
 
 
 @router.delete("/{path:key}", response=DeletedOut)

@@ -20,15 +20,21 @@ class ApiRequest(HttpRequest):
     api_token: ApiToken
 
 
+def find_token(raw: str) -> ApiToken | None:
+    """The live (not revoked) API token ``raw`` is, with its team, or None: a lookup of
+    its digest. The API and the MCP server both check tokens with this."""
+    if not raw:
+        return None
+    return (
+        ApiToken.objects.select_related("team")
+        .filter(digest=hash_token(raw), revoked_at__isnull=True)
+        .first()
+    )
+
+
 class TeamToken(HttpBearer):
     def authenticate(self, request: HttpRequest, token: str) -> Team | None:
-        if not token:
-            return None
-        found = (
-            ApiToken.objects.select_related("team")
-            .filter(digest=hash_token(token), revoked_at__isnull=True)
-            .first()
-        )
+        found = find_token(token)
         if found is None:
             return None
         # From here on the request is an ApiRequest: ninja sets ``auth`` to our answer.

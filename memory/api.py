@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from lens.actors import Actor
 from lens.agents import get_agent
 from lens.apiauth import ApiRequest, team_of, token_of
+from lens.models import Agent
 from memory.core.records import MemoryInput, MemoryView
 from memory.preview import preview_save
 from memory.queries import memory_page, view_of
@@ -51,10 +52,27 @@ def save(request: ApiRequest, slug: str, memory: MemoryInput) -> Status[SavedOut
     where the memory was composed (the model would learn to rephrase until it is).
     """
     agent = get_agent(team_of(request), slug, full=False)
-    result = save_memory(agent, memory, Actor.for_token(token_of(request)))
+    answer = save_answer(agent, memory, Actor.for_token(token_of(request)))
+    return Status(409 if isinstance(answer, ConflictOut) else 201, answer)
+
+
+def save_answer(agent: Agent, memory: MemoryInput, actor: Actor) -> SavedOut | ConflictOut:
+    """``memory_save`` as this API answers it (the MCP tool too): saved, or a conflict."""
+    result = save_memory(agent, memory, actor)
     if isinstance(result, Conflict):
-        return Status(409, ConflictOut(existing=view_of(result.existing), message=result.message))
-    return Status(201, SavedOut(id=result.id))
+        return ConflictOut(existing=view_of(result.existing), message=result.message)
+    return SavedOut(id=result.id)
+
+
+def memory_list(agent: Agent, params: ListParams) -> MemoryList:
+    page = memory_page(agent, params.kind, params.limit, params.offset, query=params.q)
+    return MemoryList(
+        memories=page.memories,
+        skipped=page.skipped,
+        limit=params.limit,
+        offset=params.offset,
+        next_offset=page.next_offset,
+    )
 
 
 class PlacementOut(BaseModel):
@@ -99,15 +117,7 @@ def preview(request: ApiRequest, slug: str, memory: MemoryInput) -> PreviewOut:
 @router.get("/{slug}/memories", response=MemoryList)
 def list_memories(request: ApiRequest, slug: str, params: Query[ListParams]) -> MemoryList:
     """Newest first (ties by id). Rows that no longer parse are skipped and counted."""
-    agent = get_agent(team_of(request), slug, full=False)
-    page = memory_page(agent, params.kind, params.limit, params.offset, query=params.q)
-    return MemoryList(
-        memories=page.memories,
-        skipped=page.skipped,
-        limit=params.limit,
-        offset=params.offset,
-        next_offset=page.next_offset,
-    )
+    return memory_list(get_agent(team_of(request), slug, full=False), params)
 
 
 class RecallParams(BaseModel):
@@ -125,5 +135,9 @@ def recall_for(request: ApiRequest, slug: str, params: Query[RecallParams]) -> R
     candidates (when the agent opts in), then what the message's words find; never a
     memory already in the prompt, never a superseded one.
     """
-    found = recall(get_agent(team_of(request), slug), params.message)
+    return recall_answer(get_agent(team_of(request), slug), params.message)
+
+
+def recall_answer(agent: Agent, message: str) -> RecallOut:
+    found = recall(agent, message)
     return RecallOut(text=found.text, memory_ids=list(found.memory_ids))

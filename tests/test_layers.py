@@ -34,6 +34,7 @@ OUTER_PARTS = frozenset(
         "forms",
         "http",
         "management",
+        "mcp",
         "middleware",
         "runtime",
         "settings",
@@ -130,6 +131,7 @@ def imported_module(name: str) -> str:
         ("lens.management.commands.doctor", "outer"),
         ("memory.approval_views", "outer"),
         ("kvstore.api", "outer"),
+        ("lens.mcp.server", "outer"),
     ],
 )
 def test_modules_get_their_layer_from_their_name(module: str, expected: str) -> None:

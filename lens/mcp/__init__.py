@@ -1,0 +1,11 @@
+"""The agent-facing operations as Model Context Protocol tools (SPEC §12).
+
+``operations`` does each tool's work synchronously with the ORM, through the same
+functions and answer models as the JSON API; ``server`` declares the tools for the
+official ``mcp`` SDK, hops to Django's thread and turns domain errors into tool errors;
+``descriptions`` is what a model reads about each tool. ``manage.py mcp`` serves it.
+"""
+
+from __future__ import annotations
+
+MCP_PATH = "/mcp"  # where streamable HTTP serves the tools

@@ -1,0 +1,368 @@
+"""The MCP server on the official SDK: five tools, bearer-token auth, the §8 envelope.
+
+Tools are declared with typed parameters, so each has a JSON schema (``kv_store``'s
+``command`` is an enum) and the SDK validates the arguments. Every call then hops to
+Django's thread (the ORM is synchronous), finds the calling token (``LENS_TOKEN`` on
+stdio, the request's bearer token over HTTP), runs ``operations`` for its team and
+answers with JSON text: the API's answer, or, as a tool error, the API's error envelope
+with the same code.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import socket
+from collections.abc import Callable, Iterator, Mapping
+from datetime import datetime
+from typing import Annotated, Any, TypeVar
+
+import anyio
+import uvicorn
+from asgiref.sync import sync_to_async
+from django.db import close_old_connections
+from mcp.server.auth.middleware.auth_context import get_access_token
+from mcp.server.auth.provider import AccessToken, TokenVerifier
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
+from starlette.applications import Starlette
+
+from kvstore.api import Page, ReadParams, WriteIn
+from lens.apiauth import find_token
+from lens.apijson import iso_utc
+from lens.core.errors import DomainError, error_body, invalid_input
+from lens.core.text import unstorable
+from lens.mcp import MCP_PATH, descriptions, operations
+from lens.mcp.operations import Command, validation_failure
+from memory.api import ListParams
+
+NAME = "composition-lens"
+
+logger = logging.getLogger(__name__)
+
+_T = TypeVar("_T")
+
+
+# --- running Django code --------------------------------------------------------------
+
+
+async def in_django(function: Callable[..., _T], *args: Any) -> _T:
+    """Run ``function`` in Django's thread, with connections looked after as Django
+    does around a request: stale ones closed before, and after (``CONN_MAX_AGE``)."""
+
+    def call() -> _T:
+        close_old_connections()
+        try:
+            return function(*args)
+        finally:
+            close_old_connections()
+
+    return await sync_to_async(call, thread_sensitive=True)()
+
+
+# --- answers --------------------------------------------------------------------------
+
+
+def _json_default(value: object) -> object:
+    if isinstance(value, datetime):
+        return iso_utc(value)  # as the API renders times
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")
+
+
+def json_text(data: object) -> str:
+    return json.dumps(data, ensure_ascii=False, default=_json_default)
+
+
+def answer_result(answer: BaseModel) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=json_text(answer.model_dump()))])
+
+
+def error_result(envelope: Mapping[str, Any]) -> CallToolResult:
+    """A tool error whose text is the §8 error envelope."""
+    return CallToolResult(
+        content=[TextContent(type="text", text=json_text(envelope))], is_error=True
+    )
+
+
+UNAUTHORIZED = error_body("unauthorized", "The API token is unknown or was revoked.")
+INTERNAL_ERROR = error_body("internal_error", "An unexpected error occurred.")  # as the API
+
+
+def run_operation(
+    operation: Callable[..., BaseModel], raw_token: str | None, arguments: dict[str, Any]
+) -> CallToolResult:
+    """``operation`` for the team of ``raw_token``, as a tool result (in Django's thread)."""
+    token = find_token(raw_token or "")
+    if token is None:
+        return error_result(UNAUTHORIZED)
+    try:
+        return answer_result(operation(token, **arguments))
+    except DomainError as exc:
+        return error_result(exc.envelope())
+
+
+# --- arguments ------------------------------------------------------------------------
+
+
+def _strings(value: object, loc: tuple[str | int, ...]) -> Iterator[tuple[str, str]]:
+    """Every string in ``value`` (and every key), with its dotted location."""
+    if isinstance(value, str):
+        yield ".".join(map(str, loc)), value
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _strings(item, (*loc, index))
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield from _strings(key, loc)
+            yield from _strings(item, (*loc, key))
+
+
+def refused_arguments(
+    arguments: Mapping[str, Any], parameters: frozenset[str]
+) -> DomainError | None:
+    """Why the arguments are refused before the SDK sees them, or None: a name the tool
+    does not have (the API refuses unknown fields too), or text no database stores
+    (NUL, unpaired surrogates), refused alike on every backend."""
+    if unknown := sorted(set(arguments) - parameters):
+        return invalid_input((name, "Extra inputs are not permitted") for name in unknown)
+    for loc, text in _strings(dict(arguments), ()):
+        if why := unstorable(text):
+            return invalid_input([(loc, why)])
+    return None
+
+
+def _bounds(model: type[BaseModel], field: str) -> dict[str, Any]:
+    """The JSON-schema bounds the API's model sets on ``field``, for the tool's schema
+    (so a model sees them) without a second copy of the numbers; the API's model
+    itself validates the value."""
+    schema = model.model_json_schema()["properties"][field]
+    found: dict[str, Any] = {}
+    for part in (schema, *schema.get("anyOf", ())):  # an optional field's bounds: in anyOf
+        found.update({key: part[key] for key in ("minimum", "maximum") if key in part})
+    return found
+
+
+# --- the server -----------------------------------------------------------------------
+
+TokenOfCall = Callable[[], str | None]
+
+
+def request_token() -> str | None:
+    """The bearer token of the HTTP request being served (checked by the verifier)."""
+    access = get_access_token()
+    return access.token if access is not None else None
+
+
+class LensMCP(MCPServer[Any]):
+    """The tools, for the team of the token ``token_of_call`` gives for each call."""
+
+    def __init__(
+        self,
+        token_of_call: TokenOfCall,
+        *,
+        token_verifier: TokenVerifier | None = None,
+        auth: AuthSettings | None = None,
+    ) -> None:
+        super().__init__(
+            NAME,
+            title="Composition Lens",
+            instructions=descriptions.INSTRUCTIONS,
+            token_verifier=token_verifier,
+            auth=auth,
+            log_level="WARNING",
+        )
+        self._token_of_call = token_of_call
+        self._parameters: dict[str, frozenset[str]] = {}
+        _register_tools(self)
+
+    def add_lens_tool(
+        self, fn: Callable[..., Any], description: str, annotations: ToolAnnotations
+    ) -> None:
+        self.add_tool(fn, name=fn.__name__, description=description, annotations=annotations)
+        self._parameters[fn.__name__] = frozenset(inspect.signature(fn).parameters)
+
+    async def answer(self, operation: Callable[..., BaseModel], **arguments: Any) -> CallToolResult:
+        """Run ``operation`` for the calling token's team in Django's thread."""
+        return await in_django(run_operation, operation, self._token_of_call(), arguments)
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        """Every error is the §8 envelope: arguments refused here or by the tool's schema,
+        domain errors (``run_operation``), an unknown tool, and a crash (logged)."""
+        parameters = self._parameters.get(name)
+        if parameters is None:
+            tools = ", ".join(self._parameters)
+            return error_result(
+                error_body("invalid_request", f"No tool {name!r}; the tools are: {tools}.")
+            )
+        if refused := refused_arguments(arguments, parameters):
+            return error_result(refused.envelope())
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            logger.exception("MCP tool %r failed", name)
+            return error_result(INTERNAL_ERROR)
+        except ToolError as exc:
+            # Arguments that fail the tool's schema: the API's validation error.
+            if isinstance(exc.__cause__, ValidationError):
+                return error_result(validation_failure(exc.__cause__.errors()).envelope())
+            raise
+
+
+_READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, open_world_hint=False)
+_KV = ToolAnnotations(read_only_hint=False, destructive_hint=True, open_world_hint=False)
+
+AgentSlug = Annotated[str, Field(description=descriptions.AGENT)]
+
+
+def _register_tools(server: LensMCP) -> None:
+    async def memory_save(
+        agent: AgentSlug,
+        kind: Annotated[str, Field(description="What this is, e.g. `profile`, `preference`.")],
+        content: Annotated[str, Field(description="The memory, in plain prose.")],
+        tags: Annotated[list[str] | None, Field(description="Keywords to find it by.")] = None,
+        label: Annotated[
+            str | None, Field(description="A short name for the thing learned, e.g. `name`.")
+        ] = None,
+        supersedes: Annotated[
+            str | None, Field(description="The id of an earlier memory this one replaces.")
+        ] = None,
+    ) -> CallToolResult:
+        return await server.answer(
+            operations.memory_save,
+            agent=agent,
+            kind=kind,
+            content=content,
+            tags=tags,
+            label=label,
+            supersedes=supersedes,
+        )
+
+    async def memory_search(
+        agent: AgentSlug,
+        query: Annotated[str, Field(description="Words to look for.")],
+        kind: Annotated[str | None, Field(description="Only memories of this kind.")] = None,
+        limit: Annotated[
+            int | None,
+            Field(
+                description="How many at most, 1-200 (default 50).",
+                json_schema_extra=_bounds(ListParams, "limit"),
+            ),
+        ] = None,
+    ) -> CallToolResult:
+        return await server.answer(
+            operations.memory_search, agent=agent, query=query, kind=kind, limit=limit
+        )
+
+    async def memory_recall(
+        agent: AgentSlug,
+        message: Annotated[str, Field(description="The message to recall memories for.")],
+    ) -> CallToolResult:
+        return await server.answer(operations.memory_recall, agent=agent, message=message)
+
+    async def kv_store(
+        command: Annotated[Command, Field(description=descriptions.COMMAND)],
+        id: Annotated[str, Field(description=descriptions.KEY)],
+        payload: Annotated[str | None, Field(description=descriptions.PAYLOAD)] = None,
+        version: Annotated[
+            int | None,
+            Field(
+                description=descriptions.VERSION, json_schema_extra=_bounds(ReadParams, "version")
+            ),
+        ] = None,
+        if_version: Annotated[
+            int | None,
+            Field(
+                description=descriptions.IF_VERSION,
+                json_schema_extra=_bounds(WriteIn, "if_version"),
+            ),
+        ] = None,
+        limit: Annotated[
+            int | None,
+            Field(description=descriptions.LIMIT, json_schema_extra=_bounds(Page, "limit")),
+        ] = None,
+        offset: Annotated[
+            int | None,
+            Field(description=descriptions.OFFSET, json_schema_extra=_bounds(Page, "offset")),
+        ] = None,
+    ) -> CallToolResult:
+        return await server.answer(
+            operations.kv_store,
+            command=command,
+            id=id,
+            payload=payload,
+            version=version,
+            if_version=if_version,
+            limit=limit,
+            offset=offset,
+        )
+
+    async def kv_bootstrap() -> CallToolResult:
+        return await server.answer(operations.kv_bootstrap)
+
+    server.add_lens_tool(memory_save, descriptions.MEMORY_SAVE, _WRITE)
+    server.add_lens_tool(memory_search, descriptions.MEMORY_SEARCH, _READ)
+    server.add_lens_tool(memory_recall, descriptions.MEMORY_RECALL, _READ)
+    server.add_lens_tool(kv_store, descriptions.KV_STORE, _KV)
+    server.add_lens_tool(kv_bootstrap, descriptions.KV_BOOTSTRAP, _READ)
+
+
+# --- transports -----------------------------------------------------------------------
+
+
+def serve_stdio(raw_token: str) -> None:
+    """Serve over stdin/stdout for the team of ``raw_token`` (checked by the caller; each
+    call checks it again, so a revoked token stops working at once)."""
+    server = LensMCP(lambda: raw_token)
+    anyio.run(server.run_stdio_async)
+
+
+class TeamTokenVerifier(TokenVerifier):
+    """Every HTTP request's bearer token: an API token of some team, not revoked."""
+
+    async def verify_token(self, token: str) -> AccessToken | None:
+        found = await in_django(find_token, token)
+        if found is None:
+            return None
+        return AccessToken(
+            token=token, client_id=f"lens-token-{found.pk}", scopes=[], subject=found.team.slug
+        )
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def http_app(host: str, port: int) -> Starlette:
+    """Streamable HTTP at ``/mcp``; 401 before anything runs without a valid token."""
+    base = f"http://{_url_host(host)}:{port}"
+    server = LensMCP(
+        request_token,
+        token_verifier=TeamTokenVerifier(),
+        # No OAuth here: API tokens are issued by `manage.py issue_token`. The SDK turns
+        # its bearer check on with auth settings; without a resource URL it advertises
+        # no authorization server.
+        auth=AuthSettings(issuer_url=base, resource_server_url=None),
+    )
+    # Stateless: every request stands alone (and is authenticated alone), so any app
+    # process behind a load balancer can answer it.
+    return server.streamable_http_app(
+        streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=host
+    )
+
+
+def serve_http(host: str, port: int, announce: Callable[[str], None]) -> None:
+    """Serve streamable HTTP on ``host:port`` (0: a free port), announcing the URL once
+    the socket listens."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.create_server((host, port), family=family)
+    port = sock.getsockname()[1]
+    config = uvicorn.Config(http_app(host, port), log_level="warning", lifespan="on")
+    announce(f"http://{_url_host(host)}:{port}{MCP_PATH}")
+    uvicorn.Server(config).run(sockets=[sock])
