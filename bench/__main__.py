@@ -36,6 +36,7 @@ def main() -> int:
         delivery_bench,
         kv_bench,
         lens_bench,
+        mcp_bench,
         memory_bench,
         search_bench,
     )
@@ -51,6 +52,7 @@ def main() -> int:
         kv_bench,
         delivery_bench,
         agent_tools_bench,
+        mcp_bench,
     )
     for module in modules:
         if only and module.__name__.removeprefix("bench.") not in only:

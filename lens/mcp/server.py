@@ -362,6 +362,9 @@ def serve_http(host: str, port: int, announce: Callable[[str], None]) -> None:
     the socket listens."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.create_server((host, port), family=family)
+    # Accepted connections inherit this: a response written in several sends goes out
+    # at once instead of waiting for the client's delayed ACK (a 40 ms stall).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     port = sock.getsockname()[1]
     config = uvicorn.Config(http_app(host, port), log_level="warning", lifespan="on")
     announce(f"http://{_url_host(host)}:{port}{MCP_PATH}")
