@@ -29,8 +29,17 @@ from memory.agents import store_agent
 from memory.composition import compose
 from memory.core.records import MemoryInput
 from memory.decisions import decide
-from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
+from memory.models import (
+    Delivery,
+    EventKind,
+    MemoryEvent,
+    MemoryRecord,
+    Promotion,
+    PromotionStatus,
+    SearchDoc,
+)
 from memory.saving import Saved, save_memory
+from tests.api_calls import db_snapshot
 from tests.samples import SAMPLE_CONFIG
 
 # --- people and clients ------------------------------------------------------------
@@ -166,6 +175,22 @@ SOLO_CONFIG: dict[str, Any] = {
 }
 
 
+# The preset's sections declared with the tiers memory cannot fill.
+VAULT_CONFIG: dict[str, Any] = {
+    **WREN_CONFIG,
+    "name": "Vault",
+    "background": {
+        "sections": [
+            {"id": "user_profile", "title": "About the User", "promotion": "locked"},
+            {"id": "user_preferences", "title": "User Preferences", "promotion": "earned"},
+        ]
+    },
+}
+
+# No routing spec at all: every memory is spec-declined.
+PLAIN_CONFIG: dict[str, Any] = {**SOLO_CONFIG, "name": "Plain", "routing_spec": None}
+
+
 # --- memories ----------------------------------------------------------------------
 
 
@@ -276,6 +301,32 @@ def memory_row_counts() -> tuple[int, int, int]:
         Promotion.objects.count(),
         MemoryEvent.objects.count(),
     )
+
+
+def written_rows() -> tuple[int, ...]:
+    """Records, promotion rows, events, search documents and deliveries: what a preview
+    (SPEC §5.7) must never add to."""
+    return (*memory_row_counts(), SearchDoc.objects.count(), Delivery.objects.count())
+
+
+class Unchanged:
+    """Remembers every count and every row; ``check()`` proves nothing moved since.
+    ``ignore`` names tables a request may touch anyway (e.g. ``sessions.Session``)."""
+
+    def __init__(self, ignore: tuple[str, ...] = ()) -> None:
+        self.ignore = ignore
+        self.baseline()
+
+    def _rows(self) -> dict[str, list[dict[str, Any]]]:
+        return {label: r for label, r in db_snapshot().items() if label not in self.ignore}
+
+    def baseline(self) -> None:
+        self.counts = written_rows()
+        self.rows = self._rows()
+
+    def check(self) -> None:
+        assert written_rows() == self.counts
+        assert self._rows() == self.rows
 
 
 # --- the key/value pages -----------------------------------------------------------

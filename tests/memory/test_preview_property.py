@@ -25,10 +25,10 @@ from lens.models import Agent, Team
 from memory.core.presets import content_key
 from memory.core.records import MemoryInput
 from memory.decisions import decide, revoke
-from memory.models import Delivery, MemoryEvent, MemoryRecord, Promotion, SearchDoc
+from memory.models import MemoryRecord, Promotion
 from memory.preview import Preview, preview_save
 from memory.saving import Conflict, save_memory
-from tests.factories import composed, create_agent, drop_reason, in_prompt, memory_row_counts
+from tests.factories import composed, create_agent, drop_reason, in_prompt, written_rows
 from tests.samples import SAMPLE_CONFIG
 
 pytestmark = pytest.mark.django_db
@@ -106,17 +106,6 @@ STEP = st.sampled_from(("save",) * 6 + ("decide",) * 2 + ("declare",)).flatmap(
 )
 
 
-def written() -> tuple[int, ...]:
-    return (
-        *memory_row_counts(),
-        MemoryRecord.objects.count(),
-        Promotion.objects.count(),
-        MemoryEvent.objects.count(),
-        SearchDoc.objects.count(),
-        Delivery.objects.count(),
-    )
-
-
 class History:
     """One agent and what was saved for it, replayed step by step."""
 
@@ -152,9 +141,9 @@ class History:
 
     def save(self, data: MemoryInput) -> None:
         agent = self.agent
-        before = written()
+        before = written_rows()
         found = preview_save(agent, data)
-        assert written() == before, "the preview wrote something"
+        assert written_rows() == before, "the preview wrote something"
         result = save_memory(agent, data, MODEL)
         where = (found.placement.section, found.placement.key) if found.placement else None
         if isinstance(result, Conflict):

@@ -12,26 +12,26 @@ import pytest
 
 from lens.models import Team
 from memory.core.presets import content_key
-from memory.models import Delivery, MemoryEvent, MemoryRecord, Promotion, SearchDoc
+from memory.models import Delivery
 from tests.api_calls import (
     DOUG,
     ApiClient,
     api_composed_ids,
     api_composition,
     assert_error,
-    db_snapshot,
     memories_listing,
     memory_body,
     post_memory,
 )
 from tests.factories import (
+    PLAIN_CONFIG,
     SOLO_CONFIG,
+    VAULT_CONFIG,
+    Unchanged,
     approvals_config,
     create_agent,
     memory_config,
-    memory_row_counts,
 )
-from tests.samples import SAMPLE_CONFIG
 
 pytestmark = pytest.mark.django_db
 
@@ -47,21 +47,6 @@ PREVIEW_KEYS = {
 }
 VIEW_KEYS = {"id", "kind", "content", "tags", "label", "supersedes", "created_at"}
 
-# The preset's sections declared with the tiers memory may not fill.
-VAULT_CONFIG: dict[str, Any] = {
-    **SAMPLE_CONFIG,
-    "name": "Vault",
-    "routing_spec": "user-background",
-    "background": {
-        "sections": [
-            {"id": "user_profile", "title": "About the User", "promotion": "locked"},
-            {"id": "user_preferences", "title": "User Preferences", "promotion": "earned"},
-        ]
-    },
-}
-
-# No routing spec: every memory is spec-declined.
-PLAIN_CONFIG: dict[str, Any] = {**SOLO_CONFIG, "name": "Plain", "routing_spec": None}
 
 CONFIGS: dict[str, dict[str, Any]] = {
     # auto profile (authored "timezone"), guarded preferences
@@ -78,34 +63,6 @@ CONFIGS: dict[str, dict[str, Any]] = {
 def agents(team: Team) -> None:
     for slug, config in CONFIGS.items():
         create_agent(team, slug, config)
-
-
-def written() -> tuple[int, ...]:
-    """Records, promotion rows and events, then search documents, deliveries, events and
-    promotion rows once more by name (the brief of §5.7: none of them may move)."""
-    return (
-        *memory_row_counts(),
-        MemoryRecord.objects.count(),
-        Promotion.objects.count(),
-        MemoryEvent.objects.count(),
-        SearchDoc.objects.count(),
-        Delivery.objects.count(),
-    )
-
-
-class Unchanged:
-    """Remembers every count and every row; ``check()`` proves nothing moved since."""
-
-    def __init__(self) -> None:
-        self.baseline()
-
-    def baseline(self) -> None:
-        self.counts = written()
-        self.rows = db_snapshot()
-
-    def check(self) -> None:
-        assert written() == self.counts
-        assert db_snapshot() == self.rows
 
 
 def preview(api: ApiClient, body: dict[str, Any], slug: str = "wren") -> dict[str, Any]:

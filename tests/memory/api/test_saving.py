@@ -24,26 +24,17 @@ from tests.api_calls import (
     memory_body,
     post_memory,
 )
-from tests.factories import SOLO_CONFIG, WREN_CONFIG, create_agent, event_kinds, promotion_of
+from tests.factories import (
+    PLAIN_CONFIG,
+    SOLO_CONFIG,
+    VAULT_CONFIG,
+    WREN_CONFIG,
+    create_agent,
+    event_kinds,
+    promotion_of,
+)
 
 pytestmark = pytest.mark.django_db
-
-
-# The preset's sections declared with the tiers memory cannot fill.
-VAULT_CONFIG: dict[str, Any] = {
-    **WREN_CONFIG,
-    "name": "Vault",
-    "background": {
-        "sections": [
-            {"id": "user_profile", "title": "About the User", "promotion": "locked"},
-            {"id": "user_preferences", "title": "User Preferences", "promotion": "earned"},
-        ]
-    },
-}
-
-
-# No routing spec at all: every memory is spec-declined.
-PLAIN_CONFIG: dict[str, Any] = {**SOLO_CONFIG, "name": "Plain", "routing_spec": None}
 
 
 def assert_saved_by_token(record_id: str, prefix: str) -> None:
