@@ -26,6 +26,7 @@ urlpatterns = [
     path("approvals/<str:record_id>/decide/", approval_views.decide_one, name="approvals-decide"),
     path("memories/", memory_views.memory_list, name="memory-list"),
     path("memories/<str:record_id>/revoke/", approval_views.revoke_one, name="memory-revoke"),
+    path("memories/<str:record_id>/reopen/", approval_views.reopen_one, name="memory-reopen"),
     path("memories/<str:record_id>/", memory_views.memory_detail, name="memory-detail"),
     path("kv/", kv_views.key_list, name="kv-list"),
     path("kv/<path:key>/", kv_views.key_detail, name="kv-detail"),

@@ -18,11 +18,13 @@ from lens.actors import Actor
 from lens.http import PAGE_SIZE, AppRequest, get_record_for_user, render_list, require_team
 from lens.models import Team
 from memory.decisions import (
+    AddressTaken,
     AlreadyDecided,
     NotAllPending,
     decide,
     decide_many,
     pending_count,
+    reopen,
     revoke,
 )
 from memory.forms import BulkDecisionForm, DecisionForm, ReasonForm
@@ -134,6 +136,28 @@ def decide_bulk(request: AppRequest) -> HttpResponse:
     else:
         messages.success(request, notice)
     return _back_to_queue(request)
+
+
+@require_POST
+@login_required
+def reopen_one(request: AppRequest, record_id: str) -> HttpResponse:
+    """Put a rejected or revoked memory back into the approval queue (SPEC §5.4)."""
+    record = get_record_for_user(request, record_id)
+    require_reviewer(request)
+    form = ReasonForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("The reason is too long.", status=400)
+    actor = Actor.for_user(request.user)
+    result = reopen(record.pk, actor, form.cleaned_data["reason"], team=require_team(request))
+    if isinstance(result, AddressTaken):
+        messages.warning(request, result.notice)
+    elif isinstance(result, AlreadyDecided):
+        messages.warning(
+            request, f"Only a rejected or revoked memory can be reopened. {result.notice}"
+        )
+    else:
+        messages.success(request, f"Reopened by {actor.label}: it waits in the approval queue.")
+    return redirect("memory-detail", record_id=record.pk)
 
 
 @require_POST

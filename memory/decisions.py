@@ -47,12 +47,13 @@ def notice_for(promotion: Promotion) -> str:
         newer = promotion.record.superseded_by.order_by("created_at").first()
         by = f" by memory {newer.pk}" if newer else ""
         return f"This memory was superseded{by} meanwhile; nothing was changed."
-    if promotion.status in (PromotionStatus.APPROVED, PromotionStatus.REJECTED):
+    decided = (PromotionStatus.APPROVED, PromotionStatus.REJECTED, PromotionStatus.REVOKED)
+    if promotion.status in decided:
         who = promotion.decided_by.get_username() if promotion.decided_by else "the system"
         when = (
             promotion.decided_at.strftime("%Y-%m-%d %H:%M:%S UTC") if promotion.decided_at else ""
         )
-        verb = "approved" if promotion.status == PromotionStatus.APPROVED else "rejected"
+        verb = str(promotion.status)
         return f"This was already decided by {who}: {verb} at {when}. Nothing was changed."
     return f"This promotion is {promotion.status}; nothing was changed."
 
@@ -162,12 +163,12 @@ def decide_many(
 def revoke(
     record_id: str, actor: Actor, note: str = "", *, team: Team | None = None
 ) -> Decided | AlreadyDecided | None:
-    """Take an approved memory back out of the prompt (its row becomes ``rejected``)."""
+    """Take an approved memory back out of the prompt (its row becomes ``revoked``)."""
     return _transition(
         record_id,
         team,
         PromotionStatus.APPROVED,
-        PromotionStatus.REJECTED,
+        PromotionStatus.REVOKED,
         EventKind.REVOKED,
         actor,
         note,
@@ -205,7 +206,9 @@ def reopen(
         with transaction.atomic():
             # The partial unique index refuses a second holder of one address, so a
             # save racing this update cannot leave two records holding it.
-            changed = rows.filter(status=PromotionStatus.REJECTED).update(
+            changed = rows.filter(
+                status__in=(PromotionStatus.REJECTED, PromotionStatus.REVOKED)
+            ).update(
                 status=PromotionStatus.PENDING, decided_by=None, decided_at=None, decision_note=""
             )
             if changed:

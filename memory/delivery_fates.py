@@ -67,7 +67,10 @@ def fates(memory_ids: Iterable[str], live: frozenset[str]) -> dict[str, Fate]:
             found[memory_id] = Fate("in-prompt")
         elif memory_id in newer:
             found[memory_id] = Fate("superseded", at=newer[memory_id][1], newer=newer[memory_id][0])
-        elif event is not None and statuses[memory_id] == PromotionStatus.REJECTED:
+        elif event is not None and statuses[memory_id] in (
+            PromotionStatus.REJECTED,
+            PromotionStatus.REVOKED,
+        ):
             found[memory_id] = Fate(event.kind, by=event.actor, at=event.at)
         elif statuses[memory_id] == PromotionStatus.PENDING:
             found[memory_id] = Fate("pending")

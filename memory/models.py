@@ -66,6 +66,7 @@ class PromotionStatus(models.TextChoices):
     PENDING = "pending"
     APPROVED = "approved"
     REJECTED = "rejected"
+    REVOKED = "revoked"  # approved, then taken out of the prompt by a reviewer
     DECLINED = "declined"
     SUPERSEDED = "superseded"
 

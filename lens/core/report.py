@@ -22,6 +22,7 @@ DropReason = Literal[
     "earned-inert",
     "awaiting-approval",
     "rejected",
+    "revoked",
     "authored-wins",
     "reconciled",
     "over-budget",
@@ -41,6 +42,7 @@ DROP_REASON_HELP: dict[str, str] = {
     "earned-inert": "Its section's tier is earned, which is inert in v1.",
     "awaiting-approval": "Its section is guarded: a person must approve it.",
     "rejected": "A reviewer rejected it.",
+    "revoked": "A reviewer took it out of the prompt after it was approved.",
     "authored-wins": "An authored entry holds the same key.",
     "reconciled": "Another memory at the same address won.",
     "over-budget": "The memory budget of the Background was full.",
@@ -92,7 +94,7 @@ def routing_report(
     """Every record not composed, with exactly one reason (SPEC §5.6 precedence).
 
     Superseded first; then the promotion's own outcome (declined at save time,
-    awaiting approval, rejected); then the fold's reason for an approved record.
+    awaiting approval, rejected, revoked); then the fold's reason for an approved record.
     """
     fold_reasons = {drop.memory_id: drop.reason for drop in fold.drops}
     drops: list[Drop] = []
@@ -108,6 +110,8 @@ def routing_report(
             reason = "awaiting-approval"
         elif state.status == "rejected":
             reason = "rejected"
+        elif state.status == "revoked":
+            reason = "revoked"
         else:
             reason = fold_reasons.get(state.memory_id)
         if reason is not None:

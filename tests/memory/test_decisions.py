@@ -260,11 +260,6 @@ def test_a_revoked_memory_leaves_the_prompt_and_can_be_reopened(
     assert kinds(record_id)[-2:] == [EventKind.REVOKED, EventKind.REOPENED]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SPEC §5.4 lists a promotion status 'revoked' (and §5.6 a drop reason 'revoked'); "
-    "revoke() stores 'rejected' and PromotionStatus has no REVOKED",
-)
 def test_a_revoked_promotion_has_the_status_revoked(wren: Agent, person: Actor) -> None:
     record_id = remember(wren, "Mira.", kind="profile", label="name")
     revoke(record_id, person)

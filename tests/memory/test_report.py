@@ -33,6 +33,7 @@ ALLOWED = (
     "earned-inert",
     "awaiting-approval",
     "rejected",
+    "revoked",
     "superseded",
     "authored-wins",
     "reconciled",
@@ -45,7 +46,7 @@ SAVE_TIME: tuple[DropReason, ...] = (
     "earned-inert",
 )
 FOLD_ONLY: tuple[DropReason, ...] = ("authored-wins", "reconciled", "over-budget")
-STATUSES = ("pending", "approved", "rejected", "declined", "superseded")
+STATUSES = ("pending", "approved", "rejected", "revoked", "declined", "superseded")
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 
 
@@ -67,17 +68,17 @@ def reasons(report: RoutingReport) -> dict[str, str]:
 # --- the vocabulary -------------------------------------------------------------------
 
 
-def test_drop_reasons_are_exactly_the_ten_of_the_spec() -> None:
+def test_drop_reasons_are_exactly_the_eleven_of_the_spec() -> None:
     assert set(DROP_REASONS) == set(ALLOWED)
-    assert len(DROP_REASONS) == 10
+    assert len(DROP_REASONS) == 11
     assert set(DROP_REASON_HELP) == set(ALLOWED)
 
 
 def test_drop_reasons_are_listed_in_precedence_order() -> None:
     assert DROP_REASONS[0] == "superseded"
     assert DROP_REASONS[1:5] == SAVE_TIME
-    assert DROP_REASONS[5:7] == ("awaiting-approval", "rejected")
-    assert set(DROP_REASONS[7:]) == set(FOLD_ONLY)
+    assert DROP_REASONS[5:8] == ("awaiting-approval", "rejected", "revoked")
+    assert set(DROP_REASONS[8:]) == set(FOLD_ONLY)
 
 
 # --- precedence -----------------------------------------------------------------------
@@ -254,8 +255,8 @@ def test_every_memory_is_either_in_the_prompt_or_in_the_drops_never_both_never_n
             assert dropped[row.memory_id] == row.reason
         elif row.status == "pending":
             assert dropped[row.memory_id] == "awaiting-approval"
-        elif row.status == "rejected":
-            assert dropped[row.memory_id] == "rejected"
+        elif row.status in ("rejected", "revoked"):
+            assert dropped[row.memory_id] == row.status
         else:
             assert dropped.get(row.memory_id) == fold_reasons.get(row.memory_id)
             assert dropped.get(row.memory_id) in (None, *FOLD_ONLY, *SAVE_TIME[1:])

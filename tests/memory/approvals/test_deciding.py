@@ -177,11 +177,13 @@ def test_revoking_an_approved_memory_takes_it_out_of_the_prompt(
     assert response["Location"] == f"/memories/{record_id}/"
     page = dom(reviewer_client.get(response["Location"]))
     assert any("Revoked by mira" in m for m in alerts(page))
-    assert page.one("data-memory-status").get("data-memory-status") == "rejected"
+    assert page.one("data-memory-status").get("data-memory-status") == "revoked"
+    assert "Reopen" in buttons(page)
+    assert "Revoke" not in buttons(page)
 
     row = promotion_of(record_id)
     assert (row.status, row.decided_by, row.decision_note) == (
-        PromotionStatus.REJECTED,
+        PromotionStatus.REVOKED,
         reviewer,
         "outdated",
     )
@@ -196,7 +198,7 @@ def test_revoking_an_approved_memory_takes_it_out_of_the_prompt(
         (record_id, "revoked", "mira"),
     ]
     assert not in_prompt(wren, record_id)
-    assert drop_reason(wren, record_id) == "rejected"
+    assert drop_reason(wren, record_id) == "revoked"
 
 
 def test_an_auto_promoted_memory_can_be_revoked_too(reviewer_client: Client, wren: Agent) -> None:

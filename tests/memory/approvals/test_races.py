@@ -168,7 +168,7 @@ def test_reviewers_revoking_one_memory_at_once_revoke_it_once(
     assert [kind for _rid, kind, _who in landed] == ["approved", "revoked"]
     assert MemoryEvent.objects.filter(record_id=record_id, kind=EventKind.REVOKED).count() == 1
     row = promotion_of(record_id)
-    assert row.status == PromotionStatus.REJECTED
+    assert row.status == PromotionStatus.REVOKED
     assert row.decided_by is not None
     assert row.decided_by.get_username() == landed[-1][2]
     assert not in_prompt(wren, record_id)
