@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib import messages
@@ -20,6 +21,7 @@ from lens.models import Team
 from memory.decisions import (
     AddressTaken,
     AlreadyDecided,
+    Decided,
     NotAllPending,
     decide,
     decide_many,
@@ -138,40 +140,52 @@ def decide_bulk(request: AppRequest) -> HttpResponse:
     return _back_to_queue(request)
 
 
-@require_POST
-@login_required
-def reopen_one(request: AppRequest, record_id: str) -> HttpResponse:
-    """Put a rejected or revoked memory back into the approval queue (SPEC §5.4)."""
+def _page_decision(
+    request: AppRequest,
+    record_id: str,
+    act: Callable[..., Decided | AlreadyDecided | AddressTaken | None],
+    only: str,
+    done: str,
+) -> HttpResponse:
+    """A reviewer's revoke or reopen from a memory's page: the record must be the current
+    team's, the reason short enough; the page says what happened (or why nothing did)."""
     record = get_record_for_user(request, record_id)
     require_reviewer(request)
     form = ReasonForm(request.POST)
     if not form.is_valid():
         return HttpResponse("The reason is too long.", status=400)
     actor = Actor.for_user(request.user)
-    result = reopen(record.pk, actor, form.cleaned_data["reason"], team=require_team(request))
+    result = act(record.pk, actor, form.cleaned_data["reason"], team=require_team(request))
     if isinstance(result, AddressTaken):
         messages.warning(request, result.notice)
     elif isinstance(result, AlreadyDecided):
-        messages.warning(
-            request, f"Only a rejected or revoked memory can be reopened. {result.notice}"
-        )
+        messages.warning(request, f"{only} {result.notice}")
     else:
-        messages.success(request, f"Reopened by {actor.label}: it waits in the approval queue.")
+        messages.success(request, done.format(actor=actor.label))
     return redirect("memory-detail", record_id=record.pk)
+
+
+@require_POST
+@login_required
+def reopen_one(request: AppRequest, record_id: str) -> HttpResponse:
+    """Put a rejected or revoked memory back into the approval queue (SPEC §5.4)."""
+    return _page_decision(
+        request,
+        record_id,
+        reopen,
+        "Only a rejected or revoked memory can be reopened.",
+        "Reopened by {actor}: it waits in the approval queue.",
+    )
 
 
 @require_POST
 @login_required
 def revoke_one(request: AppRequest, record_id: str) -> HttpResponse:
-    record = get_record_for_user(request, record_id)
-    require_reviewer(request)
-    form = ReasonForm(request.POST)
-    if not form.is_valid():
-        return HttpResponse("The reason is too long.", status=400)
-    actor = Actor.for_user(request.user)
-    result = revoke(record.pk, actor, form.cleaned_data["reason"], team=require_team(request))
-    if isinstance(result, AlreadyDecided):
-        messages.warning(request, f"Only an approved memory can be revoked. {result.notice}")
-    else:
-        messages.success(request, f"Revoked by {actor.label}: it left the prompt.")
-    return redirect("memory-detail", record_id=record.pk)
+    """Take a composed memory out of the prompt (its status becomes ``revoked``)."""
+    return _page_decision(
+        request,
+        record_id,
+        revoke,
+        "Only an approved memory can be revoked.",
+        "Revoked by {actor}: it left the prompt.",
+    )
