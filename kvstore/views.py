@@ -18,14 +18,24 @@ from kvstore.core.keys import PAYLOAD_MAX_RUNES, key_problem
 from kvstore.forms import DeleteForm, WriteForm
 from kvstore.models import Key, Version
 from lens.core.diffs import unified_diff
-from lens.http import PAGE_SIZE, AppRequest, get_key_for_user, render_list, require_team
+from lens.http import (
+    PAGE_SIZE,
+    AppRequest,
+    current_team,
+    get_key_for_user,
+    no_team_page,
+    render_list,
+    require_team,
+)
 from lens.models import Team
 
 
 @require_GET
 @login_required
 def key_list(request: AppRequest) -> HttpResponse:
-    team = require_team(request)
+    team = current_team(request)
+    if team is None:
+        return no_team_page(request, "Key/value store", "kv")
     prefix = request.GET.get("prefix", "")
     page = Paginator(store.keys_with_prefix(team, prefix), PAGE_SIZE).get_page(
         request.GET.get("page")

@@ -68,6 +68,12 @@ def current_team(request: AppRequest) -> Team | None:
     return team
 
 
+def no_team_page(request: AppRequest, title: str, nav: str) -> HttpResponse:
+    """What a list page shows a user who belongs to no team: 200 and how to join one
+    (SPEC §9: never an error)."""
+    return render(request, "no_team.html", {"title": title, "nav": nav})
+
+
 def require_team(request: AppRequest) -> Team:
     """The current team; 404 for a user who belongs to none."""
     team = current_team(request)

@@ -16,7 +16,15 @@ from django.utils.http import urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from lens.actors import Actor
-from lens.http import PAGE_SIZE, AppRequest, get_record_for_user, render_list, require_team
+from lens.http import (
+    PAGE_SIZE,
+    AppRequest,
+    current_team,
+    get_record_for_user,
+    no_team_page,
+    render_list,
+    require_team,
+)
 from lens.models import Team
 from memory.decisions import (
     AddressTaken,
@@ -71,7 +79,9 @@ def _queue_context(request: AppRequest, team: Team, **extra: Any) -> dict[str, A
 @require_GET
 @login_required
 def queue(request: AppRequest) -> HttpResponse:
-    team = require_team(request)
+    team = current_team(request)
+    if team is None:
+        return no_team_page(request, "Approval queue", "approvals")
     return render_list(request, "memory/approvals.html", _queue_context(request, team))
 
 

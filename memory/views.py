@@ -13,7 +13,14 @@ from django.views.decorators.http import require_GET
 
 from lens.agents import with_config
 from lens.core.report import DROP_REASON_HELP
-from lens.http import PAGE_SIZE, AppRequest, current_team, get_record_for_user, render_list
+from lens.http import (
+    PAGE_SIZE,
+    AppRequest,
+    current_team,
+    get_record_for_user,
+    no_team_page,
+    render_list,
+)
 from lens.models import Agent
 from memory import search
 from memory.approval_views import PERMISSION
@@ -30,7 +37,9 @@ from memory.queries import listed
 def memory_list(request: AppRequest) -> HttpResponse:
     """The team's memories, newest first; with ``q``, the ones that match, best first."""
     team = current_team(request)
-    agents = list(Agent.objects.filter(team=team).order_by("name")) if team else []
+    if team is None:
+        return no_team_page(request, "Memories", "memories")
+    agents = list(Agent.objects.filter(team=team).order_by("name"))
     agent_slug = request.GET.get("agent", "")
     kind = request.GET.get("kind", "")
     query = request.GET.get("q", "")

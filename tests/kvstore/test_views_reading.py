@@ -101,11 +101,13 @@ def test_another_teams_keys_are_invisible_and_untouchable(
     assert keys_listed(dom(member_client.get("/kv/"))) == ["must.ours", "root"]
 
 
-def test_a_user_in_no_team_gets_404(team: Team) -> None:
+def test_a_user_in_no_team_sees_no_key(team: Team) -> None:
     store.write(team, "root", "Start here.")
     client = Client()
     client.force_login(make_user("loner"))
-    assert client.get("/kv/").status_code == 404
+    listing = client.get("/kv/")
+    assert listing.status_code == 200  # how to join a team, never another team's keys
+    assert "root" not in keys_listed(dom(listing))
     assert client.get(kv_page_url("root")).status_code == 404
     assert post_delete(client, "root", "root").status_code == 404
     assert versions_of(team, "root") == [(1, "Start here.")]

@@ -204,12 +204,19 @@ def test_it_redirects_anonymous_visitors_to_the_login_page(path: str, agent: Age
     assert response["Location"] == f"/accounts/login/?next={path}"
 
 
-def test_a_user_without_a_team_sees_an_empty_list(db: None) -> None:
+@pytest.mark.parametrize("path", ["/", "/approvals/", "/memories/", "/kv/", "/kv/?prefix=must."])
+def test_a_user_without_a_team_sees_how_to_join_one_on_every_list_page(db: None, path: str) -> None:
+    # SPEC §9: a friendly empty state (200) on every page, never an error.
     client = Client()
     client.force_login(make_user("loner"))
-    response = client.get("/")
+    response = client.get(path)
     assert response.status_code == 200
     assert "not in a team yet" in response.content.decode()
+
+
+def test_a_user_without_a_team_finds_no_agent(db: None) -> None:
+    client = Client()
+    client.force_login(make_user("loner"))
     assert client.get("/agents/wren/").status_code == 404
 
 
