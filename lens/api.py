@@ -20,29 +20,13 @@ from lens.apijson import ApiRenderer
 from lens.core.composition import Composition
 from lens.core.config import AgentConfig
 from lens.core.counts import Counts
-from lens.core.text import unstorable
+from lens.core.text import unstorable_path
 from lens.models import Agent
 from memory.agents import store_agent
 from memory.api import router as memory_router
 from memory.composition import compose, compose_many
 from memory.delivery_api import agent_deliveries
 from memory.delivery_api import deliveries as deliveries_router
-
-
-def _unstorable_path(
-    value: Any, path: tuple[str | int, ...] = ()
-) -> tuple[tuple[str | int, ...], str] | None:
-    """Where the first unstorable text in a parsed body is, and why, or None."""
-    if isinstance(value, str):
-        return (path, why) if (why := unstorable(value)) else None
-    if isinstance(value, dict | list):
-        items = value.items() if isinstance(value, dict) else enumerate(value)
-        for key, item in items:
-            if isinstance(key, str) and (why := unstorable(key)):
-                return (*path, key), why
-            if (found := _unstorable_path(item, (*path, key))) is not None:
-                return found
-    return None
 
 
 class _DuplicateKey(Exception):
@@ -79,7 +63,7 @@ class _JsonParser(Parser):
                 422, "invalid_request", f"Request body is not valid JSON: {exc}"
             ) from exc
         # Refused on every backend alike (SQLite would store it, PostgreSQL would fail).
-        if (found := _unstorable_path(data)) is not None:
+        if (found := unstorable_path(data)) is not None:
             path, why = found
             # validation_error strips ninja's ("body", <parameter>) prefix from a loc.
             loc = ("body", "", *path)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
 # Everything str.splitlines() breaks on. A run starting with one of these and
 # continuing with any whitespace becomes one space, so interpolated data can never
@@ -49,3 +50,20 @@ def unstorable(text: str) -> str | None:
     if found.group() == "\x00":
         return "text must not contain NUL (U+0000) characters"
     return "text must not contain unpaired surrogates (U+D800 to U+DFFF)"
+
+
+def unstorable_path(
+    value: Any, path: tuple[str | int, ...] = ()
+) -> tuple[tuple[str | int, ...], str] | None:
+    """Where the first unstorable text in parsed JSON (strings, keys, lists, objects) is,
+    and why, or None: every input channel refuses it alike."""
+    if isinstance(value, str):
+        return (path, why) if (why := unstorable(value)) else None
+    if isinstance(value, dict | list | tuple):
+        items = value.items() if isinstance(value, dict) else enumerate(value)
+        for key, item in items:
+            if isinstance(key, str) and (why := unstorable(key)):
+                return (*path, key), why
+            if (found := unstorable_path(item, (*path, key))) is not None:
+                return found
+    return None

@@ -14,7 +14,7 @@ import inspect
 import json
 import logging
 import socket
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
@@ -35,7 +35,7 @@ from kvstore.api import Page, ReadParams, WriteIn
 from lens.apiauth import find_token
 from lens.apijson import iso_utc
 from lens.core.errors import DomainError, error_body, invalid_input
-from lens.core.text import unstorable
+from lens.core.text import unstorable_path
 from lens.mcp import MCP_PATH, descriptions, operations
 from lens.mcp.operations import Command, validation_failure
 from memory.api import ListParams
@@ -108,19 +108,6 @@ def run_operation(
 # --- arguments ------------------------------------------------------------------------
 
 
-def _strings(value: object, loc: tuple[str | int, ...]) -> Iterator[tuple[str, str]]:
-    """Every string in ``value`` (and every key), with its dotted location."""
-    if isinstance(value, str):
-        yield ".".join(map(str, loc)), value
-    elif isinstance(value, list | tuple):
-        for index, item in enumerate(value):
-            yield from _strings(item, (*loc, index))
-    elif isinstance(value, dict):
-        for key, item in value.items():
-            yield from _strings(key, loc)
-            yield from _strings(item, (*loc, key))
-
-
 def refused_arguments(
     arguments: Mapping[str, Any], parameters: frozenset[str]
 ) -> DomainError | None:
@@ -129,9 +116,9 @@ def refused_arguments(
     (NUL, unpaired surrogates), refused alike on every backend."""
     if unknown := sorted(set(arguments) - parameters):
         return invalid_input((name, "Extra inputs are not permitted") for name in unknown)
-    for loc, text in _strings(dict(arguments), ()):
-        if why := unstorable(text):
-            return invalid_input([(loc, why)])
+    if (found := unstorable_path(dict(arguments))) is not None:
+        path, why = found
+        return invalid_input([(".".join(map(str, path)), why)])
     return None
 
 
