@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Annotated, Literal
 
 from pydantic import (
@@ -21,6 +21,8 @@ from pydantic import (
     model_validator,
 )
 
+from lens.core.identity import bidi_problem, identity, key_skeleton
+
 Tier = Literal["locked", "guarded", "earned", "auto"]
 TIERS: tuple[Tier, ...] = ("locked", "guarded", "earned", "auto")
 
@@ -29,6 +31,10 @@ SECTION_ID_MAX = 64
 TITLE_MAX = 200
 KEY_MAX = 200
 RESERVED_TITLE = "Current State"
+# The reserved title compared without any whitespace: "Current\u200bState" shows as
+# one word and "CurrentState" reads as the same heading, so spacing never tells them
+# apart (see ``title_problem``).
+_RESERVED_SKELETON = key_skeleton("".join(RESERVED_TITLE.split()))
 
 
 def _scalar_only(value: object) -> object:
@@ -66,17 +72,62 @@ def title_problem(title: str) -> str | None:
         return "section title must not be blank"
     if len(title) > TITLE_MAX:
         return f"section title is longer than {TITLE_MAX} characters"
-    # "## Current State" belongs to continuation turns; a section with the same title
-    # would make the model unable to tell which one is being updated.
-    if " ".join(title.split()).casefold() == RESERVED_TITLE.casefold():
-        return f"section title {RESERVED_TITLE!r} is reserved for continuation turns"
+    if problem := bidi_problem(title, "section title"):
+        return problem
+    if is_reserved_title(title):
+        if " ".join(title.split()).casefold() == RESERVED_TITLE.casefold():
+            return f"section title {RESERVED_TITLE!r} is reserved for continuation turns"
+        return (
+            f"section title {title!r} reads as {RESERVED_TITLE!r}, which is reserved "
+            "for continuation turns"
+        )
     return None
 
 
+def is_reserved_title(title: str) -> bool:
+    """Whether ``title`` reads as the reserved "Current State".
+
+    "## Current State" belongs to continuation turns; a section titled the same would
+    leave the model unable to tell which one is being updated. "The same" is what a
+    reader sees: compared by confusable skeleton (so case, fullwidth forms, format
+    characters and look-alikes such as Cyrillic "С" do not count) and with every
+    whitespace removed (a zero-width space between the words, or none, still reads as
+    the reserved heading). Titles are at most ``TITLE_MAX`` characters: bounded work.
+    """
+    return key_skeleton("".join(identity(title).split())) == _RESERVED_SKELETON
+
+
 def duplicates(values: Iterable[str]) -> list[str]:
-    """Values that occur more than once, in first-seen order."""
+    """Values that occur more than once, in first-seen order (exact comparison: for
+    ids, which are ASCII by pattern; names compare with ``same_names``)."""
     counts = Counter(values)
     return [value for value, n in counts.items() if n > 1]
+
+
+def same_names(
+    values: Iterable[str], name_of: Callable[[str], str] = key_skeleton
+) -> list[tuple[str, str]]:
+    """``(earlier, later)`` for each value that is the same name as an earlier one, in
+    order. Names are the same when their confusable skeletons are (``Name``, ``name``,
+    ``ｎａｍｅ`` and Cyrillic ``nаme`` are one name), since they would render alike.
+    """
+    seen: dict[str, str] = {}
+    found: list[tuple[str, str]] = []
+    for value in values:
+        name = name_of(value)
+        if name in seen:
+            found.append((seen[name], value))
+        else:
+            seen[name] = value
+    return found
+
+
+def describe_same(found: tuple[str, str]) -> str:
+    """``'name'``, or ``'nаme' (the same name as 'name')`` for a look-alike."""
+    earlier, later = found
+    if earlier == later:
+        return repr(later)
+    return f"{later!r} (the same name as {earlier!r})"
 
 
 class _Frozen(BaseModel):
@@ -87,6 +138,13 @@ class BackgroundEntry(_Frozen):
     key: StrictStr = Field(min_length=1, max_length=KEY_MAX)
     value: Scalar
     memory_ids: tuple[StrictStr, ...] = ()
+
+    @field_validator("key")
+    @classmethod
+    def _check_key(cls, value: str) -> str:
+        if problem := bidi_problem(value, "entry key"):
+            raise ValueError(problem)
+        return value
 
 
 class BackgroundSection(_Frozen):
@@ -111,14 +169,17 @@ class BackgroundSection(_Frozen):
 
     @model_validator(mode="after")
     def _unique_keys(self) -> BackgroundSection:
-        dupes = duplicates(entry.key for entry in self.entries)
-        if dupes:
-            keys = ", ".join(repr(key) for key in dupes)
+        # Keys are one when they render alike (``same_names``): "Name" and Cyrillic
+        # "nаme" would be two lines the model and a reviewer cannot tell apart.
+        if found := same_names(entry.key for entry in self.entries):
+            keys = ", ".join(dict.fromkeys(describe_same(pair) for pair in found))
             raise ValueError(f"duplicate entry key {keys} in section {self.id!r}")
         return self
 
     def entry(self, key: str) -> BackgroundEntry | None:
-        return next((entry for entry in self.entries if entry.key == key), None)
+        """The entry whose key is the same name as ``key`` (``same_names``), or None."""
+        name = key_skeleton(key)
+        return next((entry for entry in self.entries if key_skeleton(entry.key) == name), None)
 
 
 class Background(_Frozen):
@@ -158,8 +219,10 @@ class Background(_Frozen):
 
 
 def _merge_section(mine: BackgroundSection, theirs: BackgroundSection) -> BackgroundSection:
-    replacements = {entry.key: entry for entry in theirs.entries}
-    entries = [replacements.get(entry.key, entry) for entry in mine.entries]
-    keys = {entry.key for entry in mine.entries}
-    entries.extend(entry for entry in theirs.entries if entry.key not in keys)
+    # Entry keys merge by name (``same_names``), so look-alike keys never end up side
+    # by side in the merged section.
+    replacements = {key_skeleton(entry.key): entry for entry in theirs.entries}
+    entries = [replacements.get(key_skeleton(entry.key), entry) for entry in mine.entries]
+    keys = {key_skeleton(entry.key) for entry in mine.entries}
+    entries.extend(entry for entry in theirs.entries if key_skeleton(entry.key) not in keys)
     return theirs.model_copy(update={"entries": tuple(entries)})

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from operator import attrgetter, itemgetter
 
 from lens.core.background import Background, BackgroundEntry, BackgroundSection
+from lens.core.identity import key_skeleton
 from lens.core.render import ENTRY_LINE_OVERHEAD
 from lens.core.report import Drop, DropReason, ReportStats, RoutingReport
 from lens.core.text import collapse
@@ -150,16 +151,18 @@ def _admitted(
     authored entry holds, are dropped; the rest are grouped by address.
     """
     declared = {section.id: section for section in background.sections}
-    # Sections memory may fill, with the keys their authored entries hold.
+    # Sections memory may fill, with the keys their authored entries hold, compared as
+    # names (confusable skeletons): an authored "Name" or Cyrillic "nаme" holds the
+    # memory key "name" too, since both lines would read the same.
     open_keys = {
-        s.id: {e.key for e in s.entries}
+        s.id: {key_skeleton(e.key) for e in s.entries}
         for s in background.sections
         if tier_block(s.promotion) is None
     }
     survivors: dict[_Address, list[tuple[float, PlacedRecord]]] = {}
     for record in records.values():
         authored = open_keys.get(record.section)
-        if authored is not None and record.key not in authored:
+        if authored is not None and not (authored and key_skeleton(record.key) in authored):
             address = (record.section, record.key)
             item = (_when(record.created_at), record)
             group = survivors.get(address)

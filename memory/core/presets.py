@@ -1,8 +1,9 @@
 """The preset routing specs: a spec plus the section declarations it expects.
 
 Vocabularies are opt-in: nothing here is a schema default. Key derivation is shared: a
-slug of the label when there is one (so "Name" and "name " are one address), otherwise
-a hash of the normalised content (append-only; re-saving identical content collides).
+slug of the label when there is one (so "Name", "name ", "ｎａｍｅ" and Cyrillic "nаme"
+are one address), otherwise a hash of the normalised content (append-only; re-saving
+identical content collides).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from lens.core.background import Tier
+from lens.core.identity import ascii_lookalikes, without_format
 from memory.core.routing import (
     DeclaredSection,
     KeySource,
@@ -25,8 +27,17 @@ from memory.core.tokens import tokenize
 
 
 def slug(text: str) -> str:
-    """The label's tokens joined by '-': "Name" and "name " are one address."""
-    return "-".join(tokenize(text))
+    """The label's tokens joined by '-', spelt with ASCII look-alikes: "Name", "name ",
+    "na\u200bme" and Cyrillic "nаme" are one address, ``name``.
+
+    Format characters go first: tokenizing would read an invisible zero-width space as
+    a word break. The tokens are NFKD-normalised and case-folded (the search tokenizer,
+    SPEC §6.1), then each non-ASCII character confusable with an ASCII letter or digit
+    (UTS #39) is spelt as that character, so look-alikes from other scripts cannot hold
+    two addresses that render the same key. ASCII is kept as written: the key stays
+    readable and distinct ASCII labels stay distinct addresses.
+    """
+    return "-".join(ascii_lookalikes(token) for token in tokenize(without_format(text)))
 
 
 def content_key(content: str) -> str:

@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Annotated
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
 
+from lens.core.identity import bidi_problem
+
 KIND_PATTERN = r"^[a-z][a-z0-9_-]{0,31}$"
 CONTENT_MAX = 10_000
 TAGS_MAX = 32
@@ -69,6 +71,15 @@ def _check_label(label: str | None) -> str | None:
     return label
 
 
+def _check_new_label(label: str | None) -> str | None:
+    # Bidi controls reorder what is displayed around them, so a label holding one can
+    # show as another label. Refused when a memory is saved; records already stored
+    # with one stay readable (records are immutable, and reading never rewrites them).
+    if label is not None and (problem := bidi_problem(label, "label")):
+        raise ValueError(problem)
+    return label
+
+
 def stored_problem(kind: object, content_length: int, tags: object, label: object) -> str | None:
     """Why a stored row no longer reads as a record (SPEC §6.3), or None.
 
@@ -98,6 +109,9 @@ def is_record_id(value: str) -> bool:
 Kind = Annotated[StrictStr, AfterValidator(_check_kind)]
 Content = Annotated[StrictStr, AfterValidator(_check_content)]
 Label = Annotated[StrictStr | None, AfterValidator(_check_label)]
+NewLabel = Annotated[
+    StrictStr | None, AfterValidator(_check_label), AfterValidator(_check_new_label)
+]
 if TYPE_CHECKING:
     # What a validated model holds: ``_check_tags`` turns the list into a tuple.
     Tags = tuple[str, ...]
@@ -114,7 +128,7 @@ class MemoryInput(BaseModel):
     kind: Kind
     content: Content
     tags: Tags = Field(default_factory=tuple)
-    label: Label = None
+    label: NewLabel = None
     supersedes: StrictStr | None = None
 
 

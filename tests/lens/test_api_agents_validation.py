@@ -247,7 +247,10 @@ ODD_TITLE = "Notes \U0001f4dd \u05e9\u05dc\u05d5\u05dd\r\n# H"
 
 ODD_ENTRIES = [
     {"key": "emoji \U0001f99c", "value": "\U0001f469\u200d\U0001f469\u200d\U0001f467 family"},
-    {"key": "rtl \u202eevil", "value": "\u0645\u0631\u062d\u0628\u0627 \u05e2\u05d5\u05dc\u05dd"},
+    {
+        "key": "rtl \u05e9\u05dc\u05d5\u05dd evil",
+        "value": "\u0645\u0631\u062d\u0628\u0627 \u05e2\u05d5\u05dc\u05dd",
+    },
     {"key": "cafe\u0301", "value": "n\u0303o\u0308\u0323"},
     {"key": "line\u2028sep", "value": "para\u2029graph\u0085next"},
     {"key": "inject", "value": "ok\r\n# H\r\n"},
@@ -259,7 +262,7 @@ ODD_ENTRIES = [
 ODD_LINES = [
     "### Notes \U0001f4dd \u05e9\u05dc\u05d5\u05dd # H",
     "- **emoji \U0001f99c**: \U0001f469\u200d\U0001f469\u200d\U0001f467 family",
-    "- **rtl \u202eevil**: \u0645\u0631\u062d\u0628\u0627 \u05e2\u05d5\u05dc\u05dd",
+    "- **rtl \u05e9\u05dc\u05d5\u05dd evil**: \u0645\u0631\u062d\u0628\u0627 \u05e2\u05d5\u05dc\u05dd",
     "- **cafe\u0301**: n\u0303o\u0308\u0323",
     "- **line sep**: para graph next",
     "- **inject**: ok # H ",

@@ -123,11 +123,13 @@ def test_same_key_in_different_sections_is_fine() -> None:
     assert background.entry_count == 2
 
 
-def test_keys_differing_only_in_case_are_distinct() -> None:
-    parsed = BackgroundSection.model_validate(
-        section("a", entries=entries(("Name", 1), ("name", 2)))
-    )
-    assert len(parsed.entries) == 2
+def test_keys_differing_only_in_case_are_one_key() -> None:
+    # Keys compare as a reader sees them: "Name" and "name" would be two lines that
+    # read the same (tests/lens/test_core_identity.py covers the look-alikes).
+    with pytest.raises(
+        ValidationError, match="duplicate entry key 'name' .the same name as 'Name'."
+    ):
+        BackgroundSection.model_validate(section("a", entries=entries(("Name", 1), ("name", 2))))
 
 
 # --- section ids ----------------------------------------------------------------------

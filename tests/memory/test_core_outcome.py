@@ -11,6 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from lens.core.background import TIERS, Background, BackgroundEntry, BackgroundSection, Tier
+from lens.core.identity import key_skeleton
 from memory.core.outcome import Outcome, route_outcome, tier_block
 from memory.core.overlay import apply_memory_overlay
 from memory.core.routing import DeclaredSection, PlacedRecord, Placement, RoutingContext
@@ -124,8 +125,11 @@ def scenarios(draw: st.DrawFn) -> tuple[Background, Tier | None, PlacedRecord]:
             section_ids.filter(lambda s: s != target), st.sampled_from(TIERS), max_size=3
         )
     )
-    authored = draw(st.lists(keys, max_size=4, unique=True))
-    key = draw(keys.filter(lambda k: k not in authored))
+    # Keys are one name when their confusable skeletons match ("0" and "O"): the
+    # memory's key must not name an authored entry, or authored-wins applies.
+    authored = draw(st.lists(keys, max_size=4, unique_by=key_skeleton))
+    taken = {key_skeleton(k) for k in authored}
+    key = draw(keys.filter(lambda k: key_skeleton(k) not in taken))
     sections = [
         BackgroundSection(id=section_id, title=section_id, promotion=other_tier)
         for section_id, other_tier in others.items()

@@ -133,13 +133,15 @@ def test_an_authored_entry_always_wins_its_key() -> None:
     authored = background(section("notes", "auto", ("name", "Ada"), ("role", "admin")))
     records = [
         placed("m1", key="name", content="Grace", seconds=100),
+        # Keys compare as names: a key that reads the same is the authored one's.
         placed("m2", key="Name", content="Case differs"),
+        placed("m3", key="nickname", content="Another key"),
     ]
     composed, report = apply_memory_overlay(authored, records)
     notes = composed.sections[0]
     assert notes.entries[:2] == authored.sections[0].entries
-    assert reasons(report) == {"m1": "authored-wins"}
-    assert composed_ids(composed) == ["m2"]
+    assert reasons(report) == {"m1": "authored-wins", "m2": "authored-wins"}
+    assert composed_ids(composed) == ["m3"]
 
 
 @pytest.mark.parametrize(
