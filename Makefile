@@ -5,6 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
+NPM ?= npm
+# axe-core (the accessibility checks), pinned by package-lock.json, in node_modules/.
+AXE_STAMP := node_modules/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000
 # pytest-xdist workers; the suite is I/O-light, so one per core.
@@ -12,10 +15,19 @@ WORKERS ?= 2
 
 export DEBUG ?= 1
 
-.PHONY: run test test-fast bench lint format chromium clean
+.PHONY: run test test-fast bench lint format chromium axe screenshots clean
 
+# PyICU (pyproject.toml) compiles against the system's ICU: Debian's libicu-dev, found
+# through pkg-config, and a C++ compiler. Installed from Debian when missing.
 $(STAMP): pyproject.toml
 	@command -v $(PYTHON) >/dev/null || { echo "Python 3.11 is required ($(PYTHON) not found)"; exit 1; }
+	@if ! pkg-config --exists icu-uc icu-i18n 2>/dev/null || ! command -v g++ >/dev/null; then \
+		echo "Installing ICU's headers (libicu-dev), pkg-config and g++ from Debian for PyICU"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq libicu-dev pkg-config g++ >/dev/null; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq libicu-dev pkg-config g++ >/dev/null; fi; \
+	fi
+	@pkg-config --exists icu-uc icu-i18n && command -v g++ >/dev/null || { \
+		echo "PyICU needs ICU's headers, pkg-config and a C++ compiler: apt-get install libicu-dev pkg-config g++"; exit 1; }
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
@@ -35,8 +47,19 @@ chromium:
 	fi
 	@"$(CHROMIUM)" --version
 
+$(AXE_STAMP): package.json package-lock.json
+	@if ! command -v $(NPM) >/dev/null; then \
+		echo "Installing Node.js and npm from Debian for the accessibility tests"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq nodejs npm >/dev/null; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq nodejs npm >/dev/null; fi; \
+	fi
+	$(NPM) ci --no-audit --no-fund --loglevel=error
+	touch $(AXE_STAMP)
+
+axe: $(AXE_STAMP)
+
 # lint first (ruff, then mypy), then the migrations check and the whole suite.
-test: lint chromium
+test: lint chromium axe
 	$(BIN)/python manage.py makemigrations --check --dry-run -v0
 	CHROMIUM=$(CHROMIUM) $(BIN)/pytest -n $(WORKERS) $(PYTEST_ARGS)
 
@@ -45,6 +68,11 @@ test-fast: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench
+
+# Every page at 390 and 1440 px, light and dark, on the demo data plus a big agent,
+# as PNGs under var/screenshots/ (a scratch SQLite database; nothing else is touched).
+screenshots: $(STAMP) chromium
+	CHROMIUM=$(CHROMIUM) $(BIN)/python -m tools.screenshots
 
 # mypy loads lens.settings through the django-stubs plugin: DEBUG=1 (exported above)
 # or a SECRET_KEY must be set.
@@ -58,4 +86,4 @@ format: $(STAMP)
 	$(BIN)/ruff format .
 
 clean:
-	rm -rf $(VENV) staticfiles .mypy_cache
+	rm -rf $(VENV) staticfiles .mypy_cache node_modules

@@ -1,0 +1,174 @@
+"""A tour of every page of the product on the demo's data: the list the screenshots and
+the accessibility checks visit, who visits each page, and the walk itself in Chromium.
+
+The demo (``seed_demo``) has three agents with memories of every outcome, key/value keys
+with history and a delivery history; the tour adds a user who belongs to no team and,
+for the screenshots, a big agent (40 sections of 50 entries and a few hundred memories).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+from bench.data import big_memory_config, memory_plan
+from kvstore.models import Key
+from lens.actors import SYSTEM, Actor
+from lens.models import Agent, SectionDeclaration, Team
+from memory.agents import store_agent
+from memory.core.records import MemoryInput
+from memory.decisions import decide
+from memory.models import Delivery, MemoryRecord, PromotionStatus
+from memory.saving import Saved, save_memory
+
+Visitor = Literal["demo", "loner", "anonymous"]
+
+DEMO_TEAM = "demo"
+# Logins the tour uses: the demo's own superuser, and a user in no team.
+PASSWORDS: dict[Visitor, str] = {"demo": "demo", "loner": "loner-tour-password"}
+BIG_AGENT = "big"
+BIG_MEMORIES = 300
+
+
+@dataclass(frozen=True)
+class Stop:
+    """One page: a file-name-safe ``name``, its path, who looks at it, the status due."""
+
+    name: str
+    path: str
+    visitor: Visitor = "demo"
+    status: int = 200
+
+
+def seed(big: bool = False) -> None:
+    """The demo's data, a user in no team and, with ``big``, the big agent."""
+    call_command("seed_demo", verbosity=0)
+    loner, created = User.objects.get_or_create(username="loner")
+    if created:
+        loner.set_password(PASSWORDS["loner"])
+        loner.save()
+    if big:
+        seed_big_agent()
+
+
+def seed_big_agent() -> None:
+    """40 sections of 50 authored entries and ``BIG_MEMORIES`` memories of every fate
+    (composed, over the budget, beaten by an authored entry, pending, rejected,
+    superseded, declined), in the demo team."""
+    team = Team.objects.get(slug=DEMO_TEAM)
+    if Agent.objects.filter(team=team, slug=BIG_AGENT).exists():
+        return
+    agent, _ = store_agent(team, BIG_AGENT, big_memory_config())
+    reviewer = Actor.for_user(User.objects.get(username="demo"))
+    ids: list[str] = []
+    for planned in memory_plan(BIG_MEMORIES):
+        supersedes = None if planned.supersedes is None else ids[planned.supersedes]
+        saved = save_memory(
+            agent,
+            MemoryInput(
+                kind=planned.kind,
+                content=planned.content,
+                label=planned.label,
+                supersedes=supersedes,
+            ),
+            SYSTEM,
+        )
+        assert isinstance(saved, Saved), saved
+        ids.append(saved.id)
+        if planned.fate in ("approve", "reject"):
+            decide(saved.id, planned.fate == "approve", reviewer)
+
+
+def stops() -> list[Stop]:
+    """Every page, in the order a person would find them. Call after ``seed``."""
+    team = Team.objects.get(slug=DEMO_TEAM)
+    wren = Agent.objects.get(team=team, slug="wren")
+    found: list[Stop] = [Stop("agents", "/")]
+    for agent in Agent.objects.filter(team=team).order_by("pk"):
+        found.append(Stop(f"lens-{agent.slug}", f"/agents/{agent.slug}/"))
+    found += [
+        Stop("approvals", "/approvals/"),
+        Stop("memories", "/memories/"),
+        Stop("memories-search", "/memories/?q=coffee"),
+    ]
+    # One memory page for each promotion status the demo holds.
+    for status in PromotionStatus:
+        record = (
+            MemoryRecord.objects.filter(agent=wren, promotion__status=status)
+            .order_by("created_at")
+            .first()
+        )
+        if record is not None:
+            found.append(Stop(f"memory-{status.value}", f"/memories/{record.pk}/"))
+    found.append(Stop("kv", "/kv/"))
+    # A key with history, showing the diff of its last change.
+    key = (
+        Key.objects.filter(team=team, latest_version__gte=2)
+        .order_by("key")
+        .values_list("key", "latest_version")
+        .first()
+    )
+    if key is not None:
+        name, latest = key
+        found.append(Stop("kv-key", f"/kv/{name}/?from={latest - 1}&to={latest}"))
+    deliveries = list(
+        Delivery.objects.filter(agent=wren).order_by("delivered_at").values_list("pk", flat=True)
+    )
+    found.append(Stop("deliveries", f"/agents/{wren.slug}/deliveries/"))
+    if len(deliveries) >= 2:
+        found += [
+            Stop("delivery", f"/deliveries/{deliveries[-1]}/"),
+            Stop("delivery-diff", f"/deliveries/{deliveries[-1]}/diff/"),
+            Stop("delivery-live", f"/deliveries/{deliveries[0]}/live/"),
+        ]
+    section = SectionDeclaration.objects.filter(agent=wren).order_by("pk").first()
+    found += [
+        Stop("admin", "/admin/"),
+        Stop("admin-agent", f"/admin/lens/agent/{wren.pk}/change/"),
+    ]
+    if section is not None:
+        found.append(Stop("admin-section", f"/admin/lens/sectiondeclaration/{section.pk}/change/"))
+    found += [
+        Stop("not-found", "/no/such/page/", status=404),
+        Stop("no-team", "/", visitor="loner"),
+        Stop("login", "/accounts/login/", visitor="anonymous"),
+    ]
+    return found
+
+
+def log_in(page: Any, base_url: str, visitor: Visitor) -> None:
+    if visitor == "anonymous":
+        return
+    page.goto(f"{base_url}/accounts/login/")
+    page.get_by_label("Username").fill(visitor)
+    page.get_by_label("Password").fill(PASSWORDS[visitor])
+    page.get_by_role("button", name="Log in").click()
+    page.wait_for_url(f"{base_url}/")
+
+
+def walk(
+    browser: Any, base_url: str, tour: list[Stop], **context_options: Any
+) -> Iterator[tuple[Stop, Any]]:
+    """Each stop, loaded in Chromium by its visitor (one browser context per visitor,
+    made with ``context_options``: viewport, color_scheme...). Yields the stop and the
+    page once it has loaded; a wrong status stops the walk."""
+    for visitor in ("demo", "loner", "anonymous"):
+        mine = [stop for stop in tour if stop.visitor == visitor]
+        if not mine:
+            continue
+        context = browser.new_context(**context_options)
+        try:
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            log_in(page, base_url, visitor)
+            for stop in mine:
+                response = page.goto(f"{base_url}{stop.path}")
+                assert response is not None, stop
+                assert response.status == stop.status, (stop, response.status)
+                yield stop, page
+        finally:
+            context.close()
