@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from django.contrib import admin
+from django.contrib.admin.views.main import ChangeList
 from django.http import HttpRequest
 
 from memory.models import MemoryEvent, MemoryRecord, Promotion
+
+if TYPE_CHECKING:
+    from django.contrib.admin.filters import _ListFilterChoices
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -47,8 +52,19 @@ class MemoryRecordAdmin(ReadOnlyAdmin):
     inlines = [PromotionInline, EventInline]
 
 
+class ReasonFilter(admin.AllValuesFieldListFilter):
+    """The reasons stored, with the blank one (a promotion nothing blocked) in words: the
+    admin would show it as a link without text."""
+
+    def choices(self, changelist: ChangeList) -> Iterator[_ListFilterChoices]:
+        for choice in super().choices(changelist):
+            if not str(choice["display"]).strip():
+                choice["display"] = "no reason"
+            yield choice
+
+
 @admin.register(Promotion)
 class PromotionAdmin(ReadOnlyAdmin):
     list_display = ["record", "agent", "section", "key", "status", "reason", "tier", "promoted_at"]
-    list_filter = ["status", "reason", "tier"]
+    list_filter = ["status", ("reason", ReasonFilter), "tier"]
     list_select_related = ["agent", "record"]

@@ -1,21 +1,33 @@
 """Admin for teams, agents, section declarations and authored entries.
 
-Every form validates through the same pure schema the API uses, so the admin can
-never store a declaration the API would refuse.
+Every form validates with the API's rules (``lens.admin.forms``); rows are put in order
+with arrows (``lens.admin.ordering``); a section's entries are one click from its agent.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from django import forms
 from django.contrib import admin, messages
-from django.db.models import QuerySet
-from django.forms.models import BaseInlineFormSet
-from django.http import HttpRequest
-from pydantic import ValidationError as PydanticValidationError
+from django.db.models import Count, Max, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
 
-from lens.core.background import BackgroundEntry, duplicates
+from lens.admin.forms import (
+    AgentForm,
+    AuthoredEntryForm,
+    AwarenessForm,
+    AwarenessFormSet,
+    CapabilityForm,
+    CapabilityFormSet,
+    EntryFormSet,
+    SectionDeclarationForm,
+    SectionFormSet,
+    SectionRowForm,
+)
+from lens.admin.ordering import MOVE_FIELD, OrderedRowsAdmin
+from lens.admin.row_names import NamedRowsInline
 from lens.models import (
     Agent,
     ApiToken,
@@ -28,151 +40,22 @@ from lens.models import (
 )
 from memory.agents import apply_preset
 from memory.core.presets import Preset
-from memory.registry import UnknownRoutingSpec, check_spec_key, preset_specs
+from memory.registry import preset_specs
 
 admin.site.site_header = "Composition Lens administration"
 admin.site.site_title = "Composition Lens"
 admin.site.index_title = "Teams, agents and their declarations"
 
 
-def _first_message(error: PydanticValidationError) -> str:
-    return str(error.errors()[0]["msg"]).removeprefix("Value error, ")
+def agent_change_url(agent_pk: int) -> str:
+    return reverse("admin:lens_agent_change", args=[agent_pk])
 
 
-class UniqueNamesFormSet(BaseInlineFormSet):
-    """Refuses duplicates of ``unique_field`` among the rows being kept."""
-
-    unique_field = "name"
-    label = "name"
-
-    def clean(self) -> None:
-        # Before the model formset's own unique check, whose message ("Please correct
-        # the duplicate data for ...") does not name the duplicate.
-        values = [
-            form.cleaned_data[self.unique_field]
-            for form in self.forms
-            if form.cleaned_data
-            and not form.cleaned_data.get("DELETE")
-            and self.unique_field in form.cleaned_data
-        ]
-        if dupes := duplicates(values):
-            raise forms.ValidationError(f"duplicate {self.label} {dupes[0]!r}")
-        super().clean()
+def section_change_url(section_pk: int) -> str:
+    return reverse("admin:lens_sectiondeclaration_change", args=[section_pk])
 
 
-class UniqueInDatabaseFormSet(UniqueNamesFormSet):
-    """For fields with a database unique constraint: lets rows swap or reuse values.
-
-    Django saves inline rows one at a time, so swapping two ids (or renaming a row to
-    the id of a row deleted in the same save) would trip the constraint halfway. The
-    rows that change or go are first moved to placeholders no valid value can equal
-    (the admin's save is one transaction, so nobody sees them).
-    """
-
-    def save_existing_objects(self, commit: bool = True) -> list[Any]:
-        if commit:
-            deleted = self.deleted_forms
-            moving = [
-                form.instance.pk
-                for form in self.initial_forms
-                if form.instance.pk is not None
-                and (form in deleted or self.unique_field in form.changed_data)
-            ]
-            model = self.model
-            assert model is not None  # inlineformset_factory always sets it
-            for pk in moving:
-                model.objects.filter(pk=pk).update(**{self.unique_field: f"~{pk}"})
-        return super().save_existing_objects(commit)
-
-
-class SectionFormSet(UniqueInDatabaseFormSet):
-    unique_field = "section_id"
-    label = "section id"
-
-
-class EntryFormSet(UniqueInDatabaseFormSet):
-    unique_field = "key"
-    label = "entry key"
-
-
-VALUE_TYPES = [
-    ("text", "text"),
-    ("integer", "integer"),
-    ("number", "number"),
-    ("boolean", "boolean"),
-]
-
-
-def _value_type(value: Any) -> str:
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    return "text"
-
-
-class AuthoredEntryForm(forms.ModelForm):
-    """Edits a scalar value as text plus a type, instead of raw JSON."""
-
-    value_type = forms.ChoiceField(choices=VALUE_TYPES, initial="text")
-    value_text = forms.CharField(
-        label="Value", required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 60})
-    )
-
-    class Meta:
-        model = AuthoredEntry
-        fields = ["key", "value_type", "value_text", "position"]
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        if self.instance.pk is not None:
-            value = self.instance.value
-            self.initial["value_type"] = _value_type(value)
-            self.initial["value_text"] = (
-                str(value).lower() if isinstance(value, bool) else str(value)
-            )
-
-    def clean(self) -> dict[str, Any]:
-        super().clean()
-        data = self.cleaned_data  # what ModelForm.clean returns
-        kind, text = data.get("value_type"), data.get("value_text", "")
-        try:
-            value: Any = _parse_value(kind or "text", text)
-        except ValueError as exc:
-            raise forms.ValidationError({"value_text": str(exc)}) from None
-        try:
-            entry = BackgroundEntry(key=data.get("key") or "", value=value)
-        except PydanticValidationError as exc:
-            raise forms.ValidationError(_first_message(exc)) from None
-        self.instance.value = entry.value
-        return data
-
-
-def _parse_value(kind: str, text: str) -> str | int | float | bool:
-    if kind == "integer":
-        try:
-            return int(text.strip())
-        except ValueError:
-            raise ValueError(f"{text!r} is not an integer") from None
-    if kind == "number":
-        try:
-            number = float(text.strip())
-        except ValueError:
-            raise ValueError(f"{text!r} is not a number") from None
-        if number != number or number in (float("inf"), float("-inf")):
-            raise ValueError("numbers must be finite")
-        return number
-    if kind == "boolean":
-        lowered = text.strip().lower()
-        if lowered not in ("true", "false"):
-            raise ValueError("a boolean is 'true' or 'false'")
-        return lowered == "true"
-    return text
-
-
-class AuthoredEntryInline(admin.TabularInline):
+class AuthoredEntryInline(NamedRowsInline):
     model = AuthoredEntry
     form = AuthoredEntryForm
     formset = EntryFormSet
@@ -180,63 +63,57 @@ class AuthoredEntryInline(admin.TabularInline):
     ordering = ["position", "id"]
 
 
-class SectionDeclarationInline(admin.TabularInline):
+class SectionDeclarationInline(NamedRowsInline):
     model = SectionDeclaration
+    form = SectionRowForm
     formset = SectionFormSet
-    fields = ["section_id", "title", "promotion", "position"]
+    fields = ["section_id", "title", "promotion", "entries_link", "position"]
+    readonly_fields = ["entries_link"]
     extra = 0
-    show_change_link = True
     ordering = ["position", "id"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SectionDeclaration]:
+        # One query for every row's count, however many sections the agent declares.
+        return super().get_queryset(request).annotate(entry_count=Count("entries"))
+
+    @admin.display(description="Authored entries")
+    def entries_link(self, section: SectionDeclaration) -> str:
+        if section.pk is None:
+            return "Save the agent, then add entries."
+        count = getattr(section, "entry_count", None)
+        if count is None:
+            count = section.entries.count()
+        return format_html(
+            '<span class="lens-entry-count">{} {}</span> '
+            '<a href="{}" class="lens-entries-link" aria-label="Edit entries of {}">'
+            "Edit entries</a>",
+            count,
+            "entry" if count == 1 else "entries",
+            section_change_url(section.pk),
+            section.title,
+        )
 
 
 class CapabilityInline(admin.StackedInline):
     model = Capability
-    formset = UniqueNamesFormSet
+    form = CapabilityForm
+    formset = CapabilityFormSet
     fields = ["name", "description", "position"]
     extra = 0
+    ordering = ["position", "id"]
 
 
-class AwarenessFormSet(UniqueNamesFormSet):
-    label = "awareness source name"
-
-
-class AwarenessSourceInline(admin.TabularInline):
+class AwarenessSourceInline(NamedRowsInline):
     model = AwarenessSource
+    form = AwarenessForm
     formset = AwarenessFormSet
     fields = ["name", "description", "access_method", "position"]
     extra = 0
-
-
-class AgentForm(forms.ModelForm):
-    class Meta:
-        model = Agent
-        fields = [
-            "team",
-            "slug",
-            "name",
-            "persona",
-            "tone",
-            "objective",
-            "manual",
-            "routing_spec",
-            "recall_pinned_candidates",
-        ]
-
-    def clean_routing_spec(self) -> str | None:
-        try:
-            return check_spec_key(self.cleaned_data.get("routing_spec") or None)
-        except UnknownRoutingSpec as exc:
-            raise forms.ValidationError(exc.message) from None
-
-    def clean_name(self) -> str:
-        name: str = self.cleaned_data["name"]
-        if not name.strip():
-            raise forms.ValidationError("name must not be blank")
-        return name
+    ordering = ["position", "id"]
 
 
 @admin.register(Agent)
-class AgentAdmin(admin.ModelAdmin):
+class AgentAdmin(OrderedRowsAdmin):
     form = AgentForm
     list_display = ["name", "slug", "team", "routing_spec", "updated_at"]
     list_filter = ["team"]
@@ -276,26 +153,61 @@ def _preset_action(spec: Preset) -> Any:
 
 
 @admin.register(SectionDeclaration)
-class SectionDeclarationAdmin(admin.ModelAdmin):
+class SectionDeclarationAdmin(OrderedRowsAdmin):
+    form = SectionDeclarationForm
     list_display = ["section_id", "title", "promotion", "agent", "position"]
     list_filter = ["promotion", "agent__team"]
     list_select_related = ["agent"]
     search_fields = ["section_id", "title", "agent__slug"]
-    fields = ["agent", "section_id", "title", "promotion", "position"]
     inlines = [AuthoredEntryInline]
 
-    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:
-        # Moving a section to another agent would orphan its promotion rows' meaning.
-        return ["agent"] if obj is not None else []
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        fields = ("agent", "section_id", "title", "promotion")
+        return fields if obj is None else (*fields, "order")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Moving a section to another agent would orphan its promotion rows' meaning;
+        # its place among its agent's sections is set with the arrows on the agent.
+        return ("agent", "order") if obj is not None else ()
+
+    @admin.display(description="Order")
+    def order(self, section: SectionDeclaration) -> str:
+        count = SectionDeclaration.objects.filter(agent_id=section.agent_id).count()
+        return format_html(
+            '{} of {} · <a href="{}#sections-group">move it on {}</a>',
+            section.position + 1,
+            count,
+            agent_change_url(section.agent_id),
+            section.agent.name,
+        )
+
+    def save_model(
+        self, request: HttpRequest, obj: SectionDeclaration, form: Any, change: bool
+    ) -> None:
+        if not change:
+            # A section added on its own page goes after its agent's last one.
+            top = SectionDeclaration.objects.filter(agent_id=obj.agent_id).aggregate(
+                top=Max("position")
+            )["top"]
+            obj.position = 0 if top is None else top + 1
+        super().save_model(request, obj, form, change)
+
+    def response_change(self, request: HttpRequest, obj: SectionDeclaration) -> HttpResponse:
+        response = super().response_change(request, obj)
+        kept_here = ("_continue", "_addanother", "_saveasnew", MOVE_FIELD, "_popup")
+        if not any(name in request.POST for name in kept_here):
+            # A section is edited from its agent's page: "Save" goes back there.
+            return HttpResponseRedirect(f"{agent_change_url(obj.agent_id)}#sections-group")
+        return response
 
 
-class MembershipInline(admin.TabularInline):
+class MembershipInline(NamedRowsInline):
     model = Membership
     extra = 1
     autocomplete_fields = ["user"]
 
 
-class ApiTokenInline(admin.TabularInline):
+class ApiTokenInline(NamedRowsInline):
     model = ApiToken
     fields = ["name", "prefix", "created_at", "revoked_at"]
     readonly_fields = ["prefix", "created_at"]

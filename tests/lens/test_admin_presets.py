@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
 from django.test import Client
 
 from lens.models import Agent, Team
@@ -11,14 +10,6 @@ from memory.core.presets import PROJECT, USER_BACKGROUND
 from tests.factories import create_agent
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def admin_client() -> Client:
-    user = User.objects.create_superuser("root", password="x")
-    client = Client()
-    client.force_login(user)
-    return client
 
 
 def apply(client: Client, action: str, *agents: Agent) -> str:
