@@ -10,14 +10,15 @@ from django.core.paginator import Paginator
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.http import urlencode
+from django.utils.cache import patch_vary_headers
+from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.http import require_GET, require_http_methods
 
-from kvstore import store
+from kvstore import history, store
 from kvstore.core.keys import PAYLOAD_MAX_RUNES, key_problem
 from kvstore.forms import DeleteForm, WriteForm
 from kvstore.models import Key, Version
-from lens.core.diffs import unified_diff
+from lens.core.line_diffs import line_diff
 from lens.http import (
     PAGE_SIZE,
     AppRequest,
@@ -44,11 +45,19 @@ def key_list(request: AppRequest) -> HttpResponse:
     return render_list(request, "kvstore/key_list.html", context)
 
 
-def _int(value: str | None) -> int | None:
-    try:
-        return int(value) if value else None
-    except ValueError:
+# Versions are stored as 32-bit integers: anything larger names no version (and would
+# overflow the database's integer on the way in).
+VERSION_MAX = 2**31 - 1
+# The htmx target the version pickers swap: the comparison alone.
+DIFF_TARGET = "diff-panel"
+
+
+def _version_number(value: str) -> int | None:
+    """``value`` as a version number, or None when it cannot be one."""
+    if not (value.isascii() and value.isdigit()) or len(value) > len(str(VERSION_MAX)):
         return None
+    number = int(value)
+    return number if 1 <= number <= VERSION_MAX else None
 
 
 def _detail_url(key: str, **params: str | int | None) -> str:
@@ -69,41 +78,121 @@ def key_detail(request: AppRequest, key: str) -> HttpResponse:
         raise
     if request.method == "POST":
         return _post(request, team, row)
-    return render(request, "kvstore/key_detail.html", _detail_context(request, team, row))
+    context = _detail_context(request, team, row)
+    status = 400 if context["diff_malformed"] else 200
+    # The version pickers ask for the comparison alone (htmx); restoring a pushed
+    # address it has no snapshot of, htmx needs the whole page.
+    if request.htmx.target == DIFF_TARGET and not request.htmx.history_restore_request:
+        response = render(request, "kvstore/key_detail.html#diff", context, status=status)
+    else:
+        response = render(request, "kvstore/key_detail.html", context, status=status)
+    patch_vary_headers(response, ("HX-Request", "HX-Target"))
+    return response
+
+
+@require_GET
+@login_required
+def key_raw(request: AppRequest, key: str) -> HttpResponse:
+    """One version's payload as a text file: for versions too large to compare inline."""
+    team = require_team(request)
+    row = get_key_for_user(request, key)
+    number = _version_number(request.GET.get("version", ""))
+    if number is None:
+        raise Http404("No such version")
+    try:
+        value = store.read(team, row.key, number)
+    except store.VersionNotFound:
+        raise Http404("No such version") from None
+    response = HttpResponse(value.payload, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(
+        as_attachment=True, filename=f"{row.key}.v{number}.txt"
+    )
+    return response
 
 
 def _detail_context(request: AppRequest, team: Team, row: Key, **extra: Any) -> dict[str, Any]:
-    wanted = _int(request.GET.get("version"))
+    asked = request.GET.get("version", "")
+    wanted = _version_number(asked) if asked else None
+    if asked and wanted is None:
+        raise Http404("No such version")
     try:
         shown = store.read(team, row.key, wanted)
     except store.VersionNotFound:
         raise Http404("No such version") from None
     versions = Version.objects.filter(key=row).order_by("-version")
-    history = Paginator(
-        versions.values("version", "written_at", "runes", "first_line"), PAGE_SIZE
-    ).get_page(request.GET.get("page"))
-    diff_from, diff_to = _int(request.GET.get("from")), _int(request.GET.get("to"))
-    diff_text, diff_error = None, None
-    if diff_from and diff_to:
-        try:
-            diff_text = store.diff(team, row.key, diff_from, diff_to).text
-        except store.VersionNotFound as exc:
-            diff_error = exc.message
+    page = Paginator(versions.values("version", "written_at", "runes", "first_line"), PAGE_SIZE)
+    listed = page.get_page(request.GET.get("page"))
+    changes = history.changes(row, [v["version"] for v in listed.object_list])
+    entries = [(v, changes.get(v["version"])) for v in listed.object_list]
+    comparison = _comparison(request, team, row, shown)
     context = {
         "row": row,
         "shown": shown,
-        "history": history,
-        "diff_from": diff_from or max(shown.version - 1, 1),
-        "diff_to": diff_to or shown.version,
-        "diff_text": diff_text,
-        "diff_error": diff_error,
+        "history": listed,
+        "entries": entries,
+        "choices": history.choices(row, comparison["diff_from"], comparison["diff_to"]),
+        **comparison,
         "draft": shown.payload,
         "if_version": shown.version,
         "limit": PAYLOAD_MAX_RUNES,
         "nav": "kv",
+        "diff_target": DIFF_TARGET,
     }
     context.update(extra)
     return context
+
+
+def _comparison(request: AppRequest, team: Team, row: Key, shown: store.Value) -> dict[str, Any]:
+    """The two versions the pickers name (by default the shown one and the one before)
+    and their line diff, or why they cannot be compared.
+    """
+    chosen = {"from": shown.version - 1, "to": shown.version}
+    problems = []
+    for name in chosen:
+        given = request.GET.get(name, "")
+        if not given:
+            continue
+        number = _version_number(given)
+        if number is None:
+            problems.append(
+                f"“{name}” must be a version number from 1 to {row.latest_version}, "
+                f"not “{_shown_back(given)}”."
+            )
+        else:
+            chosen[name] = number
+    answer: dict[str, Any] = {
+        "diff_from": chosen["from"],
+        "diff_to": chosen["to"],
+        "diff": None,
+        "diff_error": " ".join(problems) or None,
+        "diff_malformed": bool(problems),
+    }
+    if problems or chosen["from"] < 1:
+        return answer
+    try:
+        old, new = (_read(team, row, number, shown) for number in (chosen["from"], chosen["to"]))
+    except store.VersionNotFound as exc:
+        answer["diff_error"] = exc.message
+        return answer
+    raw = reverse("kv-raw", args=[row.key])
+    answer.update(
+        diff=line_diff(old.payload, new.payload),
+        diff_old_label=f"v{old.version}",
+        diff_new_label=f"v{new.version}",
+        diff_old_raw=f"{raw}?version={old.version}",
+        diff_new_raw=f"{raw}?version={new.version}",
+        diff_api_path=f"/api/kv/{row.key}/diff?from={old.version}&to={new.version}",
+    )
+    return answer
+
+
+def _shown_back(given: str) -> str:
+    """What was typed, short and printable, to quote in an error message."""
+    return "".join(c if c.isprintable() else "\ufffd" for c in given[:40])
+
+
+def _read(team: Team, row: Key, number: int, shown: store.Value) -> store.Value:
+    return shown if number == shown.version else store.read(team, row.key, number)
 
 
 def _post(request: AppRequest, team: Team, row: Key) -> HttpResponse:
@@ -137,9 +226,8 @@ def _post(request: AppRequest, team: Team, row: Key) -> HttpResponse:
             latest = store.read(team, key)
             extra.update(
                 conflict_version=latest.version,
-                conflict_diff=unified_diff(
-                    latest.payload, payload, f"{key}@{latest.version}", f"{key} (your edit)"
-                ),
+                conflict_diff=line_diff(latest.payload, payload),
+                conflict_label=f"v{latest.version}",
                 # Saving again now is a deliberate overwrite of the version they saw.
                 if_version=latest.version,
             )

@@ -8,21 +8,47 @@ from __future__ import annotations
 import difflib
 from typing import Literal
 
+from lens.core.opcodes import coarse, grouped, opcodes
+
 WordOp = Literal["equal", "delete", "insert"]
 LineKind = Literal["file", "hunk", "add", "delete", "context", "note"]
+# Lines of unchanged text kept around each change.
+CONTEXT = 3
 
 
 def unified_diff(old: str, new: str, old_label: str, new_label: str) -> str:
-    lines = difflib.unified_diff(
-        old.splitlines(keepends=True),
-        new.splitlines(keepends=True),
-        fromfile=old_label,
-        tofile=new_label,
-    )
+    """A unified diff with 3 lines of context, as ``difflib.unified_diff`` writes it.
+
+    Bounded (``lens.core.opcodes``): when the shortest script would cost more than the
+    step budget, the diff keeps the common head and tail and replaces everything in
+    between — still a correct diff, found in linear time.
+    """
+    a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    codes = opcodes(a, b)
+    lines: list[str] = []
+    for group in grouped(codes if codes is not None else coarse(a, b), CONTEXT):
+        if not lines:
+            lines += [f"--- {old_label}\n", f"+++ {new_label}\n"]
+        first, last = group[0], group[-1]
+        lines.append(f"@@ -{_range(first[1], last[2])} +{_range(first[3], last[4])} @@\n")
+        for tag, i1, i2, j1, j2 in group:
+            if tag == "equal":
+                lines += [" " + line for line in a[i1:i2]]
+                continue
+            lines += ["-" + line for line in a[i1:i2]]
+            lines += ["+" + line for line in b[j1:j2]]
     # A line without a final newline would glue onto the next diff line.
     return "".join(
         line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
     )
+
+
+def _range(start: int, stop: int) -> str:
+    """A hunk header's range, as difflib writes it ("3" for one line, "2,0" for none)."""
+    length = stop - start
+    if length == 1:
+        return str(start + 1)
+    return f"{start if not length else start + 1},{length}"
 
 
 def diff_lines(diff: str) -> list[tuple[LineKind, str]]:

@@ -42,6 +42,17 @@ def wait_for_rows(page: Any, expected: list[str]) -> None:
     )
 
 
+# A diff's drawn rows as a unified diff reads: "-old", "+new", " same", "... N".
+DIFF_LINES = """el => [...el.querySelectorAll('[data-diff-row]')].map(row =>
+  row.dataset.diffRow === 'gap' ? '... ' + row.textContent.trim().split(/\\s+/)[1]
+  : ({add: '+', delete: '-', context: ' '})[row.dataset.diffRow]
+    + row.querySelector('.dl-text').textContent)"""
+
+
+def diff_lines(locator: Any) -> list[str]:
+    return [str(line) for line in locator.evaluate(DIFF_LINES)]
+
+
 def stored(team: Team, key: str) -> list[tuple[int, str]]:
     return list(
         Version.objects.filter(key__team=team, key__key=key)
@@ -132,9 +143,12 @@ def test_a_concurrent_edit_shows_a_conflict_instead_of_overwriting(
         assert "version 2" in error.inner_text()
         assert "v2" in error.inner_text()
         assert bo.locator("#payload").input_value() == bo_text
-        conflict = bo.locator("[data-conflict-diff]").evaluate("el => el.textContent")
-        assert "-Cite sources.\n" in conflict
-        assert "+Be warm, not <gushing> & never rude.\n" in conflict
+        assert diff_lines(bo.locator("[data-conflict-diff]")) == [
+            " Be brief.",
+            "-Be kind.",
+            "-Cite sources.",
+            "+Be warm, not <gushing> & never rude.",
+        ]
         # The page shows the stored latest: Ada's.
         assert bo.locator("pre[data-kv-payload]").evaluate("el => el.textContent") == ada_text
         assert stored(team, "must.tone") == [(1, "Be brief.\nBe kind.\n"), (2, ada_text)]
@@ -153,9 +167,119 @@ def test_a_concurrent_edit_shows_a_conflict_instead_of_overwriting(
         ]
         # Ada's diff from her version to Bo's shows his change.
         ada.goto(f"{base}/kv/must.tone/?from=2&to=3")
-        diff = ada.locator("[data-kv-diff]").evaluate("el => el.textContent")
-        assert "-Cite sources.\n" in diff
-        assert "+Be warm, not <gushing> & never rude.\n" in diff
+        assert "-Cite sources." in diff_lines(ada.locator("[data-kv-diff]"))
+        assert "+Be warm, not <gushing> & never rude." in diff_lines(ada.locator("[data-kv-diff]"))
     finally:
         for context in contexts:
             context.close()
+
+
+def test_the_diff_is_coloured_and_the_pickers_swap_it_in_place(
+    live_server: Any, browser: Any
+) -> None:
+    team = set_up("mira")
+    old = "".join(f"Step {i}: check the gauge.\n" for i in range(1, 13))
+    long_line = "Step 8b: and keep going " * 30
+    new = (
+        old.replace("Step 6: check the gauge.", "Step 6: check the valve.")
+        .replace("Step 8: check the gauge.\n", f"Step 8: check the gauge.\n{long_line}\n")
+        .replace("Step 11: check the gauge.\n", "")
+    )
+    for payload in (old, new, new + "Step 13: done.\n"):
+        store.write(team, "ref.runbook", payload)
+    base = live_server.url
+    context = browser.new_context(viewport={"width": 390, "height": 900})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        login(page, base, "mira")
+        page.goto(f"{base}/kv/ref.runbook/?from=1&to=2")
+        diff = page.locator("[data-kv-diff]")
+        rows = diff_lines(diff)
+        assert rows == [
+            "... 2",
+            " Step 3: check the gauge.",
+            " Step 4: check the gauge.",
+            " Step 5: check the gauge.",
+            "-Step 6: check the gauge.",
+            "+Step 6: check the valve.",
+            " Step 7: check the gauge.",
+            " Step 8: check the gauge.",
+            "+" + long_line,
+            " Step 9: check the gauge.",
+            " Step 10: check the gauge.",
+            "-Step 11: check the gauge.",
+            " Step 12: check the gauge.",
+        ]
+
+        # Removed and added lines are tinted with the palette's colours, the changed
+        # words inside them more strongly.
+        def colour(selector: str, prop: str = "background-color") -> str:
+            return str(
+                page.locator(selector).first.evaluate(f"el => getComputedStyle(el)['{prop}']")
+            )
+
+        palette = page.evaluate(
+            """() => Object.fromEntries(['--add-bg', '--del-bg', '--add-ink', '--del-ink']
+                .map(name => {
+                  const probe = document.createElement('span');
+                  probe.style.color = `var(${name})`;
+                  document.body.append(probe);
+                  const value = getComputedStyle(probe).color;
+                  probe.remove();
+                  return [name, value];
+                }))"""
+        )
+        assert colour('[data-diff-row="add"]') == palette["--add-bg"]
+        assert colour('[data-diff-row="delete"]') == palette["--del-bg"]
+        assert colour('[data-diff-row="add"]', "color") == palette["--add-ink"]
+        assert colour('[data-diff-row="delete"]', "color") == palette["--del-ink"]
+        assert colour('[data-diff-row="context"]') != palette["--add-bg"]
+        assert diff.locator("ins").first.inner_text() == "valve"
+        assert diff.locator("del").first.inner_text() == "gauge"
+        assert colour("[data-kv-diff] ins") not in (palette["--add-bg"], "rgba(0, 0, 0, 0)")
+
+        # On a phone the long line scrolls inside the diff's box, never the page.
+        box = page.locator(".kv-diff-scroll")
+        assert box.evaluate("el => el.scrollWidth > el.clientWidth")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+
+        # Choosing versions swaps the comparison in place, and the address follows.
+        page.evaluate("window.__marker = 1")
+        page.locator('select[name="from"]').select_option("2")
+        page.wait_for_url(f"{base}/kv/ref.runbook/?from=2&to=2")
+        page.locator("[data-kv-diff]", has_text="No changes").wait_for()
+        page.locator('select[name="to"]').select_option("3")
+        page.wait_for_url(f"{base}/kv/ref.runbook/?from=2&to=3")
+        page.wait_for_function(
+            "() => [...document.querySelectorAll('[data-diff-row]')].length === 5"
+        )
+        assert diff_lines(page.locator("[data-kv-diff]")) == [
+            "... 9",
+            " Step 9: check the gauge.",
+            " Step 10: check the gauge.",
+            " Step 12: check the gauge.",
+            "+Step 13: done.",
+        ]
+        assert page.evaluate("window.__marker") == 1
+        page.screenshot(path="/tmp/kv-diff.png", full_page=True)
+    finally:
+        context.close()
+
+
+def test_a_history_diff_link_swaps_the_comparison_in_place(live_server: Any, page: Any) -> None:
+    team = set_up("mira")
+    for payload in ("one\n", "one\ntwo\n", "one\ntwo\nthree\n"):
+        store.write(team, "root", payload)
+    base = live_server.url
+    login(page, base, "mira")
+    page.goto(f"{base}/kv/root/")
+    assert diff_lines(page.locator("[data-kv-diff]")) == [" one", " two", "+three"]
+    page.evaluate("window.__marker = 1")
+    page.locator('[data-kv-version="2"] a', has_text="diff").click()
+    page.wait_for_url(f"{base}/kv/root/?from=1&to=2")
+    page.wait_for_function("() => document.querySelectorAll('[data-diff-row]').length === 2")
+    assert diff_lines(page.locator("[data-kv-diff]")) == [" one", "+two"]
+    assert page.evaluate("window.__marker") == 1
+    assert page.locator('select[name="from"]').input_value() == "1"
+    assert page.locator('select[name="to"]').input_value() == "2"

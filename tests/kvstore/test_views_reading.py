@@ -15,7 +15,16 @@ from django.test import Client
 from kvstore import store
 from kvstore.models import Key
 from lens.models import Team
-from tests.factories import HTMX, kv_page_url, make_user, post_delete, post_write, versions_of
+from tests.factories import (
+    HTMX,
+    kv_page_url,
+    make_user,
+    post_delete,
+    post_write,
+    versions_of,
+    write_versions,
+)
+from tests.kvstore.diff_rows import diff_rows, marked_words
 from tests.pages import (
     Element,
     alert_text,
@@ -171,8 +180,7 @@ def test_a_prefix_lists_only_its_namespace_in_code_point_order(
 
 
 def test_each_row_shows_the_latest_version_size_and_time(team: Team, member_client: Client) -> None:
-    store.write(team, "must.a", "one")
-    store.write(team, "must.a", "two!")
+    write_versions(team, "must.a", "one", "two!")
     written = store.write(team, "must.a", "three \U0001f600")
     page = dom(member_client.get("/kv/?prefix=must."))
     row = page.one("data-kv-key", "must.a")
@@ -284,8 +292,7 @@ TRICKY = (
 def test_the_detail_page_shows_the_latest_payload_exactly(
     team: Team, member_client: Client
 ) -> None:
-    store.write(team, "must.craft.traps", "old")
-    store.write(team, "must.craft.traps", TRICKY)
+    write_versions(team, "must.craft.traps", "old", TRICKY)
     response = member_client.get(kv_page_url("must.craft.traps"))
     assert "<script>alert(1)</script>" not in response.content.decode()
     page = dom(response)
@@ -301,8 +308,7 @@ def test_the_detail_page_shows_the_latest_payload_exactly(
 def test_a_chosen_version_is_shown_and_marked_not_the_latest(
     team: Team, member_client: Client
 ) -> None:
-    for text in ("first", "second", "third"):
-        store.write(team, "root", text)
+    write_versions(team, "root", "first", "second", "third")
     page = dom(member_client.get(kv_page_url("root") + "?version=1"))
     assert shown_payload(page) == "first"
     heading = page.one("id", "value-h").squashed
@@ -322,8 +328,7 @@ def test_a_chosen_version_is_shown_and_marked_not_the_latest(
 
 @pytest.mark.parametrize("version", ["4", "0", "-1", "999999"])
 def test_a_missing_version_is_404(team: Team, member_client: Client, version: str) -> None:
-    for text in ("first", "second", "third"):
-        store.write(team, "root", text)
+    write_versions(team, "root", "first", "second", "third")
     assert member_client.get(kv_page_url("root") + f"?version={version}").status_code == 404
 
 
@@ -358,39 +363,41 @@ def test_history_is_newest_first_and_pages_by_50(team: Team, member_client: Clie
 
 
 def test_a_diff_between_two_versions(team: Team, member_client: Client) -> None:
-    store.write(team, "root", "alpha\nbeta\ngamma\n")
-    store.write(team, "root", "alpha\nBETA <changed>\ngamma\n")
-    store.write(team, "root", "alpha\nBETA <changed>\ngamma\ndelta\n")
-    page = dom(member_client.get(kv_page_url("root") + "?from=1&to=2"))
-    diff = page.one("data-kv-diff").text
-    assert diff.splitlines() == [
-        "--- root@1",
-        "+++ root@2",
-        "@@ -1,3 +1,3 @@",
-        " alpha",
-        "-beta",
-        "+BETA <changed>",
-        " gamma",
-    ]
-    # Any two versions, in either direction.
-    backwards = (
-        dom(member_client.get(kv_page_url("root") + "?from=3&to=1")).one("data-kv-diff").text
+    write_versions(
+        team,
+        "root",
+        "alpha\nbeta\ngamma\n",
+        "alpha\nBETA <changed>\ngamma\n",
+        "alpha\nBETA <changed>\ngamma\ndelta\n",
     )
-    assert "-delta" in backwards.splitlines()
-    assert "+beta" in backwards.splitlines()
+    page = dom(member_client.get(kv_page_url("root") + "?from=1&to=2"))
+    diff = page.one("data-kv-diff")
+    assert diff.get("data-kv-diff") == "changed"
+    assert diff_rows(diff) == [" alpha", "-beta", "+BETA <changed>", " gamma"]
+    assert "+1 added −1 removed lines · v1 → v2" in page.one("id", "diff-panel").squashed
+    # Any two versions, in either direction.
+    backwards = dom(member_client.get(kv_page_url("root") + "?from=3&to=1"))
+    assert diff_rows(backwards.one("data-kv-diff")) == [
+        " alpha",
+        "-BETA <changed>",
+        "+beta",
+        " gamma",
+        "-delta",
+    ]
     # Each history entry links to its diff with the previous version.
     history_page = dom(member_client.get(kv_page_url("root")))
     diff_links = [
         str(e.get("href"))
         for e in _descendants(history_page.one("data-kv-version", "3"))
-        if e.tag == "a" and e.squashed == "diff"
+        if e.tag == "a" and e.squashed.startswith("diff")
     ]
     assert len(diff_links) == 1
     linked = dom(member_client.get(urljoin(kv_page_url("root"), diff_links[0])))
-    assert linked.one("data-kv-diff").text.splitlines()[-1] == "+delta"
+    assert diff_rows(linked.one("data-kv-diff"))[-1] == "+delta"
     # Equal versions, and a version that does not exist.
     same = dom(member_client.get(kv_page_url("root") + "?from=2&to=2"))
-    assert "identical" in same.one("data-kv-diff").squashed
+    assert same.one("data-kv-diff").get("data-kv-diff") == "same"
+    assert "No changes" in same.one("data-kv-diff").squashed
     missing = dom(member_client.get(kv_page_url("root") + "?from=1&to=9"))
     assert missing.all("data-kv-diff") == []
     assert "no version 9" in alert_text(missing)
@@ -424,12 +431,13 @@ def test_a_large_multi_line_payload_renders_whole_and_quickly(
     started = time.perf_counter()
     response = member_client.get(kv_page_url("ref.big") + "?from=1&to=2")
     elapsed = time.perf_counter() - started
-    diff = dom(response).one("data-kv-diff").text.splitlines()
+    diff = dom(response).one("data-kv-diff")
     assert elapsed < 2.0, elapsed
-    assert [d for d in diff if d.startswith(("-0", "+0"))] == [
+    assert [d for d in diff_rows(diff) if d.startswith(("-0", "+0"))] == [
         "-" + lines[350],
         "+" + lines[350].replace("00350 ", "00350 EDITED ", 1),
     ]
+    assert marked_words(diff) == ["+EDITED "]
 
     listing = dom(member_client.get("/kv/"))
     assert "35007 chars" in listing.one("data-kv-key", "ref.big").squashed
@@ -458,15 +466,17 @@ def test_the_list_does_not_query_per_key(
 def test_the_detail_page_does_not_query_per_version(
     team: Team, member_client: Client, django_assert_max_num_queries: Any
 ) -> None:
-    store.write(team, "root", "v1")
+    # Two versions: the page then shows everything it can (a diff, history previews).
+    write_versions(team, "root", "v1", "v2")
     member_client.get(kv_page_url("root"))  # warm-up: session, team
+    # Comparing two versions other than the one shown reads both.
     with django_assert_max_num_queries(15) as captured:
-        assert member_client.get(kv_page_url("root")).status_code == 200
+        assert member_client.get(kv_page_url("root") + "?from=1&to=1").status_code == 200
     one = len(captured)
 
-    for n in range(2, 121):
+    for n in range(3, 121):
         store.write(team, "root", f"version {n}\n" * 50)
-    for query in ("", "?page=3", "?version=7"):
+    for query in ("", "?page=3", "?version=7", "?from=2&to=9", "?from=1&to=120&page=2"):
         path = kv_page_url("root") + query
         with django_assert_max_num_queries(one, info=f"{path} of 120 versions"):
             assert member_client.get(path).status_code == 200

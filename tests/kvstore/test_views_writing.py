@@ -13,6 +13,7 @@ from kvstore.core.keys import PAYLOAD_MAX_RUNES
 from kvstore.models import Key
 from lens.models import Team
 from tests.factories import kv_page_url, post_delete, post_write, versions_of
+from tests.kvstore.diff_rows import diff_rows
 from tests.pages import (
     alert_text,
     dom,
@@ -60,9 +61,9 @@ def test_a_stale_edit_is_a_conflict_that_names_the_newer_version(
     assert "v3" in error
     # The user's text is kept, the diff from v3 to it is shown, and nothing was written.
     assert draft(page) == mine
-    conflict = page.one("data-conflict-diff").text.splitlines()
-    assert "-third, by someone else" in conflict
-    assert "+my edit of <first> & more" in conflict
+    conflict = diff_rows(page.one("data-conflict-diff"))
+    assert conflict == ["-third, by someone else", "+my edit of <first> & more", "+line two"]
+    assert "v3 → your edit" in page.one("data-conflict-diff").squashed
     assert versions_of(team, "root") == [
         (1, "first"),
         (2, "second, by someone else"),

@@ -4,11 +4,14 @@ key/value versions. Pure: no database.
 
 from __future__ import annotations
 
+import difflib
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from lens.core.diffs import WordOp, unified_diff, word_diff
+from tests.samples import fastest
 
 # Words never hold the separator, so a list of them joined by " " splits back into it.
 words = st.lists(st.text(st.characters(exclude_characters=" "), min_size=1, max_size=6))
@@ -126,3 +129,80 @@ def test_unified_diff_labels_both_sides_and_marks_the_changed_line() -> None:
     assert "+three" in lines
     assert " one" in lines
     assert unified_diff("same\n", "same\n", "k@1", "k@2") == ""
+
+
+# --- unified_diff: difflib's text where difflib is cheap, bounded everywhere ----------
+
+lines_text = st.lists(st.sampled_from(["a\n", "b\n", "c\n", "\n", "d"]), max_size=25).map("".join)
+
+
+def difflib_text(old: str, new: str) -> str:
+    lines = difflib.unified_diff(
+        old.splitlines(keepends=True), new.splitlines(keepends=True), "k@1", "k@2"
+    )
+    return "".join(
+        line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines
+    )
+
+
+def patched(old: str, diff: str) -> str:
+    """``old`` with a unified diff applied (hunks in order, context checked)."""
+    source = old.splitlines(keepends=True)
+    out: list[str] = []
+    at = 0
+    lines = diff.splitlines(keepends=True)[2:]
+    for index, line in enumerate(lines):
+        if line.startswith("@@"):
+            start = int(line.split()[1][1:].split(",")[0])
+            length = line.split()[1].split(",")[1:] or ["1"]
+            begin = start - 1 if length != ["0"] else start
+            out += source[at:begin]
+            at = begin
+        elif line.startswith("\\"):
+            continue
+        else:
+            text = line[1:]
+            followed = index + 1 < len(lines) and lines[index + 1].startswith("\\")
+            if followed:
+                text = text[:-1]  # "\ No newline at end of file": the line has none
+            if line[0] in " -":
+                assert source[at] == text
+                at += 1
+            if line[0] in " +":
+                out.append(text)
+    return "".join(out + source[at:])
+
+
+@given(lines_text, lines_text)
+def test_small_diffs_are_exactly_difflibs(old: str, new: str) -> None:
+    assert unified_diff(old, new, "k@1", "k@2") == difflib_text(old, new)
+
+
+@given(lines_text, lines_text)
+def test_applying_a_diff_to_the_old_text_gives_the_new_one(old: str, new: str) -> None:
+    assert patched(old, unified_diff(old, new, "k@1", "k@2")) == new
+
+
+def test_two_9000_line_versions_of_repeated_lines_diff_quickly_and_correctly() -> None:
+    old = "".join(f"{i % 100}\n" for i in range(9000))
+    new = "".join(f"{(i * 7) % 100}\n" for i in range(9000))
+    text, elapsed = fastest(lambda: unified_diff(old, new, "k@1", "k@2"))
+    assert elapsed < 1.0, elapsed
+    # Past its budget the diff keeps the common first line and replaces the rest:
+    # not the shortest, but a correct diff.
+    assert text.splitlines()[:4] == ["--- k@1", "+++ k@2", "@@ -1,9000 +1,9000 @@", " 0"]
+    assert patched(old, text) == new
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        ("a\n" * 18_000, "a\nb\n" * 9_000),
+        ("ab\n" * 12_000, "ba\n" * 12_000),
+        ("".join(f"{i}\n" for i in range(7_000)), "".join(f"{i}\n" for i in range(7_000) if i % 3)),
+    ],
+)
+def test_the_largest_payloads_diff_quickly(old: str, new: str) -> None:
+    text, elapsed = fastest(lambda: unified_diff(old, new, "k@1", "k@2"))
+    assert elapsed < 1.0, elapsed
+    assert patched(old, text) == new
