@@ -1,42 +1,102 @@
-"""Approval targets: the queue with 1,000 pending promotions, bulk-approving 200."""
+"""Approval targets: the queue with 1,000 pending promotions, a page of 50 for an agent with
+1,000 memories in the prompt's competition (every row's impact comes from the fold), and
+bulk-approving 200."""
 
 from __future__ import annotations
 
 import time
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 
 from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
-from bench.memory_bench import _agent, _fill
-from lens.models import Membership, Team
-from memory.models import Promotion, PromotionStatus
+from bench.common import analyze
+from bench.memory_bench import _agent, _fill, stored_row
+from lens.actors import SYSTEM
+from lens.models import Agent, Membership, Team
+from memory.models import (
+    EventKind,
+    MemoryEvent,
+    MemoryRecord,
+    Promotion,
+    PromotionStatus,
+    new_event,
+)
 
 _RUN = uuid.uuid4().hex[:8]
 
 
-def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
-    team = Team.objects.create(slug=f"bench-appr-{_RUN}", name="Bench approvals")
-    agent = _agent(team, "queue")
-    _fill(agent, 1000, statuses=("pending",))
+def _pending(agent: Agent, count: int) -> None:
+    """``count`` pending preferences saved after every approved memory (newest, so each
+    competes for the budget), with the events that name who saved them."""
+    start = timezone.now() - timedelta(hours=1)
+    records, promotions, events = [], [], []
+    for i in range(count):
+        record, promotion = stored_row(
+            agent,
+            kind="preference",
+            content=f"Pending preference {i}, long enough to look like a real one.",
+            label=f"pref-{i}",
+            section="user_preferences",
+            tier="guarded",
+            status=PromotionStatus.PENDING,
+            created_at=start + timedelta(seconds=i),
+        )
+        records.append(record)
+        promotions.append(promotion)
+        events.append(new_event(record.id, agent.pk, EventKind.SAVED, SYSTEM, record.created_at))
+    MemoryRecord.objects.bulk_create(records)
+    Promotion.objects.bulk_create(promotions)
+    MemoryEvent.objects.bulk_create(events)
+
+
+def _reviewer(team: Team) -> Client:
     user = User.objects.create_user(f"bench-appr-{_RUN}", password="x")
     user.user_permissions.add(Permission.objects.get(codename="approve_promotion"))
     Membership.objects.create(team=team, user=user)
     client = Client()
     client.force_login(user)
     client.get(f"/approvals/?team={team.slug}")
+    return client
+
+
+def _queries(client: Client, path: str) -> int:
+    with CaptureQueriesContext(connection) as ctx:
+        client.get(path)
+    return len(ctx.captured_queries)
+
+
+def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
+    team = Team.objects.create(slug=f"bench-appr-{_RUN}", name="Bench approvals")
+    queue_agent = _agent(team, "queue")
+    _fill(queue_agent, 1000, statuses=("pending",))
+    big = _agent(team, "big")
+    _fill(big, 1000, statuses=("approved",))
+    _pending(big, 60)
+    analyze()
+    client = _reviewer(team)
 
     print("\nThe approval queue with 1,000 pending promotions (page of 50)")
-    report("queue page, server time", median_ms(lambda: client.get("/approvals/"), 20), 150)
-    with CaptureQueriesContext(connection) as ctx:
-        client.get("/approvals/")
-    print(f"  SQL queries for the page: {len(ctx.captured_queries)}")
+    page = "/approvals/?agent=queue"
+    report("queue page, server time", median_ms(lambda: client.get(page), 20), 150)
+    print(f"  SQL queries for the page: {_queries(client, page)}")
+
+    print("\nA page of 50 for an agent with 1,000 approved memories (budget, preview per row)")
+    page = "/approvals/?agent=big"
+    response = client.get(page)
+    assert response.status_code == 200, response.status_code
+    assert response.content.count(b'data-budget="') == 50, "every row says what it does"
+    report("queue page, server time", median_ms(lambda: client.get(page), 20), 300)
+    print(f"  SQL queries for the page: {_queries(client, page)}")
+    print(f"  page size: {len(response.content) / 1024:.0f} KiB")
 
     ids = list(
-        Promotion.objects.filter(agent=agent, status=PromotionStatus.PENDING)
+        Promotion.objects.filter(agent=queue_agent, status=PromotionStatus.PENDING)
         .order_by("promoted_at")
         .values_list("record_id", flat=True)[:200]
     )

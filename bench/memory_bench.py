@@ -55,37 +55,60 @@ def _fill(agent: Agent, count: int, statuses: tuple[str, ...] = ("approved",)) -
         records, promotions = [], []
         for i in range(offset, min(offset + batch, count)):
             status = statuses[i % len(statuses)]
-            record = MemoryRecord(
-                id=new_record_id(),
-                agent=agent,
+            record, promotion = stored_row(
+                agent,
                 kind="profile",
                 content=f"Fact number {i} about the user, long enough to look real.",
-                tags=[],
                 label=f"fact-{i}",
+                section="user_profile" if status == "approved" else "user_preferences",
+                tier="auto",
+                status=status,
                 created_at=start + timedelta(microseconds=i),
             )
             records.append(record)
-            section = "user_profile" if status == "approved" else "user_preferences"
-            key = f"fact-{i}"
-            promotions.append(
-                Promotion(
-                    record=record,
-                    agent=agent,
-                    section=section,
-                    key=key,
-                    placement_key=placement_key_of(section, key),
-                    key_source="label",
-                    spec_key="user-background",
-                    spec_version="1",
-                    tier="auto",
-                    status=status,
-                    reason="",
-                    promoted_at=record.created_at,
-                )
-            )
+            promotions.append(promotion)
         MemoryRecord.objects.bulk_create(records)
         Promotion.objects.bulk_create(promotions)
         SearchDoc.objects.bulk_create(search.document(record) for record in records)
+
+
+def stored_row(
+    agent: Agent,
+    *,
+    kind: str,
+    content: str,
+    label: str,
+    section: str,
+    tier: str,
+    status: str,
+    created_at: datetime,
+) -> tuple[MemoryRecord, Promotion]:
+    """A record and its promotion row as a save under ``user-background`` stores them (the
+    label is the key), for bulk loading; nothing is written."""
+    record = MemoryRecord(
+        id=new_record_id(),
+        agent=agent,
+        kind=kind,
+        content=content,
+        tags=[],
+        label=label,
+        created_at=created_at,
+    )
+    promotion = Promotion(
+        record=record,
+        agent=agent,
+        section=section,
+        key=label,
+        placement_key=placement_key_of(section, label),
+        key_source="label",
+        spec_key="user-background",
+        spec_version="1",
+        tier=tier,
+        status=status,
+        reason="",
+        promoted_at=created_at,
+    )
+    return record, promotion
 
 
 def placement_key_of(section: str, key: str) -> str:

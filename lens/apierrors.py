@@ -44,6 +44,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "key_not_found": 404,
     "version_not_found": 404,
     "delivery_not_found": 404,
+    "promotion_not_found": 404,
     "invalid_request": 422,
     "invalid_background": 422,
     "invalid_kind": 422,
@@ -60,6 +61,12 @@ STATUS_BY_CODE: dict[str, int] = {
     "payload_too_large": 413,
     "version_conflict": 409,
     "not_pending": 409,
+    # Undo is a page action today; the statuses keep any later API caller honest.
+    "undo_refused": 409,
+    "undo_not_yours": 403,
+    "undo_expired": 409,
+    "undo_changed": 409,
+    "address_taken": 409,
     "store_busy": 503,
     "deliveries_busy": 503,
 }

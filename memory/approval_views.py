@@ -12,7 +12,10 @@ from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.http import urlencode
+from django.utils.text import Truncator
 from django.views.decorators.http import require_GET, require_POST
 
 from lens.actors import Actor
@@ -26,21 +29,28 @@ from lens.http import (
     require_team,
 )
 from lens.models import Team
+from memory.core.records import is_record_id
 from memory.decisions import (
     AddressTaken,
     AlreadyDecided,
     Decided,
     NotAllPending,
+    UndoRefused,
     decide,
     decide_many,
     pending_count,
     reopen,
     revoke,
+    undo,
+    undo_seconds,
 )
-from memory.forms import BulkDecisionForm, DecisionForm, ReasonForm
-from memory.queue import guarded_sections, pending, queue_rows, team_agents
+from memory.forms import BulkDecisionForm, DecisionForm, ReasonForm, UndoForm
+from memory.models import MemoryRecord, Promotion, PromotionStatus
+from memory.queue import guarded_sections, pending, queue_rows, team_agents, with_row_relations
 
 PERMISSION = "memory.approve_promotion"
+# Without JavaScript the queue offers Undo for the reviewer's last decision, kept here.
+LAST_DECISION = "approvals_last_decision"
 
 
 def require_reviewer(request: AppRequest) -> None:
@@ -71,9 +81,25 @@ def _queue_context(request: AppRequest, team: Team, **extra: Any) -> dict[str, A
         "sections": guarded_sections(team),
         "can_decide": request.user.has_perm(PERMISSION),
         "select_all": request.GET.get("select") == "all",
+        "undo_last": _undo_last(request),
+        "undo_seconds": undo_seconds(),
         "nav": "approvals",
         **extra,
     }
+
+
+def _undo_last(request: AppRequest) -> dict[str, Any] | None:
+    """The reviewer's last decision taken without JavaScript, while it can be undone."""
+    last = request.session.get(LAST_DECISION)
+    if not isinstance(last, dict):
+        return None
+    moment = parse_datetime(str(last.get("at", "")))
+    if moment is None:
+        return None
+    left = undo_seconds() - (timezone.now() - moment).total_seconds()
+    if left <= 0:
+        return None
+    return {**last, "seconds": int(left)}
 
 
 @require_GET
@@ -85,9 +111,54 @@ def queue(request: AppRequest) -> HttpResponse:
     return render_list(request, "memory/approvals.html", _queue_context(request, team))
 
 
+def _ids(text: str) -> list[str]:
+    return [i for i in text.split(",") if is_record_id(i)][:PAGE_SIZE]
+
+
+@require_GET
+@login_required
+def impacts(request: AppRequest) -> HttpResponse:
+    """What approving each listed pending row would do now, as out-of-band swaps: after a
+    decision changes an agent's prompt, the page refreshes its other rows' warnings."""
+    team = require_team(request)
+    promotions = with_row_relations(
+        Promotion.objects.filter(
+            pk__in=_ids(request.GET.get("ids", "")),
+            agent__team=team,
+            status=PromotionStatus.PENDING,
+        )
+    )
+    context = {
+        "rows": queue_rows(list(promotions)),
+        "open_ids": set(_ids(request.GET.get("open", ""))),
+    }
+    return render(request, "memory/approvals.html#impacts", context)
+
+
 def _back_to_queue(request: AppRequest) -> HttpResponse:
     query = _filter_query(request)
     return redirect(reverse("approvals") + (f"?{query}" if query else ""))
+
+
+def _decided_row(
+    request: AppRequest,
+    record: MemoryRecord,
+    team: Team,
+    notice: str,
+    outcome: str,
+    **extra: Any,
+) -> HttpResponse:
+    """The row's place in the queue once decided (or once an undo was refused): what
+    happened in words, and the team's pending count out of band."""
+    context = {
+        "record_id": record.pk,
+        "agent_slug": record.agent.slug,
+        "notice": notice,
+        "outcome": outcome,
+        "pending_count": pending_count(team),
+        **extra,
+    }
+    return render(request, "memory/approvals.html#decided", context)
 
 
 @require_POST
@@ -101,21 +172,63 @@ def decide_one(request: AppRequest, record_id: str) -> HttpResponse:
     team = require_team(request)
     actor = Actor.for_user(request.user)
     result = decide(record.pk, form.approve, actor, form.note, team=team)
+    undoable: dict[str, str] | None = None
     if isinstance(result, AlreadyDecided):
         notice, outcome = result.notice, "stale"
     else:
         verb = "Approved" if form.approve else "Rejected"
         notice = f"{verb} by {actor.label}" + (f": {form.note}" if form.note else ".")
         outcome = "approved" if form.approve else "rejected"
+        if result is not None and result.promotion.decided_at is not None:
+            undoable = {
+                "id": record.pk,
+                "decided": outcome,
+                "at": result.promotion.decided_at.isoformat(),
+                "what": record.label or Truncator(record.content).chars(60),
+            }
     if request.htmx:
+        return _decided_row(
+            request, record, team, notice, outcome, undo=undoable, undo_seconds=undo_seconds()
+        )
+    (messages.warning if outcome == "stale" else messages.success)(request, notice)
+    if undoable is not None:
+        request.session[LAST_DECISION] = undoable
+    return _back_to_queue(request)
+
+
+@require_POST
+@login_required
+def undo_one(request: AppRequest, record_id: str) -> HttpResponse:
+    """Take back the reviewer's own decision of a moment ago: the row waits again."""
+    record = get_record_for_user(request, record_id)
+    require_reviewer(request)
+    form = UndoForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("Undo needs the decision it takes back.", status=400)
+    team = require_team(request)
+    decided = form.cleaned_data["decided"]
+    try:
+        promotion = undo(
+            record.pk, Actor.for_user(request.user), decided, form.cleaned_data["at"], team=team
+        )
+    except UndoRefused as exc:
+        if request.htmx:
+            return _decided_row(request, record, team, exc.message, decided, undo_refused=True)
+        messages.warning(request, exc.message)
+        return _back_to_queue(request)
+    last = request.session.get(LAST_DECISION)
+    if isinstance(last, dict) and last.get("id") == record.pk:
+        del request.session[LAST_DECISION]
+    if request.htmx:
+        row = with_row_relations(Promotion.objects.filter(pk=promotion.pk)).get()
         context = {
-            "record_id": record.pk,
-            "notice": notice,
-            "outcome": outcome,
+            "row": queue_rows([row])[0],
+            "can_decide": True,
+            "filter_query": _filter_query(request),
             "pending_count": pending_count(team),
         }
-        return render(request, "memory/approvals.html#decided", context)
-    (messages.warning if outcome == "stale" else messages.success)(request, notice)
+        return render(request, "memory/approvals.html#restored", context)
+    messages.success(request, "Undone: the memory waits for approval again.")
     return _back_to_queue(request)
 
 

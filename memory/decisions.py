@@ -1,4 +1,4 @@
-"""Deciding guarded promotions: approve, reject (one or many), revoke and reopen.
+"""Deciding guarded promotions: approve, reject (one or many), undo, revoke and reopen.
 
 Every decision is a conditional update on the row's current status, so of two
 reviewers racing on one row exactly one decision lands; the other is told who decided.
@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -221,3 +223,138 @@ def reopen(
         return AddressTaken(promotion, holder.record_id if holder else "")
     current = rows.select_related("record", "decided_by", "agent").get()
     return Decided(current) if changed else AlreadyDecided(current)
+
+
+# --- undo ------------------------------------------------------------------------------
+
+# How long a reviewer may take a decision back from the queue (the setting UNDO_SECONDS).
+DEFAULT_UNDO_SECONDS = 10
+
+
+def undo_seconds() -> int:
+    return int(getattr(settings, "UNDO_SECONDS", DEFAULT_UNDO_SECONDS))
+
+
+UNDOABLE = (PromotionStatus.APPROVED, PromotionStatus.REJECTED)
+
+
+class UndoRefused(DomainError):
+    """Taking a decision back was refused; nothing changed."""
+
+    code = "undo_refused"
+
+
+class NoSuchPromotion(UndoRefused):
+    code = "promotion_not_found"
+
+
+class NotYourDecision(UndoRefused):
+    code = "undo_not_yours"
+
+
+class UndoExpired(UndoRefused):
+    code = "undo_expired"
+
+
+class DecisionChanged(UndoRefused):
+    """The row is no longer in the state the decision left it in (decided again,
+    revoked, reopened, superseded)."""
+
+    code = "undo_changed"
+
+
+class AddressNowTaken(UndoRefused):
+    """Another record holds the address the rejection freed."""
+
+    code = "address_taken"
+
+
+def undo(
+    record_id: str,
+    actor: Actor,
+    decided: str,
+    decided_at: datetime | None = None,
+    *,
+    team: Team | None = None,
+    now: datetime | None = None,
+) -> Promotion:
+    """Put a promotion that ``actor`` just approved or rejected back to ``pending``.
+
+    ``decided`` is the status the decision left (``approved`` or ``rejected``) and
+    ``decided_at`` its moment when known, so an old Undo never takes back a later
+    decision. Allowed only to the person who decided, within ``undo_seconds()`` of the
+    decision, while the row is still exactly as the decision left it and no other record
+    took the address meanwhile. The checks sit in the UPDATE's condition, so of an undo
+    racing another decision, a reopen or a save to the same address exactly one lands.
+    Returns the pending row; raises an UndoRefused subclass (nothing changed) otherwise.
+    """
+    at = now or timezone.now()
+    window = timedelta(seconds=undo_seconds())
+    rows = _rows(record_id, team)
+    if decided not in UNDOABLE:
+        raise DecisionChanged(f"Only an approval or a rejection can be undone, not {decided!r}.")
+    if actor.user is None:
+        raise NotYourDecision("Only the person who decided can undo a decision.")
+    mine = rows.filter(status=decided, decided_by=actor.user, decided_at__gte=at - window)
+    if decided_at is not None:
+        mine = mine.filter(decided_at=decided_at)
+    promotion = rows.select_related("agent").first()
+    if promotion is None:
+        raise NoSuchPromotion(f"No memory {record_id!r} here.")
+    try:
+        with transaction.atomic():
+            # The partial unique index refuses a second holder of one address, so a
+            # save that took the address a rejection freed makes this update fail.
+            changed = mine.update(
+                status=PromotionStatus.PENDING, decided_by=None, decided_at=None, decision_note=""
+            )
+            if changed:
+                new_event(
+                    record_id, promotion.agent_id, EventKind.REOPENED, actor, at, undone=decided
+                ).save()
+    except IntegrityError:
+        holder = holder_of(promotion.agent, promotion.placement_key or "")
+        held = f"memory {holder.record_id}" if holder else "another memory"
+        raise AddressNowTaken(
+            f"{held.capitalize()} took this address meanwhile, so this memory cannot wait "
+            "for approval again; nothing was changed.",
+            holder=holder.record_id if holder else None,
+        ) from None
+    current = rows.select_related("record", "record__supersedes", "decided_by", "agent").get()
+    if not changed:
+        raise _why_not_undone(current, actor, decided, decided_at, at - window)
+    return current
+
+
+def _why_not_undone(
+    promotion: Promotion,
+    actor: Actor,
+    decided: str,
+    decided_at: datetime | None,
+    since: datetime,
+) -> UndoRefused:
+    """Why the conditional update changed nothing, read from the row as it is now."""
+    if promotion.status != decided or (
+        decided_at is not None and promotion.decided_at != decided_at
+    ):
+        return DecisionChanged(f"Cannot undo: {_changed_since(promotion)}")
+    if promotion.decided_by_id != actor.user.pk:
+        who = promotion.decided_by.get_username() if promotion.decided_by else "the system"
+        return NotYourDecision(
+            f"Cannot undo: only {who}, who decided it, can; nothing was changed."
+        )
+    if promotion.decided_at is None or promotion.decided_at < since:
+        return UndoExpired(
+            f"Too late to undo: a decision can be undone for {undo_seconds()} seconds. "
+            "Reopen it from the memory's page instead; nothing was changed."
+        )
+    return DecisionChanged(f"Cannot undo: {_changed_since(promotion)}")
+
+
+def _changed_since(promotion: Promotion) -> str:
+    if promotion.status == PromotionStatus.SUPERSEDED:
+        return notice_for(promotion).replace("This memory", "the memory", 1)
+    if promotion.status == PromotionStatus.PENDING:
+        return "it was reopened meanwhile and waits for approval again; nothing was changed."
+    who = promotion.decided_by.get_username() if promotion.decided_by else "the system"
+    return f"it was {promotion.status} by {who} meanwhile; nothing was changed."

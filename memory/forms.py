@@ -1,11 +1,13 @@
-"""The forms people post: a reviewer's decision, bulk decision, revoke or reopen, and
-the lens's "Try a memory"."""
+"""The forms people post: a reviewer's decision, bulk decision, undo, revoke or reopen,
+and the lens's "Try a memory"."""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from django import forms
+from django.utils.dateparse import parse_datetime
 from pydantic import ValidationError
 
 from lens.core.errors import pydantic_problems
@@ -60,6 +62,22 @@ class BulkDecisionForm(DecisionForm):
             required="Choose Approve selected or Reject selected.",
             invalid_choice="Choose Approve selected or Reject selected.",
         )
+
+
+class UndoForm(forms.Form):
+    """Which decision the Undo button takes back: its outcome and its moment."""
+
+    decided = forms.ChoiceField(choices=[("approved", "approved"), ("rejected", "rejected")])
+    at = forms.CharField(required=False, max_length=64)
+
+    def clean_at(self) -> datetime | None:
+        text = self.cleaned_data["at"]
+        if not text:
+            return None
+        moment = parse_datetime(text)
+        if moment is None or moment.tzinfo is None:
+            raise forms.ValidationError("at must be an ISO 8601 moment with its offset")
+        return moment
 
 
 class TryMemoryForm(forms.Form):

@@ -1,17 +1,30 @@
-"""The approval queue as pages read it: pending promotions with where each would land
-and what it would replace. A read model: it decides nothing.
+"""The approval queue as pages read it: pending promotions with who saved them, where
+each would land, what it would replace and what approving it would do to the prompt.
+A read model: it decides nothing.
+
+A page of rows costs a fixed number of queries whatever its length, and one fold per
+agent on the page plus one per row (``memory.core.impact``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
+from django.conf import settings
 from django.db.models import QuerySet
 
+from lens.agents import background_of, load_entry_values
+from lens.core.background import Background, BackgroundSection
 from lens.core.diffs import WordOp, word_diff
-from lens.models import Agent, AuthoredEntry, SectionDeclaration, Team
-from memory.models import MemoryRecord, Promotion, PromotionStatus
+from lens.core.text import value_text
+from lens.models import Agent, SectionDeclaration, Team
+from memory.core.impact import Baseline, Impact
+from memory.core.routing import PlacedRecord
+from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
+from memory.queries import placed_records
+from memory.registry import get_spec
 
 
 def pending(team: Team, agent: str = "", section: str = "") -> QuerySet[Promotion]:
@@ -21,9 +34,12 @@ def pending(team: Team, agent: str = "", section: str = "") -> QuerySet[Promotio
         rows = rows.filter(agent__slug=agent)
     if section:
         rows = rows.filter(section=section)
-    return rows.select_related("record", "record__supersedes", "agent").order_by(
-        "promoted_at", "record_id"
-    )
+    return with_row_relations(rows).order_by("promoted_at", "record_id")
+
+
+def with_row_relations(rows: QuerySet[Promotion]) -> QuerySet[Promotion]:
+    """What a queue row reads with its promotion, in the same query."""
+    return rows.select_related("record", "record__supersedes", "agent")
 
 
 def guarded_sections(team: Team) -> list[str]:
@@ -44,61 +60,134 @@ def team_agents(team: Team) -> list[Agent]:
 @dataclass(frozen=True)
 class Replaces:
     """What approving a row would replace: an authored entry (which keeps winning) or
-    the approved memory the row supersedes, as a word diff.
+    the memory the row supersedes at the same address, as a word diff.
     """
 
     kind: Literal["authored", "memory"]
     diff: list[tuple[WordOp, str]]
     id: str | None = None
+    label: str | None = None
+    content: str = ""
 
 
 @dataclass(frozen=True)
 class QueueRow:
     promotion: Promotion
     record: MemoryRecord
-    section_title: str | None
+    saver: str | None  # who saved it, as a memory's events name actors
+    section: BackgroundSection | None  # its section as declared now (None: undeclared)
     replaces: Replaces | None
+    impact: Impact | None  # None for a row without a placement
+
+    @property
+    def section_title(self) -> str | None:
+        return self.section.title if self.section is not None else None
 
 
 def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
-    """Queue rows with their section titles and what each would replace (3 queries)."""
+    """Queue rows with their savers, sections, replacements and impacts.
+
+    ``promotions`` come with their records, superseded records and agents
+    (``with_row_relations``); this reads six more queries for any number of rows.
+    """
     agent_ids = {p.agent_id for p in promotions}
-    titles = {
-        (agent_id, section_id): title
-        for agent_id, section_id, title in SectionDeclaration.objects.filter(
-            agent_id__in=agent_ids
-        ).values_list("agent_id", "section_id", "title")
+    backgrounds = _backgrounds(agent_ids)  # 3 queries
+    placed = placed_records(agent_ids)  # 1 query
+    baselines = {
+        agent.pk: Baseline.of(
+            backgrounds[agent.pk],
+            placed.of(agent.pk),
+            get_spec(agent.routing_spec),
+            settings.MEMORY_OVERLAY_BUDGET_CHARS,
+        )
+        for agent in {p.agent for p in promotions}
+        if agent.pk in backgrounds
     }
-    # Keyed as it is looked up below, with a promotion's nullable section and key.
-    authored: dict[tuple[int, str | None, str | None], Any] = {
-        (agent_id, section_id, key): value
-        for agent_id, section_id, key, value in AuthoredEntry.objects.filter(
-            section__agent_id__in=agent_ids, key__in={p.key for p in promotions}
-        ).values_list("section__agent_id", "section__section_id", "key", "value")
-    }
+    savers = _savers(p.record_id for p in promotions)  # 1 query
+    older_places = _older_places(promotions)  # 1 query
+    rows = []
+    for promotion in promotions:
+        record = promotion.record
+        background = backgrounds.get(promotion.agent_id, Background())
+        section = next((s for s in background.sections if s.id == promotion.section), None)
+        baseline = baselines.get(promotion.agent_id)
+        impact = None
+        if baseline is not None and promotion.section is not None and promotion.key is not None:
+            impact = baseline.impact(_candidate(promotion))
+        rows.append(
+            QueueRow(
+                promotion=promotion,
+                record=record,
+                saver=savers.get(record.pk),
+                section=section,
+                replaces=_replaces(promotion, section, older_places),
+                impact=impact,
+            )
+        )
+    return rows
+
+
+def _backgrounds(agent_ids: Iterable[int]) -> dict[int, Background]:
+    """Each agent's authored Background as declared now."""
+    agents = list(Agent.objects.filter(pk__in=list(agent_ids)).prefetch_related("sections"))
+    load_entry_values(agents)
+    return {agent.pk: background_of(agent) for agent in agents}
+
+
+def _savers(record_ids: Iterable[str]) -> dict[str, str]:
+    """Who saved each record: its ``saved`` event's actor (a user, a token, the system)."""
+    return dict(
+        MemoryEvent.objects.filter(
+            record_id__in=list(record_ids), kind=EventKind.SAVED
+        ).values_list("record_id", "actor")
+    )
+
+
+def _candidate(promotion: Promotion) -> PlacedRecord:
+    """The pending record as the fold would see it once approved."""
+    record = promotion.record
+    return PlacedRecord(
+        id=record.pk,
+        kind=record.kind,
+        content=record.content,
+        created_at=record.created_at,
+        section=promotion.section or "",
+        key=promotion.key or "",
+        tags=tuple(record.tags or ()),
+        label=record.label,
+        key_source="label" if promotion.key_source == "label" else "content",
+    )
+
+
+def _older_places(promotions: list[Promotion]) -> dict[str, tuple[str | None, str | None]]:
+    """Where each superseded record was placed (one query)."""
     older_ids = [p.record.supersedes_id for p in promotions if p.record.supersedes_id]
-    older_places = {
+    return {
         record_id: (section, key)
         for record_id, section, key in Promotion.objects.filter(
             record_id__in=older_ids
         ).values_list("record_id", "section", "key")
     }
-    rows = []
-    for promotion in promotions:
-        record = promotion.record
-        replaces = None
-        authored_value = authored.get((promotion.agent_id, promotion.section, promotion.key))
-        older = record.supersedes
-        if authored_value is not None:
-            replaces = Replaces("authored", word_diff(str(authored_value), record.content))
-        elif older is not None and older_places.get(older.pk) == (promotion.section, promotion.key):
-            replaces = Replaces("memory", word_diff(older.content, record.content), older.pk)
-        rows.append(
-            QueueRow(
-                promotion=promotion,
-                record=record,
-                section_title=titles.get((promotion.agent_id, promotion.section or "")),
-                replaces=replaces,
-            )
+
+
+def _replaces(
+    promotion: Promotion,
+    section: BackgroundSection | None,
+    older_places: dict[str, tuple[str | None, str | None]],
+) -> Replaces | None:
+    record = promotion.record
+    # The fold's own comparison: an authored entry of the same name wins (look-alikes too).
+    authored = section.entry(promotion.key or "") if section is not None else None
+    if authored is not None:
+        return Replaces("authored", word_diff(value_text(authored.value), record.content))
+    older = record.supersedes
+    # Superseding a memory held elsewhere replaces nothing at this address.
+    if older is not None and older_places.get(older.pk) == (promotion.section, promotion.key):
+        return Replaces(
+            "memory",
+            word_diff(older.content, record.content),
+            older.pk,
+            older.label,
+            older.content,
         )
-    return rows
+    return None

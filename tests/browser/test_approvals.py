@@ -55,12 +55,34 @@ def row(page: Any, memory_id: str) -> Any:
     return page.locator(f'li[data-promotion-id="{memory_id}"]')
 
 
+def focused_row(page: Any) -> str | None:
+    """The row holding focus (the row itself or anything in it), by its promotion id."""
+    return page.evaluate(
+        "() => document.activeElement.closest('li[data-promotion-id]')?.dataset.promotionId ?? null"
+    )
+
+
+def wait_for_focus_in(page: Any, memory_id: str) -> None:
+    page.wait_for_function(
+        "id => document.activeElement.closest('li[data-promotion-id]')?.dataset.promotionId === id",
+        arg=memory_id,
+    )
+
+
 def pending_total(page: Any) -> int:
     return int(page.locator("#pending-count").inner_text())
 
 
 def status_of(memory_id: str) -> str:
     return str(Promotion.objects.get(pk=memory_id).status)
+
+
+def open_queue(live_server: Any, page: Any, username: str) -> str:
+    """Log ``username`` in and open the approval queue; returns the server's address."""
+    base = live_server.url
+    login(page, base, username)
+    page.goto(f"{base}/approvals/")
+    return base
 
 
 def test_approving_one_row_swaps_it_in_place_and_composes_the_memory(
@@ -70,10 +92,7 @@ def test_approving_one_row_swaps_it_in_place_and_composes_the_memory(
     first = pending(agent, "theme", "Dark theme, always.")
     second = pending(agent, "units", "Metric units.")
     third = pending(agent, "greeting", "No small talk before 9.")
-    base = live_server.url
-
-    login(page, base, "rhea")
-    page.goto(f"{base}/approvals/")
+    base = open_queue(live_server, page, "rhea")
     assert page.locator("li[data-promotion-id]").count() == 3
     assert pending_total(page) == 3
     page.evaluate("window.__marker = 1")
@@ -85,7 +104,9 @@ def test_approving_one_row_swaps_it_in_place_and_composes_the_memory(
     decided = page.locator(f'li[data-promotion-id="{second}"][data-decision="approved"]')
     decided.wait_for()
     assert "Approved by rhea" in decided.inner_text()
-    assert decided.get_by_role("button").count() == 0
+    # Only Undo, for a few seconds; and focus moved on to the next pending row.
+    assert [b.inner_text() for b in decided.get_by_role("button").all()] == ["Undo"]
+    wait_for_focus_in(page, third)
     page.locator("#pending-count", has_text="2").wait_for()
     assert pending_total(page) == 2
     assert page.locator("#pending-count").get_attribute("data-pending-total") == "2"
@@ -114,10 +135,7 @@ def test_rejecting_one_row_sends_its_reason(live_server: Any, page: Any) -> None
     keep = pending(agent, "theme", "Dark theme, always.")
     memory_id = pending(agent, "units", "Imperial units.")
     reason = 'Contradicts the profile \u2014 "metric" & <b>not</b> this'
-    base = live_server.url
-
-    login(page, base, "rhea")
-    page.goto(f"{base}/approvals/")
+    base = open_queue(live_server, page, "rhea")
     page.evaluate("window.__marker = 1")
     target = row(page, memory_id)
     target.get_by_role("textbox", name="Reason for rejecting", exact=True).fill(reason)
@@ -158,10 +176,7 @@ def test_select_all_then_approve_selected_composes_every_row(live_server: Any, p
             ("tone", "Brief."),
         ]
     ]
-    base = live_server.url
-
-    login(page, base, "rhea")
-    page.goto(f"{base}/approvals/")
+    base = open_queue(live_server, page, "rhea")
     page.evaluate("window.__marker = 1")
     boxes = page.locator('input[name="selected"][form="bulk"]')
     assert boxes.count() == 4
@@ -272,3 +287,206 @@ def test_the_queue_works_without_javascript(live_server: Any, browser: Any) -> N
         assert [status_of(i) for i in bulk_ids] == ["approved", "approved"]
     finally:
         context.close()
+
+
+# --- keyboard, feedback and undo --------------------------------------------------------
+
+
+def three_pending_on_the_queue(live_server: Any, page: Any) -> list[str]:
+    """rhea, a reviewer, on the queue of Wren's three pending preferences (their ids,
+    oldest first)."""
+    _team, agent = set_up("rhea")
+    ids = [
+        pending(agent, "theme", "Dark theme, always."),
+        pending(agent, "units", "Metric units."),
+        pending(agent, "greeting", "No small talk before 9."),
+    ]
+    open_queue(live_server, page, "rhea")
+    return ids
+
+
+def test_a_reviewer_approves_with_the_keyboard_alone_and_focus_moves_to_the_next_row(
+    live_server: Any, page: Any
+) -> None:
+    first, second, third = three_pending_on_the_queue(live_server, page)
+    assert page.get_by_role("button", name="Press ? for keyboard shortcuts").is_visible()
+
+    page.keyboard.press("j")
+    wait_for_focus_in(page, first)
+    assert "is-current" in (row(page, first).get_attribute("class") or "")
+    page.keyboard.press("j")
+    page.keyboard.press("k")
+    assert focused_row(page) == first
+    page.keyboard.press("a")
+
+    page.locator(f'[data-promotion-id="{first}"][data-decision="approved"]').wait_for()
+    wait_for_focus_in(page, second)
+    # Focus sits on the next pending row itself, never on <body>, and it is highlighted.
+    assert page.evaluate("document.activeElement.dataset.promotionId") == second
+    assert "is-current" in (row(page, second).get_attribute("class") or "")
+    page.wait_for_function(
+        "document.getElementById('queue-announcer').textContent.includes('Approved by rhea.')"
+    )
+    assert status_of(first) == "approved"
+    assert status_of(second) == status_of(third) == "pending"
+
+    # Tab reaches the row's first control (its checkbox); x selects the row for bulk.
+    page.keyboard.press("Tab")
+    assert focused_row(page) == second
+    page.keyboard.press("x")
+    assert row(page, second).locator('input[name="selected"]').is_checked()
+    page.keyboard.press("x")
+    assert not row(page, second).locator('input[name="selected"]').is_checked()
+
+    # The last row decided: focus goes back to the remaining one above it.
+    page.keyboard.press("j")
+    wait_for_focus_in(page, third)
+    page.keyboard.press("a")
+    page.locator(f'[data-promotion-id="{third}"][data-decision="approved"]').wait_for()
+    wait_for_focus_in(page, second)
+    page.keyboard.press("a")
+    page.locator(f'[data-promotion-id="{second}"][data-decision="approved"]').wait_for()
+    # The queue is empty now: focus lands on the heading.
+    page.wait_for_function("document.activeElement.id === 'queue-heading'")
+    assert [status_of(i) for i in (first, second, third)] == ["approved"] * 3
+
+
+def test_a_reviewer_rejects_with_a_reason_from_the_keyboard(live_server: Any, page: Any) -> None:
+    first, second, third = three_pending_on_the_queue(live_server, page)
+
+    page.keyboard.press("j")
+    page.keyboard.press("j")
+    wait_for_focus_in(page, second)
+    # r moves to the reason box; Esc goes back to the row without rejecting.
+    page.keyboard.press("r")
+    reason_box = row(page, second).get_by_role("textbox", name="Reason for rejecting", exact=True)
+    assert page.evaluate("document.activeElement.name") == "reason"
+    assert focused_row(page) == second
+    page.keyboard.press("Escape")
+    assert page.evaluate("document.activeElement.dataset.promotionId") == second
+    assert status_of(second) == "pending"
+
+    # Letters typed in the reason box are text, not shortcuts.
+    page.keyboard.press("r")
+    page.keyboard.type("a jk x u? — not what they said")
+    assert reason_box.input_value() == "a jk x u? — not what they said"
+    page.keyboard.press("Enter")
+
+    decided = page.locator(f'[data-promotion-id="{second}"][data-decision="rejected"]')
+    decided.wait_for()
+    assert "Rejected by rhea: a jk x u? — not what they said" in decided.inner_text()
+    wait_for_focus_in(page, third)
+    assert status_of(second) == "rejected"
+    assert Promotion.objects.get(pk=second).decision_note == "a jk x u? — not what they said"
+    assert status_of(first) == status_of(third) == "pending"
+
+    # Shortcuts never fire with a modifier held.
+    page.keyboard.press("Control+a")
+    page.keyboard.press("Alt+a")
+    assert row(page, third).get_by_role("button", name="Approve", exact=True).is_enabled()
+    assert status_of(third) == "pending"
+
+
+def test_question_mark_opens_the_shortcut_help_and_escape_closes_it(
+    live_server: Any, page: Any
+) -> None:
+    three_pending_on_the_queue(live_server, page)
+    dialog = page.get_by_role("dialog", name="Keyboard shortcuts")
+    assert not dialog.is_visible()
+
+    page.keyboard.press("?")
+    dialog.wait_for()
+    text = dialog.inner_text()
+    for line in ("Next / previous memory", "Approve the current memory", "Reject", "Undo"):
+        assert line in text
+    # While it is open, the shortcuts are quiet.
+    page.keyboard.press("a")
+    page.keyboard.press("Escape")
+    dialog.wait_for(state="hidden")
+    assert page.locator("[data-decision]").count() == 0
+
+    page.get_by_role("button", name="Press ? for keyboard shortcuts").click()
+    dialog.wait_for()
+    dialog.get_by_role("button", name="Close").click()
+    dialog.wait_for(state="hidden")
+
+
+def test_a_decision_in_flight_disables_its_button_and_marks_the_row_busy(
+    live_server: Any, page: Any
+) -> None:
+    first, _second, _third = three_pending_on_the_queue(live_server, page)
+    # Read the state in the same task as the click: htmx sends before returning.
+    state = page.evaluate(
+        """id => {
+            const row = document.querySelector(`li[data-promotion-id="${id}"]`);
+            const button = row.querySelector('[data-action="approve"]');
+            button.click();
+            return [button.disabled, button.textContent, row.getAttribute('aria-busy'),
+                    button.closest('form').classList.contains('htmx-request')];
+        }""",
+        first,
+    )
+    assert state == [True, "Approving…", "true", True]
+    page.locator(f'[data-promotion-id="{first}"][data-decision="approved"]').wait_for()
+
+
+def test_undo_within_the_window_brings_the_pending_row_back(live_server: Any, page: Any) -> None:
+    first, second, third = three_pending_on_the_queue(live_server, page)
+
+    row(page, first).get_by_role("button", name="Approve", exact=True).click()
+    decided = page.locator(f'[data-promotion-id="{first}"][data-decision="approved"]')
+    decided.wait_for()
+    page.locator("#pending-count", has_text="2").wait_for()
+    assert status_of(first) == "approved"
+    decided.get_by_role("button", name="Undo").click()
+
+    restored = page.locator(f'li[data-promotion-id="{first}"]:not([data-decision])')
+    restored.wait_for()
+    assert restored.get_by_role("button", name="Approve", exact=True).is_enabled()
+    page.locator("#pending-count", has_text="3").wait_for()
+    wait_for_focus_in(page, first)
+    assert status_of(first) == "pending"
+
+    # With the keyboard: a decides, u takes it back.
+    page.keyboard.press("j")
+    wait_for_focus_in(page, second)
+    page.keyboard.press("a")
+    page.locator(f'[data-promotion-id="{second}"][data-decision="approved"]').wait_for()
+    wait_for_focus_in(page, third)
+    page.keyboard.press("u")
+    page.locator(f'li[data-promotion-id="{second}"]:not([data-decision])').wait_for()
+    wait_for_focus_in(page, second)
+    assert status_of(second) == "pending"
+
+
+def test_undo_goes_away_when_its_time_is_up(live_server: Any, page: Any, settings: Any) -> None:
+    settings.UNDO_SECONDS = 1
+    first, _second, _third = three_pending_on_the_queue(live_server, page)
+    row(page, first).get_by_role("button", name="Approve", exact=True).click()
+    undo = page.locator(f'[data-promotion-id="{first}"]').get_by_role("button", name="Undo")
+    undo.wait_for()
+    undo.wait_for(state="hidden", timeout=5_000)
+    assert status_of(first) == "approved"
+
+
+def test_approving_refreshes_what_the_agent_s_other_rows_say(
+    live_server: Any, page: Any, settings: Any
+) -> None:
+    _team, agent = set_up("rhea")
+    first = pending(agent, "aa", "Preference aa.")
+    second = pending(agent, "bb", "Preference bb.")
+    line = len("- **aa**: Preference aa.\n")
+    settings.MEMORY_OVERLAY_BUDGET_CHARS = line * 3 // 2
+    open_queue(live_server, page, "rhea")
+    budget = row(page, second).locator("[data-budget]")
+    assert budget.get_attribute("data-budget") == "fits"
+    row(page, second).locator("summary").click()
+
+    row(page, first).get_by_role("button", name="Approve", exact=True).click()
+    row(page, second).locator('[data-budget="pushes"]').wait_for()
+    assert "Pushed out: aa." in row(page, second).locator("[data-budget]").inner_text()
+    # The preview the reviewer had open stays open, and says what approving does now.
+    preview = row(page, second).locator("details.queue-preview")
+    assert preview.get_attribute("open") is not None
+    assert preview.locator('[data-line="leaves"]').inner_text().endswith("- **aa**: Preference aa.")
+    wait_for_focus_in(page, second)

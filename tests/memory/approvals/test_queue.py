@@ -4,7 +4,7 @@ filters and pages, the pending count in the nav, and query counts that do not gr
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -137,15 +137,22 @@ def test_a_row_shows_what_the_memory_is_and_where_it_would_land(
     content = with_class(row, "queue-content")[0]
     assert content.squashed == "Prefers <short> answers & no emoji."
     assert [a.get("href") for a in inside(content, "a")] == [f"/memories/{labelled}/"]
-    (age,) = inside(row, "time")
-    assert datetime.fromisoformat(age.get("datetime") or "") == three_days_ago
-    assert age.squashed == "3 days ago"
-    assert "Wren" in with_class(row, "queue-meta")[0].squashed
+    ago, absolute = inside(row, "time")
+    assert datetime.fromisoformat(ago.get("datetime") or "") == three_days_ago
+    assert ago.squashed == "3 days ago"
+    # The absolute moment beside the relative one, in UTC.
+    assert absolute.get("datetime") == ago.get("datetime")
+    assert absolute.squashed == three_days_ago.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    meta = with_class(row, "queue-meta")[0]
+    assert "Wren" in meta.squashed
+    # Who saved it, named as a memory's events name actors.
+    assert [e.squashed for e in meta.descendants() if "data-saver" in e.attrs] == ["system"]
     where = with_class(row, "queue-where")[0]
     assert where.squashed == (
-        "Would land in User Preferences at answer-style "
+        "Would land in User Preferences guarded at answer-style "
         f"{chr(0xB7)} key from label {chr(0xB7)} spec user-background v1"
     )
+    assert inside(where, "span", data_tier="guarded")
     assert with_class(row, "queue-replaces") == []
 
     key = promotion_of(unlabelled).key or ""
@@ -275,7 +282,7 @@ def test_the_queue_s_query_count_does_not_grow_with_its_rows(
     one = {}
     for name, client in readers.items():
         assert client.get("/approvals/").status_code == 200  # warm-up: sessions, caches
-        with django_assert_max_num_queries(15) as queries:
+        with django_assert_max_num_queries(18) as queries:
             assert client.get("/approvals/").status_code == 200
         one[name] = len(queries)
 

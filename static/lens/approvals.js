@@ -1,0 +1,287 @@
+// The approval queue, for reviewers who work fast: keyboard shortcuts, busy buttons while
+// a decision travels, focus that moves on to the next memory, decisions read out, and an
+// Undo that goes away when its time is up. Everything here is an enhancement: without
+// JavaScript the rows are plain forms and the page reloads.
+(() => {
+  const ROW = "li.queue-row[data-promotion-id]";
+  const announcer = () => document.getElementById("queue-announcer");
+  let current = null; // the row the shortcuts act on
+  let bulkSent = false;
+  // Rows whose decision changes an agent's prompt: the agent's other rows then refresh.
+  const changing = new Map();
+
+  const rows = () => [...document.querySelectorAll(ROW)];
+  const isPending = (row) => row && !row.classList.contains("decided");
+
+  function setCurrent(row, { focus = true } = {}) {
+    for (const other of document.querySelectorAll(".queue-row.is-current")) {
+      if (other !== row) other.classList.remove("is-current");
+    }
+    current = row || null;
+    if (!row) return;
+    row.classList.add("is-current");
+    if (focus) {
+      row.focus({ preventScroll: true });
+      row.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  function currentRow() {
+    if (current && document.contains(current)) return current;
+    const holder = document.activeElement && document.activeElement.closest(ROW);
+    return holder || null;
+  }
+
+  function move(step) {
+    const all = rows();
+    if (!all.length) return;
+    const here = all.indexOf(currentRow());
+    const next = here === -1 ? (step > 0 ? 0 : all.length - 1) : here + step;
+    if (next >= 0 && next < all.length) setCurrent(all[next]);
+  }
+
+  function announce(text) {
+    const region = announcer();
+    if (!region) return;
+    region.textContent = "";
+    // A fresh text node a moment later: screen readers skip a region set to the same text.
+    setTimeout(() => { region.textContent = text; }, 50);
+  }
+
+  // --- shortcuts -----------------------------------------------------------------------
+
+  const TYPING = /^(text|search|email|url|tel|password|number|date|datetime-local|month|week|time)$/;
+
+  function isTyping(target) {
+    if (!(target instanceof Element)) return false;
+    if (target.isContentEditable) return true;
+    if (target.matches("textarea, select")) return true;
+    return target.matches("input") && TYPING.test(target.type || "text");
+  }
+
+  function help() {
+    const dialog = document.getElementById("shortcuts");
+    if (!dialog || dialog.open) return;
+    const back = document.activeElement;
+    dialog.addEventListener("close", () => { if (back && document.contains(back)) back.focus(); }, { once: true });
+    dialog.showModal();
+  }
+
+  function press(row, action) {
+    const button = row && isPending(row) && row.querySelector(`[data-action="${action}"]`);
+    if (!button || button.disabled || row.getAttribute("aria-busy") === "true") return;
+    button.click();
+  }
+
+  const keys = {
+    j: () => move(1),
+    k: () => move(-1),
+    a: () => press(currentRow(), "approve"),
+    r: () => {
+      const row = currentRow();
+      const reason = isPending(row) && row.querySelector("[data-reason]");
+      if (!reason) return;
+      setCurrent(row, { focus: false });
+      reason.focus();
+      reason.select();
+    },
+    x: () => {
+      const row = currentRow();
+      const box = isPending(row) && row.querySelector('input[name="selected"]');
+      if (!box) return;
+      box.checked = !box.checked;
+      box.dispatchEvent(new Event("change", { bubbles: true }));
+    },
+    u: () => {
+      // The newest decision still offering Undo: its moment is in the form.
+      const moment = (form) => form.querySelector('input[name="at"]')?.value || "";
+      const offered = [...document.querySelectorAll("form[data-undo-seconds]:not([hidden])")];
+      const form = offered.sort((a, b) => moment(a).localeCompare(moment(b))).pop();
+      const button = form && form.querySelector("button");
+      if (button && !button.disabled) button.click();
+    },
+  };
+
+  document.addEventListener("keydown", (event) => {
+    if (event.defaultPrevented || event.ctrlKey || event.metaKey || event.altKey) return;
+    if (event.key === "Escape" && event.target.matches && event.target.matches("[data-reason]")) {
+      // Back from the reason box to its row, without rejecting.
+      setCurrent(event.target.closest(ROW));
+      event.preventDefault();
+      return;
+    }
+    if (isTyping(event.target) || document.querySelector("dialog[open]")) return;
+    if (event.key === "?") {
+      event.preventDefault();
+      help();
+      return;
+    }
+    const action = !event.shiftKey && keys[event.key];
+    if (!action || !document.querySelector("#queue")) return;
+    event.preventDefault();
+    action();
+  });
+
+  // The row holding focus is the current row, however focus got there (Tab, a click).
+  document.addEventListener("focusin", (event) => {
+    const row = event.target.closest && event.target.closest(ROW);
+    if (row) setCurrent(row, { focus: false });
+  });
+
+  document.addEventListener("click", (event) => {
+    if (event.target.closest("[data-shortcuts-open]")) help();
+  });
+
+  // "Select all on this page" for the bulk form.
+  document.addEventListener("change", (event) => {
+    const toggle = event.target.closest("[data-select-all]");
+    if (!toggle) return;
+    for (const box of document.querySelectorAll('input[name="selected"][form="bulk"]')) {
+      box.checked = toggle.checked;
+    }
+  });
+
+  // --- a decision in flight ------------------------------------------------------------
+
+  document.addEventListener("htmx:beforeRequest", (event) => {
+    const form = event.detail.elt;
+    if (!(form instanceof HTMLFormElement)) return;
+    if (form.id === "bulk") bulkSent = true;
+    const row = form.closest(ROW);
+    if (!row) return;
+    const undoing = form.classList.contains("undo-form")
+      && form.querySelector('input[name="decided"]')?.value === "approved";
+    if (form.classList.contains("approve-form") || undoing) {
+      changing.set(row.dataset.promotionId, row.dataset.agent);
+    }
+    row.setAttribute("aria-busy", "true");
+    for (const alert of row.querySelectorAll("[data-row-error]")) alert.remove();
+    const button = form.querySelector("[data-busy-label]");
+    if (button) {
+      button.dataset.idleLabel = button.textContent;
+      button.textContent = button.dataset.busyLabel;
+    }
+  });
+
+  function settle(form) {
+    const row = form.closest(ROW);
+    if (row) row.removeAttribute("aria-busy");
+    const button = form.querySelector("[data-busy-label]");
+    if (button && button.dataset.idleLabel) button.textContent = button.dataset.idleLabel;
+  }
+
+  document.addEventListener("htmx:afterRequest", (event) => {
+    const form = event.detail.elt;
+    // A swapped row is gone; one still here was refused (4xx/5xx) or never answered.
+    if (form instanceof HTMLFormElement && document.contains(form)) settle(form);
+  });
+
+  function failed(event, text) {
+    const form = event.detail.elt;
+    const row = form instanceof Element && form.closest(ROW);
+    if (!row) return;
+    const alert = document.createElement("p");
+    alert.className = "alert alert-error row-error";
+    alert.dataset.rowError = "";
+    alert.setAttribute("role", "alert");
+    alert.textContent = text;
+    row.append(alert);
+  }
+
+  document.addEventListener("htmx:responseError", (event) => {
+    const status = event.detail.xhr ? event.detail.xhr.status : "";
+    const said = event.detail.xhr ? event.detail.xhr.responseText.trim().slice(0, 200) : "";
+    failed(event, `Nothing was changed (${status}${said && !said.startsWith("<") ? `: ${said}` : ""}).`);
+  });
+  document.addEventListener("htmx:sendError", (event) => {
+    failed(event, "Nothing was sent: the server could not be reached. Try again.");
+  });
+
+  // --- after a swap ----------------------------------------------------------------------
+
+  function undoTimer(form) {
+    const seconds = Number(form.dataset.undoSeconds);
+    if (!Number.isFinite(seconds) || form.dataset.timed) return;
+    form.dataset.timed = "true";
+    setTimeout(() => {
+      const row = form.closest(ROW);
+      const hadFocus = form.contains(document.activeElement);
+      form.hidden = true;
+      if (hadFocus) setCurrent(row || null);
+    }, Math.max(0, seconds) * 1000);
+  }
+
+  function focusAfter(decided) {
+    // The next pending row, else the previous one, else the heading: never <body>.
+    const all = rows();
+    const at = all.indexOf(decided);
+    const next = all.slice(at + 1).find(isPending) || all.slice(0, at).reverse().find(isPending);
+    if (next) {
+      setCurrent(next);
+      return;
+    }
+    setCurrent(null);
+    const heading = document.getElementById("queue-heading");
+    if (heading) heading.focus();
+  }
+
+  function refresh(agent, except) {
+    // What approving each other row of this agent would do has changed: ask again, in
+    // one request whose answer replaces their budget notes and previews out of band.
+    const queue = document.getElementById("queue");
+    const url = queue && queue.dataset.impactsUrl;
+    const others = rows().filter(
+      (r) => isPending(r) && r.dataset.agent === agent && r.dataset.promotionId !== except,
+    );
+    if (!url || !others.length || !window.htmx) return;
+    const opened = others.filter((r) => r.querySelector("details.queue-preview[open]"));
+    const query = new URLSearchParams({
+      ids: others.map((r) => r.dataset.promotionId).join(","),
+      open: opened.map((r) => r.dataset.promotionId).join(","),
+    });
+    htmx.ajax("GET", `${url}?${query}`, { target: "#queue-announcer", swap: "none" });
+  }
+
+  function afterChange(elt) {
+    const id = elt.dataset.promotionId;
+    const agent = changing.get(id);
+    changing.delete(id);
+    const landed = !elt.classList.contains("decided")
+      || (elt.dataset.decision === "approved" && elt.dataset.undo !== "refused");
+    if (agent && landed) refresh(agent, id);
+  }
+
+  function arrived(elt) {
+    if (!(elt instanceof Element)) return;
+    for (const form of elt.querySelectorAll("[data-undo-seconds]")) undoTimer(form);
+    if (elt.matches("[data-undo-seconds]")) undoTimer(elt);
+    if (elt.matches(ROW)) afterChange(elt);
+    if (elt.matches(`${ROW}.decided`)) {
+      const notice = elt.querySelector("[data-notice-text]");
+      const undo = elt.querySelector(".undo-form");
+      announce(`${notice ? notice.textContent.trim() : ""}${undo ? " Press u to undo." : ""}`);
+      if (elt.dataset.undo === "refused") setCurrent(elt);
+      else focusAfter(elt);
+    } else if (elt.matches(ROW)) {
+      // A row put back by Undo.
+      announce("Undone: the memory waits for approval again.");
+      setCurrent(elt);
+    } else if (elt.matches("#queue") && bulkSent) {
+      bulkSent = false;
+      const notice = elt.querySelector(".alert");
+      if (notice) announce(notice.textContent.trim());
+      const first = rows().find(isPending);
+      if (first) setCurrent(first);
+      else document.getElementById("queue-heading")?.focus();
+    }
+  }
+
+  document.addEventListener("htmx:load", (event) => arrived(event.target));
+
+  function start() {
+    for (const hint of document.querySelectorAll("[data-shortcuts-hint]")) hint.hidden = false;
+    for (const form of document.querySelectorAll("[data-undo-seconds]")) undoTimer(form);
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
+  else start();
+})();
