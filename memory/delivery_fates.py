@@ -8,6 +8,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
+from memory.core.explain import short_words
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
 
 
@@ -33,6 +34,8 @@ class Fate:
             return f"superseded by {self.newer}"
         if self.state in ("revoked", "rejected") and self.by:
             return f"{self.state} by {self.by}"
+        if self.state == "pending":
+            return short_words("awaiting-approval")  # the words every page uses
         if self.state == "out":
             return "no longer in the prompt"
         if self.state == "deleted":

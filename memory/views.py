@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.utils.text import Truncator
 from django.views.decorators.http import require_GET
 
 from lens.agents import with_config
-from lens.core.report import DROP_REASON_HELP
 from lens.http import (
     PAGE_SIZE,
     AppRequest,
@@ -25,9 +26,11 @@ from lens.models import Agent
 from memory import search
 from memory.approval_views import PERMISSION
 from memory.composition import compose
+from memory.core.explain import Link, short_words, tone_of
 from memory.core.records import stored_problem
 from memory.core.tokens import highlight
 from memory.deliveries import shaped_by
+from memory.explain import explain_memory, prompt_reasons
 from memory.models import MemoryRecord
 from memory.queries import listed
 
@@ -39,7 +42,9 @@ def memory_list(request: AppRequest) -> HttpResponse:
     team = current_team(request)
     if team is None:
         return no_team_page(request, "Memories", "memories")
-    agents = list(Agent.objects.filter(team=team).order_by("name"))
+    # Sections prefetched: each agent on the page is folded to tell whether a memory is
+    # in its prompt now (``prompt_reasons``).
+    agents = list(Agent.objects.filter(team=team).prefetch_related("sections").order_by("name"))
     agent_slug = request.GET.get("agent", "")
     kind = request.GET.get("kind", "")
     query = request.GET.get("q", "")
@@ -59,16 +64,23 @@ def memory_list(request: AppRequest) -> HttpResponse:
             records = records.filter(agent__slug=agent_slug)
         records = listed(records, kind)
     page = Paginator(records, PAGE_SIZE).get_page(request.GET.get("page"))
+    shown = list(page.object_list)
+    # Each agent on the page composed once: the status says whether a memory is in its
+    # prompt now, never the promotion row's status alone.
+    reasons = prompt_reasons(shown, agents)
     rows = [
         {
             "record": record,
+            "reason": reasons[record.pk],
+            "short": short_words(reasons[record.pk]),
+            "tone": tone_of(reasons[record.pk]),
             "parts": highlight(Truncator(record.content).chars(160), wanted),
             "label_parts": highlight(record.label or "", wanted),
             "problem": stored_problem(
                 record.kind, len(record.content), record.tags or [], record.label
             ),
         }
-        for record in page.object_list
+        for record in shown
     ]
     context = {
         "page": page,
@@ -96,7 +108,7 @@ def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
     record = get_record_for_user(request, record_id)
     agent = with_config(Agent.objects.filter(pk=record.agent_id)).get()
     composition = compose(agent)
-    drop = next((d for d in composition.report.drops if d.memory_id == record.pk), None)
+    explanation = explain_memory(agent, composition, record.pk)
     section_titles = {s.id: s.title for s in composition.background.sections}
     promotion = getattr(record, "promotion", None)
     delivered = shaped_by(agent, record.pk, DELIVERED_IN_SHOWN)
@@ -105,9 +117,9 @@ def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
         "agent": agent,
         "promotion": promotion,
         "section_title": section_titles.get(promotion.section or "") if promotion else None,
-        "composed": drop is None,
-        "drop": drop,
-        "drop_help": DROP_REASON_HELP.get(drop.reason, "") if drop else "",
+        "composed": explanation.in_prompt,
+        "explanation": explanation,
+        "why": [(piece.text, _href(piece.link)) for piece in explanation.pieces],
         "superseded_by": list(record.superseded_by.order_by("created_at")),
         "events": list(record.events.select_related("actor_user").order_by("at", "id")),
         "can_decide": request.user.has_perm(PERMISSION),
@@ -116,3 +128,12 @@ def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
         "nav": "memories",
     }
     return render(request, "memory/memory_detail.html", context)
+
+
+def _href(link: Link | None) -> str:
+    """The page a link of an explanation leads to ("" for none)."""
+    if link is None:
+        return ""
+    if link.kind == "memory":
+        return reverse("memory-detail", args=[link.target])
+    return f"{reverse('approvals')}?{urlencode({'agent': link.target})}"

@@ -34,18 +34,22 @@ DeclineReason = Literal["spec-declined", "undeclared-section", "locked-section",
 # As a lookup that keeps the reason's type (a set membership test would not).
 _DECLINED: dict[str, DeclineReason] = {reason: reason for reason in get_args(DeclineReason)}
 
+# What each reason means, in words, for one memory; the words that name the authored
+# entry, the newer memory, the budget or the reviewer are ``memory.core.explain``'s.
 DROP_REASON_HELP: dict[str, str] = {
     "superseded": "A newer memory replaced it.",
-    "spec-declined": "The routing spec does not place this kind of memory; it stays recall-only.",
-    "undeclared-section": "Its section is not declared on this agent.",
+    "spec-declined": "The routing spec does not place this kind of memory, so it stays "
+    "recall-only.",
+    "undeclared-section": "It was routed to a section this agent does not declare.",
     "locked-section": "Its section is locked: memory never fills it.",
-    "earned-inert": "Its section's tier is earned, which is inert in v1.",
-    "awaiting-approval": "Its section is guarded: a person must approve it.",
+    "earned-inert": "Its section's tier is earned, which takes no memory yet.",
+    "awaiting-approval": "Its section is guarded: a person approves each memory before it "
+    "enters the prompt.",
     "rejected": "A reviewer rejected it.",
-    "revoked": "A reviewer took it out of the prompt after it was approved.",
-    "authored-wins": "An authored entry holds the same key.",
-    "reconciled": "Another memory at the same address won.",
-    "over-budget": "The memory budget of the Background was full.",
+    "revoked": "A reviewer took it out of the prompt after approving it.",
+    "authored-wins": "An authored entry holds the same key, and authored entries always win.",
+    "reconciled": "Another memory at the same place won.",
+    "over-budget": "Its line does not fit in what is left of the memory budget.",
 }
 
 

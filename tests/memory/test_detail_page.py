@@ -17,11 +17,6 @@ from tests.pages import Dom, Element, dom
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", memory_config())
-
-
 # --- /memories/<id>/ ---------------------------------------------------------------
 
 
@@ -83,7 +78,7 @@ def test_the_detail_page_tells_an_auto_promoted_memory_s_story(
     assert facts["Supersedes"] == "nothing"
 
     promotion = promotion_facts(page)
-    assert promotion["Status"] == "approved"
+    assert promotion["Decision"] == "approved"
     assert promotion["Placement"] == "About the User user_profile → name"
     assert promotion["Key source"] == "label"
     assert promotion["Tier at promotion"] == "auto"
@@ -96,7 +91,7 @@ def test_the_detail_page_tells_an_auto_promoted_memory_s_story(
     ]
     status = page.one("data-memory-status")
     assert status.get("data-memory-status") == "composed"
-    assert status.squashed == "In the prompt"
+    assert status.squashed == "In the prompt: It fills “name” in About the User."
 
 
 @pytest.mark.parametrize(
@@ -115,16 +110,19 @@ def test_the_detail_page_shows_who_approved_a_guarded_memory(
 ) -> None:
     memory_id = remember(wren, "preference", "Dark theme, always.", label="theme")
     pending = detail(member_client, memory_id)
-    assert promotion_facts(pending)["Status"] == "pending"
+    assert promotion_facts(pending)["Decision"] == "pending"
     assert promotion_facts(pending)["Decided"] == "not yet"
     assert promotion_facts(pending)["Tier at promotion"] == "guarded"
-    assert pending.one("data-memory-status").squashed == "Not in the prompt: awaiting-approval"
+    assert pending.one("data-memory-status").get("data-memory-status") == "awaiting-approval"
+    assert pending.one("data-memory-status").squashed.startswith(
+        "Not in the prompt: Waiting for approval since "
+    )
     assert [e[:2] for e in events(pending)] == [("saved", "system"), ("queued", "system")]
 
     decide(memory_id, True, Actor.for_user(member))
     page = detail(member_client, memory_id)
     promotion = promotion_facts(page)
-    assert promotion["Status"] == "approved"
+    assert promotion["Decision"] == "approved"
     assert promotion["Placement"] == "User Preferences user_preferences → theme"
     assert promotion["Decided"].startswith("mira, ")
     assert [e[:2] for e in events(page)] == [
@@ -132,7 +130,7 @@ def test_the_detail_page_shows_who_approved_a_guarded_memory(
         ("queued", "system"),
         ("approved", "mira"),
     ]
-    assert page.one("data-memory-status").squashed == "In the prompt"
+    assert page.one("data-memory-status").squashed.startswith("In the prompt: ")
 
 
 def test_the_detail_page_shows_a_rejection_and_its_reason(
@@ -142,7 +140,7 @@ def test_the_detail_page_shows_a_rejection_and_its_reason(
     decide(memory_id, False, Actor.for_user(member), "not useful")
     page = detail(member_client, memory_id)
     promotion = promotion_facts(page)
-    assert promotion["Status"] == "rejected"
+    assert promotion["Decision"] == "rejected"
     assert promotion["Decided"].startswith("mira, ")
     assert promotion["Note"] == "not useful"
     history = events(page)
@@ -154,20 +152,26 @@ def test_the_detail_page_shows_a_rejection_and_its_reason(
     assert "reason: not useful" in history[-1][2]
     status = page.one("data-memory-status")
     assert status.get("data-memory-status") == "rejected"
-    assert status.squashed == "Not in the prompt: rejected"
+    assert status.squashed.startswith("Not in the prompt: Rejected by mira on ")
+    assert status.squashed.endswith(": “not useful”.")
 
 
 def test_the_detail_page_of_a_spec_declined_memory(member_client: Client, wren: Agent) -> None:
     memory_id = remember(wren, "fact", "Visited Kraków once.")
     page = detail(member_client, memory_id)
     promotion = promotion_facts(page)
-    assert promotion["Status"] == "declined spec-declined"
+    assert promotion["Decision"] == "declined spec-declined"
     assert promotion["Placement"] == "none — the spec declined it"
     assert promotion["Decided"] == "not yet"
     history = events(page)
     assert [e[:2] for e in history] == [("saved", "system"), ("declined", "system")]
     assert "reason: spec-declined" in history[-1][2]
-    assert page.one("data-memory-status").squashed == "Not in the prompt: spec-declined"
+    status = page.one("data-memory-status")
+    assert status.get("data-memory-status") == "spec-declined"
+    assert status.squashed == (
+        "Not in the prompt: The routing spec user-background v1 does not place memories of "
+        "kind “fact”, so it stays recall-only (search and recall still find it)."
+    )
 
 
 def test_supersedes_and_superseded_by_link_both_ways(
@@ -179,8 +183,10 @@ def test_supersedes_and_superseded_by_link_both_ways(
     )
 
     old_page = detail(member_client, older)
-    assert old_page.one("data-memory-status").squashed == "Not in the prompt: superseded"
-    assert promotion_facts(old_page)["Status"] == "superseded"
+    status = old_page.one("data-memory-status")
+    assert status.get("data-memory-status") == "superseded"
+    assert status.squashed == "Not in the prompt: A newer memory replaced it: “Mira K.”"
+    assert promotion_facts(old_page)["Decision"] == "superseded"
     assert [e[:2] for e in events(old_page)] == [
         ("saved", "system"),
         ("promoted", "system"),
@@ -191,7 +197,7 @@ def test_supersedes_and_superseded_by_link_both_ways(
     assert f"/memories/{newer}/" in links
 
     new_page = detail(member_client, newer)
-    assert new_page.one("data-memory-status").squashed == "In the prompt"
+    assert new_page.one("data-memory-status").get("data-memory-status") == "composed"
     links = [e.get("href") for e in new_page.elements if e.tag == "a"]
     assert f"/memories/{older}/" in links
     assert [e[:2] for e in events(new_page)] == [("saved", "mira"), ("promoted", "system")]
@@ -204,9 +210,11 @@ def test_the_detail_page_status_matches_the_report_for_every_memory(
         status = detail(member_client, memory_id).one("data-memory-status")
         expected = story.expected_drops.get(memory_id)
         if expected is None:
-            assert status.squashed == "In the prompt", memory_id
+            assert status.get("data-memory-status") == "composed", memory_id
+            assert status.squashed.startswith("In the prompt: "), memory_id
         else:
-            assert status.squashed == f"Not in the prompt: {expected}", memory_id
+            assert status.get("data-memory-status") == expected, memory_id
+            assert status.squashed.startswith("Not in the prompt: "), memory_id
 
 
 def test_a_non_member_gets_404_for_a_memory(

@@ -1,0 +1,393 @@
+"""Why a memory is or is not in the prompt, in the words people read. Pure.
+
+The routing report names one reason code per memory left out (SPEC §5.6). People need
+more than the code: the authored entry that wins, the memory that replaced it, what the
+budget had left, who rejected it and why. This module turns those facts into one
+sentence, with the places it names marked as links, and holds the one vocabulary every
+page uses for a memory's state: "In the prompt" or "Not in the prompt" and a reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Literal
+
+from lens.core.text import collapse
+
+# Beyond the routing report's reasons: an approved memory whose stored row no longer
+# reads as a record (skipped by every reader), and a record with no routing outcome.
+UNREADABLE = "unreadable"
+UNROUTED = "unrouted"
+
+# Headers of the lens's groups of memories left out, by reason.
+GROUP_TITLES: dict[str, str] = {
+    "superseded": "Replaced by a newer memory",
+    "spec-declined": "Recall only",
+    "undeclared-section": "Section not declared",
+    "locked-section": "Locked section",
+    "earned-inert": "Earned section, not active yet",
+    "awaiting-approval": "Waiting for approval",
+    "rejected": "Rejected",
+    "revoked": "Revoked",
+    "authored-wins": "An authored entry wins",
+    "reconciled": "Another memory won its place",
+    "over-budget": "Over the memory budget",
+    UNREADABLE: "Unreadable",
+    UNROUTED: "Not routed",
+}
+
+# The few words after "not in the prompt" where a whole sentence does not fit (lists).
+SHORT_WORDS: dict[str, str] = {
+    "superseded": "superseded",
+    "spec-declined": "recall only",
+    "undeclared-section": "section not declared",
+    "locked-section": "locked section",
+    "earned-inert": "earned section",
+    "awaiting-approval": "waiting for approval",
+    "rejected": "rejected",
+    "revoked": "revoked",
+    "authored-wins": "authored entry wins",
+    "reconciled": "another memory won",
+    "over-budget": "over budget",
+    UNREADABLE: "unreadable",
+    UNROUTED: "not routed",
+}
+
+Tone = Literal["in", "wait", "note", "quiet"]
+
+# How a state reads: composed (green), waiting on a person (amber), held out by the
+# agent's own configuration (neutral), or settled and out of play (muted). Never red:
+# none of these is an error.
+_TONES: dict[str, Tone] = {
+    "awaiting-approval": "wait",
+    "superseded": "quiet",
+    "spec-declined": "quiet",
+    "rejected": "quiet",
+    "revoked": "quiet",
+}
+
+IN_PROMPT = "In the prompt"
+NOT_IN_PROMPT = "Not in the prompt"
+
+# Long values and snippets inside a sentence are cut to this many characters.
+QUOTE_CHARS = 90
+
+LinkKind = Literal["memory", "approvals"]
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """Where a piece of a sentence leads: a memory (by id) or an agent's approval queue
+    (by agent slug). Pages turn it into a URL."""
+
+    kind: LinkKind
+    target: str
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    text: str
+    link: Link | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Facts:
+    """What is known about one memory's place, gathered by the service."""
+
+    memory_id: str
+    # None: the memory is in the prompt; otherwise a drop reason, UNREADABLE or UNROUTED.
+    reason: str | None = None
+    kind: str = ""
+    agent: str = ""  # the agent's slug, for the approval queue
+    section: str | None = None
+    section_title: str | None = None
+    key: str | None = None
+    tier: str | None = None
+    # authored-wins: the authored entry's value (its key is ``key``).
+    authored_value: str | None = None
+    # superseded: the newer memory; reconciled: the memory holding the address.
+    other_id: str | None = None
+    other_words: str | None = None  # its label, or the start of its content
+    # over-budget: the characters its line needs, those left, and the budget.
+    needed: int | None = None
+    left: int | None = None
+    budget: int | None = None
+    # spec-declined: the routing spec that declined it (empty: the agent had none).
+    spec_key: str = ""
+    spec_version: str = ""
+    # awaiting-approval: since when.
+    since: datetime | None = None
+    # rejected, revoked: who decided (None: unknown), when, and their reason.
+    decided_by: str | None = None
+    decided_at: datetime | None = None
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    facts: Facts
+    pieces: tuple[Piece, ...]
+
+    @property
+    def memory_id(self) -> str:
+        return self.facts.memory_id
+
+    @property
+    def in_prompt(self) -> bool:
+        return self.facts.reason is None
+
+    @property
+    def reason(self) -> str:
+        """The reason code, or "" for a memory in the prompt."""
+        return self.facts.reason or ""
+
+    @property
+    def state(self) -> str:
+        """ "In the prompt" or "Not in the prompt"."""
+        return IN_PROMPT if self.in_prompt else NOT_IN_PROMPT
+
+    @property
+    def sentence(self) -> str:
+        return "".join(piece.text for piece in self.pieces)
+
+    @property
+    def short(self) -> str:
+        return short_words(self.facts.reason)
+
+    @property
+    def tone(self) -> Tone:
+        return tone_of(self.facts.reason)
+
+    @property
+    def place(self) -> str:
+        """Where it lands or would land: "About the User → name" ("" for nowhere)."""
+        facts = self.facts
+        if facts.section is None:
+            return ""
+        where = facts.section_title or facts.section
+        return f"{where} → {facts.key}" if facts.key else where
+
+    @property
+    def links(self) -> tuple[Link, ...]:
+        return tuple(piece.link for piece in self.pieces if piece.link is not None)
+
+
+def short_words(reason: str | None) -> str:
+    """ "in the prompt", or the few words for why not ("waiting for approval")."""
+    if reason is None:
+        return "in the prompt"
+    return SHORT_WORDS.get(reason, reason)
+
+
+def group_title(reason: str) -> str:
+    return GROUP_TITLES.get(reason, reason)
+
+
+def tone_of(reason: str | None) -> Tone:
+    if reason is None:
+        return "in"
+    return _TONES.get(reason, "note")
+
+
+def utc(moment: datetime) -> str:
+    """An absolute time people can compare: ``2025-05-01 14:03 UTC``."""
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    elif moment.utcoffset():
+        moment = moment.astimezone(UTC)
+    # isoformat is several times cheaper than strftime, and the lens says this per drop.
+    return moment.isoformat(" ", "minutes")[:16] + " UTC"
+
+
+def chars(number: int) -> str:
+    """A count with thousands separators: ``3,000``."""
+    return f"{number:,}"
+
+
+def quoted(text: str, limit: int = QUOTE_CHARS) -> str:
+    """``text`` on one line in quotes, cut with an ellipsis past ``limit`` characters."""
+    line = " ".join(collapse(text).split())
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    return f"“{line}”"
+
+
+def stop(quote: str) -> str:
+    """The full stop after a quote, unless the quoted words already end a sentence."""
+    return "" if quote.rstrip("”").endswith((".", "!", "?", "…")) else "."
+
+
+def explain(facts: Facts) -> Explanation:
+    """The sentence saying where ``facts``' memory is, or what keeps it out."""
+    words = _in_prompt if facts.reason is None else _WORDS.get(facts.reason, _unknown)
+    return Explanation(facts, tuple(words(facts)))
+
+
+# --- one sentence per state --------------------------------------------------------
+
+_Words = Callable[[Facts], list[Piece]]
+
+
+def _section(facts: Facts) -> str:
+    """The section as people know it: its title, or its id when it has none now."""
+    if facts.section_title:
+        return facts.section_title
+    return facts.section or "its section"
+
+
+def _in_prompt(facts: Facts) -> list[Piece]:
+    if facts.key is None:
+        return [Piece(f"It is part of {_section(facts)}.")]
+    return [Piece(f"It fills “{facts.key}” in {_section(facts)}.")]
+
+
+def _superseded(facts: Facts) -> list[Piece]:
+    if facts.other_id is None:
+        return [Piece("A newer memory replaced it.")]
+    words = quoted(facts.other_words) if facts.other_words else f"memory {facts.other_id}"
+    return [
+        Piece("A newer memory replaced it: "),
+        Piece(words, Link("memory", facts.other_id)),
+        Piece(stop(words)),
+    ]
+
+
+def _spec_declined(facts: Facts) -> list[Piece]:
+    if not facts.spec_key:
+        return [
+            Piece(
+                "The agent had no routing spec when it was saved, so it stays recall-only "
+                "(search and recall still find it)."
+            )
+        ]
+    version = f" v{facts.spec_version}" if facts.spec_version else ""
+    kind = f"of kind “{facts.kind}”" if facts.kind else "of its kind"
+    return [
+        Piece(
+            f"The routing spec {facts.spec_key}{version} does not place memories {kind}, "
+            "so it stays recall-only (search and recall still find it)."
+        )
+    ]
+
+
+def _undeclared(facts: Facts) -> list[Piece]:
+    section = facts.section or "?"
+    key = f" as “{facts.key}”" if facts.key else ""
+    return [
+        Piece(f"It was routed to the section {section}{key}, which this agent does not declare.")
+    ]
+
+
+def _locked(facts: Facts) -> list[Piece]:
+    return [Piece(f"{_section(facts)} is a locked section: memory never fills it.")]
+
+
+def _earned(facts: Facts) -> list[Piece]:
+    return [Piece(f"{_section(facts)} is an earned section, a tier that takes no memory yet.")]
+
+
+def _awaiting(facts: Facts) -> list[Piece]:
+    since = f" since {utc(facts.since)}" if facts.since else ""
+    pieces = [
+        Piece(
+            f"Waiting for approval{since}: {_section(facts)} is a guarded section, where a "
+            "person approves each memory."
+        )
+    ]
+    if facts.agent:
+        pieces += [
+            Piece(" "),
+            Piece("Review it in the approval queue", Link("approvals", facts.agent)),
+            Piece("."),
+        ]
+    return pieces
+
+
+def _decided(verb: str, facts: Facts, after: str = "") -> list[Piece]:
+    who = facts.decided_by or "a reviewer"
+    when = f" on {utc(facts.decided_at)}" if facts.decided_at else ""
+    note = quoted(facts.note, 200)
+    why = f": {note}{stop(note)}" if facts.note.strip() else "; no reason given."
+    return [Piece(f"{verb} by {who}{when}{after}{why}")]
+
+
+def _rejected(facts: Facts) -> list[Piece]:
+    return _decided("Rejected", facts)
+
+
+def _revoked(facts: Facts) -> list[Piece]:
+    return _decided("Revoked", facts, ", after it was approved")
+
+
+def _authored_wins(facts: Facts) -> list[Piece]:
+    key = facts.key or "?"
+    if facts.authored_value is None:
+        value = "."
+    else:
+        value = quoted(facts.authored_value)
+        value = f": {value}{stop(value)}"
+    return [
+        Piece(f"The authored entry “{key}” in {_section(facts)} holds the same key and wins{value}")
+    ]
+
+
+def _reconciled(facts: Facts) -> list[Piece]:
+    where = f" (“{facts.key}” in {_section(facts)})" if facts.key else ""
+    if facts.other_id is None:
+        # No memory holds its place now: the spec's finalize step left it out.
+        return [Piece(f"The routing spec left it out when composing{where}.")]
+    words = quoted(facts.other_words) if facts.other_words else f"memory {facts.other_id}"
+    return [
+        Piece(f"Another memory at the same place{where} won: "),
+        Piece(words, Link("memory", facts.other_id)),
+        Piece(stop(words)),
+    ]
+
+
+def _over_budget(facts: Facts) -> list[Piece]:
+    if facts.budget is None:
+        return [Piece("Over the memory budget: the other memories use it all.")]
+    if facts.needed is None or facts.left is None:
+        return [Piece(f"Over the memory budget of {chars(facts.budget)} chars.")]
+    return [
+        Piece(
+            f"Over the memory budget: its line needs {chars(facts.needed)} chars and "
+            f"{chars(facts.left)} of {chars(facts.budget)} are left."
+        )
+    ]
+
+
+def _unreadable(_facts: Facts) -> list[Piece]:
+    return [
+        Piece(
+            "Its stored row no longer reads as a record (edited by hand, or an older "
+            "shape), so the prompt skips it."
+        )
+    ]
+
+
+def _unrouted(_facts: Facts) -> list[Piece]:
+    return [Piece("It has no routing outcome, so nothing places it.")]
+
+
+def _unknown(facts: Facts) -> list[Piece]:
+    return [Piece(f"Left out: {facts.reason}.")]
+
+
+_WORDS: dict[str, _Words] = {
+    "superseded": _superseded,
+    "spec-declined": _spec_declined,
+    "undeclared-section": _undeclared,
+    "locked-section": _locked,
+    "earned-inert": _earned,
+    "awaiting-approval": _awaiting,
+    "rejected": _rejected,
+    "revoked": _revoked,
+    "authored-wins": _authored_wins,
+    "reconciled": _reconciled,
+    "over-budget": _over_budget,
+    UNREADABLE: _unreadable,
+    UNROUTED: _unrouted,
+}
