@@ -17,7 +17,7 @@ from lens.models import Agent
 from memory import search
 from memory.core.records import MemoryView, stored_problem
 from memory.core.routing import KeySource, PlacedRecord
-from memory.models import MemoryRecord, Promotion, PromotionStatus
+from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
 
 
 def promotion_states(agent_ids: Iterable[int]) -> dict[int, list[PromotionState]]:
@@ -97,7 +97,7 @@ SNIPPET_CHARS = 140
 
 
 def record_briefs(agent: Agent) -> tuple[dict[str, dict[str, Any]], list[PromotionState]]:
-    """Id, kind, label and the start of the content of every record, with its
+    """Id, kind, label, the start of the content and tier of every record, with its
     promotion state — one query serving both the page and the composition.
 
     Only the first characters of the content are read, so an agent with thousands of
@@ -107,14 +107,18 @@ def record_briefs(agent: Agent) -> tuple[dict[str, dict[str, Any]], list[Promoti
         "record_id",
         "status",
         "reason",
+        "tier",
         "record__kind",
         "record__label",
         Substr("record__content", 1, SNIPPET_CHARS + 1),
     )
     briefs = {}
     states = []
-    for record_id, status, reason, kind, label, head in rows:
-        briefs[record_id] = _brief(kind, label, head)
+    for record_id, status, reason, tier, kind, label, head in rows:
+        brief = _brief(kind, label, head)
+        # What the lens's tooltips tell beside it (``provenance``).
+        brief.update(status=status, tier=tier)
+        briefs[record_id] = brief
         states.append(PromotionState(memory_id=record_id, status=status, reason=reason))
     return briefs, states
 
@@ -131,6 +135,59 @@ def briefs_of(record_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
         "pk", "kind", "label", Substr("content", 1, SNIPPET_CHARS + 1)
     )
     return {record_id: _brief(kind, label, head) for record_id, kind, label, head in rows}
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a memory came from and who let it into the prompt (the lens's tooltip)."""
+
+    memory_id: str
+    kind: str
+    label: str | None
+    tier: str | None  # the section's tier when it was saved; None without a placement
+    status: str
+    # The actor and time of its ``saved`` event (written with the record; None only for
+    # rows stored without one).
+    saved_at: datetime | None
+    saved_by: str | None
+    # The latest ``approved`` event: None when it was approved on saving (an auto tier)
+    # or never approved.
+    approved_by: str | None
+    approved_at: datetime | None
+
+
+def provenance(
+    record_ids: Iterable[str], briefs: dict[str, dict[str, Any]]
+) -> dict[str, Provenance]:
+    """The provenance of each of ``record_ids`` found in ``briefs`` (``record_briefs``'),
+    with who saved and who approved it from its events (one query, however many)."""
+    ids = [record_id for record_id in record_ids if record_id in briefs]
+    events: dict[tuple[str, str], tuple[str, datetime]] = {}
+    for record_id, kind, actor, at in (
+        MemoryEvent.objects.filter(
+            record_id__in=ids, kind__in=(EventKind.SAVED, EventKind.APPROVED)
+        )
+        .order_by("at", "id")
+        .values_list("record_id", "kind", "actor", "at")
+    ):
+        events[(record_id, kind)] = (actor, at)  # oldest first: the latest one stays
+    found = {}
+    for record_id in ids:
+        brief = briefs[record_id]
+        saved = events.get((record_id, EventKind.SAVED))
+        approved = events.get((record_id, EventKind.APPROVED))
+        found[record_id] = Provenance(
+            memory_id=record_id,
+            kind=brief["kind"],
+            label=brief["label"],
+            tier=brief["tier"],
+            status=brief["status"],
+            saved_at=saved[1] if saved else None,
+            saved_by=saved[0] if saved else None,
+            approved_by=approved[0] if approved else None,
+            approved_at=approved[1] if approved else None,
+        )
+    return found
 
 
 def view_of(record: MemoryRecord) -> MemoryView:

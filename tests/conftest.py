@@ -69,6 +69,13 @@ def agent(team: Team) -> Agent:
 
 
 @pytest.fixture
+def wren(team: Team) -> Agent:
+    """Wren routed by ``user-background`` (``memory_config()``): profile memories land in
+    an auto section beside the authored ``timezone``, preferences wait in a guarded one."""
+    return create_agent(team, "wren", memory_config())
+
+
+@pytest.fixture
 def api(team: Team) -> ApiClient:
     _token, raw = ApiToken.objects.issue(team)
     return ApiClient(raw)

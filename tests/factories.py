@@ -19,6 +19,7 @@ from django.contrib.auth.models import Permission, User
 from django.db import connection
 from django.test import Client
 
+from kvstore import store
 from kvstore.models import Version
 from lens.actors import SYSTEM, Actor
 from lens.agents import with_config
@@ -28,7 +29,7 @@ from lens.models import Agent, Membership, Team
 from memory.agents import store_agent
 from memory.composition import compose
 from memory.core.records import MemoryInput
-from memory.decisions import decide
+from memory.decisions import decide, revoke
 from memory.models import (
     Delivery,
     EventKind,
@@ -240,6 +241,24 @@ def fill_memories(agent: Agent, reviewer: User, n: int, start: int = 0) -> None:
                 remember(agent, "fact", f"Declined fact {i}", tags=["x", f"t{i}"])
 
 
+def every_drop(agent: Agent, reviewer: User, n: int, start: int = 0) -> None:
+    """``n`` memories of each way to miss the prompt (pending, rejected, revoked,
+    declined, superseded, and a long one that a small budget leaves out) and ``n``
+    composed ones, with the real operations (``reviewer`` decides)."""
+    decider = Actor.for_user(reviewer)
+    for i in range(start, start + n):
+        remember(agent, "profile", f"Profile {i}", label=f"p{i}")
+        remember(agent, "preference", f"Pending {i}", label=f"q{i}")
+        decide(remember(agent, "preference", f"Rejected {i}", label=f"r{i}"), False, decider, "no")
+        approved = remember(agent, "preference", f"Approved {i}", label=f"a{i}")
+        decide(approved, True, decider)
+        revoke(approved, decider, "changed")
+        remember(agent, "fact", f"A fact {i}")
+        old = remember(agent, "profile", f"Old {i}", label=f"s{i}")
+        remember(agent, "profile", f"New {i}", label=f"s{i}", supersedes=old)
+        remember(agent, "profile", f"Long {i} " * 20, label=f"long{i}")
+
+
 @dataclass
 class Story:
     """One agent with a memory for every reason a memory can miss the prompt."""
@@ -334,6 +353,12 @@ class Unchanged:
 
 def kv_page_url(key: str) -> str:
     return f"/kv/{key}/"
+
+
+def write_versions(team: Team, key: str, *payloads: str) -> None:
+    """Write each payload to ``key`` in turn: versions 1, 2, ... (after any already there)."""
+    for payload in payloads:
+        store.write(team, key, payload)
 
 
 def post_write(

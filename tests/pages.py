@@ -8,10 +8,16 @@ Query counts are not read here: tests use pytest-django's
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from html import unescape
 from html.parser import HTMLParser
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.test import Client
+
+if TYPE_CHECKING:
+    from django.forms.models import BaseInlineFormSet
+
+    from lens.models import Agent, SectionDeclaration
 
 VOID_TAGS = frozenset(
     {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source", "wbr"}
@@ -118,7 +124,7 @@ def dom(response: Any, status: int = 200) -> Dom:
 
 def alerts(page: Dom) -> list[str]:
     """The text of every element of class ``alert`` (messages, errors), squashed."""
-    return [e.squashed for e in page.elements if "alert" in (e.get("class") or "").split()]
+    return [e.squashed for e in with_class(page, "alert")]
 
 
 def alert_text(page: Dom) -> str:
@@ -135,8 +141,10 @@ def inside(element: Element, tag: str, **attrs: str) -> list[Element]:
     ]
 
 
-def with_class(element: Element, name: str) -> list[Element]:
-    return [e for e in element.descendants() if name in (e.get("class") or "").split()]
+def with_class(element: Element | Dom, name: str) -> list[Element]:
+    """The descendants of ``element`` (or every element of a page) of class ``name``."""
+    found = element.descendants() if isinstance(element, Element) else element.elements
+    return [e for e in found if name in (e.get("class") or "").split()]
 
 
 def buttons(element: Element | Dom) -> list[str]:
@@ -197,3 +205,176 @@ def oob_count(page: Dom) -> int:
     assert counter.get("hx-swap-oob") == "true"
     assert counter.get("data-pending-total") == counter.squashed
     return int(counter.squashed)
+
+
+# --- the admin's forms ------------------------------------------------------------------
+
+FormData = dict[str, list[str]]
+
+
+def admin_agent_url(agent: Agent) -> str:
+    return f"/admin/lens/agent/{agent.pk}/change/"
+
+
+def admin_section_url(section: SectionDeclaration) -> str:
+    return f"/admin/lens/sectiondeclaration/{section.pk}/change/"
+
+
+def assert_refused(response: Any, message: str) -> None:
+    """The admin drew its form again, with ``message`` among its errors."""
+    assert response.status_code == 200, "the form was accepted"
+    html = response.content.decode()
+    assert "errorlist" in html
+    assert message in unescape(html)
+
+
+class FormParser(HTMLParser):
+    """What a browser would submit from the form with id ``form_id`` (no button pressed)."""
+
+    def __init__(self, form_id: str) -> None:
+        super().__init__(convert_charrefs=True)
+        self.form_id = form_id
+        self.data: FormData = {}
+        self._in_form = False
+        self._select: str | None = None
+        self._select_first: str | None = None
+        self._select_chosen = False
+        self._textarea: str | None = None
+        self._textarea_text = ""
+        self._option: dict[str, str | None] | None = None
+        self._option_text = ""
+
+    def _add(self, name: str, value: str) -> None:
+        # Empty-form templates for "Add another" rows are never submitted as they are.
+        if "__prefix__" not in name:
+            self.data.setdefault(name, []).append(value)
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        attributes = dict(attrs)
+        if tag == "form":
+            self._in_form = attributes.get("id") == self.form_id
+            return
+        if not self._in_form:
+            return
+        name = attributes.get("name")
+        if tag == "input" and name:
+            kind = (attributes.get("type") or "text").lower()
+            if kind in ("submit", "button", "image", "reset", "file"):
+                return
+            if kind in ("checkbox", "radio") and "checked" not in attributes:
+                return
+            default = "on" if kind in ("checkbox", "radio") else ""
+            self._add(name, attributes.get("value") or default)
+        elif tag == "textarea" and name:
+            self._textarea, self._textarea_text = name, ""
+        elif tag == "select" and name:
+            self._select, self._select_first, self._select_chosen = name, None, False
+        elif tag == "option" and self._select:
+            self._option, self._option_text = attributes, ""
+
+    def handle_data(self, data: str) -> None:
+        if self._textarea:
+            self._textarea_text += data
+        elif self._option is not None:
+            self._option_text += data
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag == "form":
+            self._in_form = False
+        elif tag == "textarea" and self._textarea:
+            value = self._textarea_text
+            # A newline right after <textarea> is not part of the value.
+            self._add(self._textarea, value[1:] if value.startswith("\n") else value)
+            self._textarea = None
+        elif tag == "option" and self._select and self._option is not None:
+            # An <option> without a value attribute submits its text.
+            attribute = self._option.get("value")
+            value = self._option_text if attribute is None else attribute
+            if self._select_first is None:
+                self._select_first = value
+            if "selected" in self._option and not self._select_chosen:
+                self._add(self._select, value)
+                self._select_chosen = True
+            self._option = None
+        elif tag == "select" and self._select:
+            if not self._select_chosen and self._select_first is not None:
+                self._add(self._select, self._select_first)
+            self._select = None
+
+
+def form_data(client: Client, url: str, form_id: str) -> FormData:
+    response = client.get(url)
+    assert response.status_code == 200
+    parser = FormParser(form_id)
+    parser.feed(response.content.decode())
+    parser.close()
+    assert parser.data, f"no form {form_id!r} on {url}"
+    return parser.data
+
+
+def put(data: FormData, name: str, value: str) -> None:
+    data[name] = [value]
+
+
+def total(data: FormData, prefix: str) -> int:
+    return int(data[f"{prefix}-TOTAL_FORMS"][0])
+
+
+def add_row(data: FormData, prefix: str, **fields: str) -> int:
+    """Append a new inline row (what "Add another" does) and return its index."""
+    index = total(data, prefix)
+    put(data, f"{prefix}-TOTAL_FORMS", str(index + 1))
+    for name, value in fields.items():
+        put(data, f"{prefix}-{index}-{name}", value)
+    return index
+
+
+def section_row(agent: Agent, section_id: str, title: str = "Notes") -> dict[str, str]:
+    """The fields of a new locked section row of ``agent``'s page, without a position
+    (it goes last); for ``add_row``."""
+    return {
+        "section_id": section_id,
+        "title": title,
+        "promotion": "locked",
+        "position": "",
+        "agent": str(agent.pk),
+        "id": "",
+    }
+
+
+def new_section_page(agent: Agent, section_id: str, title: str) -> dict[str, str]:
+    """What the section add page submits: a locked section of ``agent``, no entries."""
+    return {
+        "agent": str(agent.pk),
+        "section_id": section_id,
+        "title": title,
+        "promotion": "locked",
+        "entries-TOTAL_FORMS": "0",
+        "entries-INITIAL_FORMS": "0",
+        "entries-MIN_NUM_FORMS": "0",
+        "entries-MAX_NUM_FORMS": "1000",
+    }
+
+
+def row_of(data: FormData, prefix: str, field: str, value: str) -> int:
+    """The index of the inline row whose ``field`` holds ``value``."""
+    for index in range(total(data, prefix)):
+        if data.get(f"{prefix}-{index}-{field}") == [value]:
+            return index
+    raise AssertionError(f"no {prefix} row with {field}={value!r}")
+
+
+def formset(response: Any, prefix: str) -> BaseInlineFormSet:
+    """The inline formset ``prefix`` of an admin page's answer, as the view built it."""
+    for inline in response.context["inline_admin_formsets"]:
+        if inline.formset.prefix == prefix:
+            return inline.formset
+    raise AssertionError(f"no {prefix} formset")
+
+
+def first_blank_row(data: FormData, prefix: str) -> int:
+    """The index of the extra row the admin renders empty."""
+    for index in range(total(data, prefix)):
+        if not data.get(f"{prefix}-{index}-id", [""])[0]:
+            return index
+    raise AssertionError(f"no blank {prefix} row")

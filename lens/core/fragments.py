@@ -68,7 +68,8 @@ class FragmentBuilder:
 
     Only memory-derived lines need their own fragment (they carry ids); merging the
     authored text between them keeps a 2,000-entry authored Background at one
-    fragment per section instead of thousands.
+    fragment per section instead of thousands. ``boundary()`` ends the current run, so
+    a block of the prompt (a Background section) starts a fragment of its own.
     """
 
     def __init__(self) -> None:
@@ -82,6 +83,10 @@ class FragmentBuilder:
     def memory(self, text: str, memory_ids: Iterable[str]) -> None:
         self._flush()
         self._fragments.append(memory(text, memory_ids))
+
+    def boundary(self) -> None:
+        """Start a new fragment here: text on either side is never coalesced."""
+        self._flush()
 
     def _flush(self) -> None:
         if self._authored:

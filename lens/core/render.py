@@ -13,6 +13,7 @@ from lens.core.fragments import (
 )
 from lens.core.text import collapse, value_text
 
+CONTEXT_HEADING = "## Context\n"
 AWARENESS_HEADING = "### Available Information Sources\n"
 
 
@@ -101,16 +102,24 @@ def _context(
     if not has_entries and not config.awareness and not recall_text:
         return None
     out = FragmentBuilder()
-    out.authored("## Context\n")
+    out.authored(CONTEXT_HEADING)
+    # Each block below starts a fragment of its own (the lens shows one card a block);
+    # the blank line before a block stays with the block above, so no block's text
+    # begins with a line break.
     for section in background.sections:
         if section.entries:
-            out.authored("\n")  # blank line before each block
+            out.authored("\n")
+            out.boundary()
             add_background_section(out, section)
     if config.awareness:
-        out.authored("\n" + AWARENESS_HEADING)
+        out.authored("\n")
+        out.boundary()
+        out.authored(AWARENESS_HEADING)
         out.authored("".join(awareness_line(source) for source in config.awareness))
     if recall_text:
-        out.authored("\n" + (recall_text if recall_text.endswith("\n") else recall_text + "\n"))
+        out.authored("\n")
+        out.boundary()
+        out.authored(recall_text if recall_text.endswith("\n") else recall_text + "\n")
     return prompt_section("Context", "instance", out.build())
 
 

@@ -8,9 +8,10 @@ import json
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 
 from lens.models import ApiToken, Team
-from tests.factories import create_agent, login, make_user
+from tests.factories import create_agent, grant, login, make_user
 from tests.samples import SAMPLE_CONFIG
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -100,8 +101,10 @@ def test_a_memory_saved_through_the_api_opens_from_its_fragment(
 
     fragment.hover()
     assert memory_id in (fragment.get_attribute("data-tip") or "")
-    tooltip = fragment.evaluate("el => getComputedStyle(el, '::after').content")
-    assert memory_id in tooltip
+    # The tooltip is an element of its own that the fragment names for screen readers.
+    tooltip = page.locator(f"#{fragment.get_attribute('aria-describedby')}")
+    tooltip.wait_for(state="visible")
+    assert memory_id in tooltip.inner_text()
 
     fragment.click()
     page.wait_for_url(f"{base}/memories/{memory_id}/")
@@ -109,7 +112,9 @@ def test_a_memory_saved_through_the_api_opens_from_its_fragment(
     promotion = page.locator("[data-promotion]")
     assert promotion.locator(".status-badge").inner_text() == "approved"
     assert "user_profile" in promotion.inner_text()
-    assert page.locator("[data-memory-status]").inner_text() == "In the prompt"
+    status = page.locator("[data-memory-status]")
+    assert status.get_attribute("data-memory-status") == "composed"
+    assert status.inner_text() == "In the prompt: It fills “name” in About the User."
     assert page.locator('[data-event="saved"]').count() == 1
     assert page.locator('[data-event="promoted"]').count() == 1
 
@@ -139,12 +144,51 @@ def test_a_guarded_memory_waits_in_the_drops_panel_and_opens_from_there(
 
     if not drop.is_visible():  # its group may start collapsed: open it as a person would
         page.locator("details", has=drop).locator("summary").click()
-    link = drop.locator("a")
+    link = drop.locator("a.drop-memory")
     link.click()
     page.wait_for_url(f"{base}/memories/{memory_id}/")
     assert page.locator("[data-memory-content]").evaluate("el => el.textContent") == content
     assert page.locator("[data-promotion] .status-badge").inner_text() == "pending"
     status = page.locator("[data-memory-status]")
     assert status.get_attribute("data-memory-status") == "awaiting-approval"
-    assert status.inner_text() == "Not in the prompt: awaiting-approval"
+    assert status.inner_text().startswith("Not in the prompt: Waiting for approval since ")
     assert page.locator('[data-event="queued"]').count() == 1
+    status.get_by_role("link", name="Review it in the approval queue").click()
+    page.wait_for_url(f"{base}/approvals/?agent=wren")
+    assert page.locator(f'[data-promotion-id="{memory_id}"]').count() == 1
+
+
+def test_an_over_budget_memory_says_needed_and_left_and_offers_no_revoke(
+    live_server: Any, page: Any, settings: Any
+) -> None:
+    settings.MEMORY_OVERLAY_BUDGET_CHARS = 40
+    base, raw = set_up(live_server)
+    grant(User.objects.get(username="mira"))  # a reviewer: Revoke would show if it applied
+    story = " ".join(["A long story"] * 6)
+    over = save(page, base, raw, {"kind": "profile", "content": story, "label": "bio"})
+    kept = save(page, base, raw, {"kind": "profile", "content": "Mira", "label": "name"})
+    needed = len("- **bio**: \n") + len(story)
+    left = 40 - len("- **name**: Mira\n")
+
+    login(page, base, "mira")
+    page.goto(f"{base}/agents/wren/")
+    drop = page.locator(f'li[data-memory-id="{over}"]')
+    assert drop.get_attribute("data-drop-reason") == "over-budget"
+    why = drop.locator(".drop-why")
+    assert why.is_visible()
+    assert why.inner_text() == (
+        f"Over the memory budget: its line needs {needed} chars and {left} of 40 are left."
+    )
+    # The whole reason shows: nothing of it is clipped.
+    assert why.evaluate("el => el.scrollHeight <= el.clientHeight + 1")
+    assert page.locator("[data-memory-chars]").inner_text() == f"{40 - left} of 40 chars of memory"
+
+    page.goto(f"{base}/memories/{kept}/")
+    assert page.get_by_role("button", name="Revoke").count() == 1
+
+    page.goto(f"{base}/memories/{over}/")
+    status = page.locator("[data-memory-status]")
+    assert status.get_attribute("data-memory-status") == "over-budget"
+    assert f"needs {needed} chars and {left} of 40 are left" in status.inner_text()
+    assert page.get_by_role("button", name="Revoke").count() == 0
+    assert page.get_by_text("Take it out of the prompt").count() == 0

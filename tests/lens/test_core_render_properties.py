@@ -15,9 +15,10 @@ from lens.core.background import (
     BackgroundSection,
     title_problem,
 )
-from lens.core.config import AgentConfig, AwarenessSource, Capability
+from lens.core.config import AgentConfig, AwarenessSource, Capability, prose_problem
 from lens.core.counts import Counts
 from lens.core.fragments import PromptFragment, PromptSection, prompt_text
+from lens.core.identity import bidi_control, key_skeleton
 from lens.core.render import render_sections
 from lens.core.text import collapse, value_text
 from tests.samples import SECTION_ORDER, SPEC_LINE_BREAKS
@@ -83,10 +84,18 @@ nonblank_text = st.tuples(
 titles = nonblank_text.filter(lambda t: title_problem(t) is None)
 
 
-keys = nonblank_text  # at most 45 code points: below KEY_MAX (200)
+# No bidi controls: keys and names refuse them.
+keys = nonblank_text.filter(lambda k: bidi_control(k) is None)  # below KEY_MAX (200)
 
 
-names = nonblank_text  # below NAME_MAX (200)
+names = keys  # below NAME_MAX (200)
+
+
+# Prose keeps its lines but none may read as a `#` or `##` heading: deepen the pieces
+# that would make one (the filter catches the rare generated one).
+prose_text = unicode_text.map(lambda t: t.replace("#", "###")).filter(
+    lambda t: prose_problem(t) is None
+)
 
 
 values = st.one_of(
@@ -115,7 +124,8 @@ def backgrounds(draw: st.DrawFn, with_memory: bool) -> Background:
     ids = draw(st.lists(section_ids, unique=True, max_size=3))
     sections = []
     for section_id in ids:
-        entry_keys = draw(st.lists(keys, unique=True, max_size=3))
+        # Keys are unique as names (case, NFKC, look-alikes), as the schema requires.
+        entry_keys = draw(st.lists(keys, unique_by=key_skeleton, max_size=3))
         entries = tuple(
             BackgroundEntry(
                 key=key,
@@ -142,7 +152,7 @@ awareness_lists = st.lists(
         description=unicode_text,
         access_method=unicode_text,
     ),
-    unique_by=lambda a: a.name,
+    unique_by=lambda a: key_skeleton(a.name),
     max_size=2,
 )
 
@@ -151,15 +161,15 @@ awareness_lists = st.lists(
 def full_configs(draw: st.DrawFn) -> AgentConfig:
     return AgentConfig(
         name=draw(names),
-        persona=draw(unicode_text),
-        tone=draw(unicode_text),
-        objective=draw(unicode_text),
-        manual=draw(unicode_text),
+        persona=draw(prose_text),
+        tone=draw(prose_text),
+        objective=draw(prose_text),
+        manual=draw(prose_text),
         capabilities=tuple(
             draw(
                 st.lists(
-                    st.builds(Capability, name=names, description=unicode_text),
-                    unique_by=lambda c: c.name,
+                    st.builds(Capability, name=names, description=prose_text),
+                    unique_by=lambda c: key_skeleton(c.name),
                     max_size=2,
                 )
             )

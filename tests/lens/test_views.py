@@ -46,12 +46,15 @@ class Section:
 
 
 class LensParser(HTMLParser):
-    """Collects each ``<pre data-section-text>`` as the fragments a browser would see."""
+    """Collects each ``[data-section-text]`` element (a ``<pre>``, or the lens's Context
+    with one ``<pre>`` a card) as the fragments a browser would see."""
 
     def __init__(self) -> None:
         super().__init__(convert_charrefs=True)
         self.sections: list[Section] = []
         self.data_sources: list[str] = []
+        self._section_tag = ""
+        self._section_depth = 0
         self._pre_depth = 0
         self._fragment: Fragment | None = None
         self._fragment_tag = ""
@@ -61,12 +64,15 @@ class LensParser(HTMLParser):
         attributes = dict(attrs)
         if "data-source" in attributes:
             self.data_sources.append(attributes["data-source"] or "")
-        if tag == "pre" and "data-section-text" in attributes:
-            self.sections.append(Section())
-            self._pre_depth = 1
+        if not self._section_depth:
+            if "data-section-text" in attributes:
+                self.sections.append(Section())
+                self._section_tag = tag
+                self._section_depth = 1
+                self._pre_depth = 1 if tag == "pre" else 0
             return
-        if not self._pre_depth:
-            return
+        if tag == self._section_tag:
+            self._section_depth += 1
         if tag == "pre":
             self._pre_depth += 1
         if self._fragment is not None:
@@ -82,7 +88,7 @@ class LensParser(HTMLParser):
             self._fragment_depth = 1
 
     def handle_endtag(self, tag: str) -> None:
-        if not self._pre_depth:
+        if not self._section_depth:
             return
         if self._fragment is not None and tag == self._fragment_tag:
             self._fragment_depth -= 1
@@ -92,13 +98,15 @@ class LensParser(HTMLParser):
             return
         if tag == "pre":
             self._pre_depth -= 1
+        if tag == self._section_tag:
+            self._section_depth -= 1
 
     def handle_data(self, data: str) -> None:
-        if not self._pre_depth:
+        if not self._section_depth:
             return
         if self._fragment is not None:
             self._fragment.text += data
-        else:
+        elif self._pre_depth:
             self.sections[-1].loose_text += data
 
 
@@ -121,8 +129,8 @@ def composed(agent: Agent) -> Composition:
 
 
 def section_sizes(html: str) -> dict[str, int]:
-    pattern = r'data-section="([^"]*)".*?class="muted section-size"[^>]*>(\d+) chars ·'
-    return {name: int(size) for name, size in re.findall(pattern, html, re.S)}
+    pattern = r'data-section="([^"]*)".*?class="muted section-size"[^>]*><span data-section-chars>([\d,]+)</span> chars ·'
+    return {name: int(size.replace(",", "")) for name, size in re.findall(pattern, html, re.S)}
 
 
 def tiny_config(name: str = "Tiny") -> dict[str, Any]:
@@ -371,7 +379,7 @@ def test_the_fragments_join_to_the_composed_sections(member_client: Client, agen
 
 def test_the_prompt_appears_once(member_client: Client, agent: Agent) -> None:
     html = member_client.get("/agents/wren/").content.decode()
-    assert html.count("data-prompt>") == 1
+    assert len(re.findall(r"\sdata-prompt[\s>]", html)) == 1
     assert html.count("data-section-text") == len(composed(agent).prompt.sections)
 
 
@@ -381,7 +389,8 @@ def test_the_lens_shows_each_section_size_and_the_prompt_size(
     composition = composed(agent)
     html = member_client.get("/agents/wren/").content.decode()
     assert section_sizes(html) == {s.name: len(s.text) for s in composition.prompt.sections}
-    assert f"<strong data-prompt-length>{len(composition.prompt.text)}</strong>" in html
+    length = len(composition.prompt.text)
+    assert f'<strong data-prompt-length="{length}">{length:,}</strong>' in html
 
 
 def test_the_lens_has_a_copy_prompt_button(member_client: Client, agent: Agent) -> None:

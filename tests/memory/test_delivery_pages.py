@@ -26,11 +26,6 @@ from tests.pages import Dom, dom
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", memory_config())
-
-
 def delivered(agent: Agent, session: str | None = "s-1", model: str | None = "gpt-x") -> Delivery:
     result: Delivered = deliver(agent, SYSTEM, DeliveryInput(session=session, model=model))
     return result.delivery

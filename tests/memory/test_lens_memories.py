@@ -11,22 +11,16 @@ import pytest
 from django.test import Client
 
 from lens.core.report import DROP_REASONS
-from lens.models import Agent, Team
+from lens.models import Agent
+from memory.core.explain import group_title
 from tests.factories import (
     Story,
     composed,
-    create_agent,
-    memory_config,
     remember,
 )
 from tests.pages import dom
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", memory_config())
 
 
 # --- the lens: memory fragments ----------------------------------------------------
@@ -64,7 +58,11 @@ def test_memory_fragments_link_to_their_memory_and_explain_it_on_hover(
     assert re.fullmatch(
         r'- \*\*c-[0-9a-f]{16}\*\*: Lives in <Gdańsk> & "likes" the sea\n', city.text
     )
-    assert "Lives in <Gdańsk>" in (city.get("data-tip") or "")
+    # The tooltip tells where it came from, not the text already shown.
+    tip = city.get("data-tip") or ""
+    assert "Lives in" not in tip
+    assert "Approved automatically (auto tier)" in tip
+    assert "Saved " in tip
 
 
 def test_the_memory_fragments_are_the_composed_entries(member_client: Client, story: Story) -> None:
@@ -101,8 +99,10 @@ def test_every_drop_is_shown_with_its_reason(member_client: Client, story: Story
         (d.memory_id, d.reason) for d in report.drops
     )
     for element in shown:
-        links = [e for e in element.descendants() if e.tag == "a"]
-        assert [a.get("href") for a in links] == [f"/memories/{element.get('data-memory-id')}/"]
+        links = [e.get("href") or "" for e in element.descendants() if e.tag == "a"]
+        # The memory first; then what its reason names (a newer memory, the queue).
+        assert links[0] == f"/memories/{element.get('data-memory-id')}/"
+        assert all(h.startswith(("/memories/", "/approvals/?agent=wren")) for h in links[1:])
 
 
 def test_no_memory_is_silent_or_shown_twice(member_client: Client, story: Story) -> None:
@@ -127,8 +127,10 @@ def test_drops_are_grouped_by_reason(member_client: Client, story: Story) -> Non
         reason = element.get("data-drop-reason") or ""
         groups.setdefault(id(group), set()).add(reason)
         group_of_reason.setdefault(reason, set()).add(id(group))
+        assert group.get("data-drop-group") == reason
         summary = next(c for c in group.children if c.tag == "summary")
-        assert reason in summary.text
+        count = sum(1 for e in group.descendants() if e.get("data-drop-reason"))
+        assert summary.squashed == f"{group_title(reason)} · {count}"
     assert all(len(reasons) == 1 for reasons in groups.values())
     assert all(len(found) == 1 for found in group_of_reason.values())
     assert set(group_of_reason) == set(story.expected_drops.values())

@@ -27,11 +27,6 @@ pytestmark = pytest.mark.django_db
 MIDDLE_DOT = "\u00b7"
 
 
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", memory_config())
-
-
 # --- /memories/ --------------------------------------------------------------------
 
 
@@ -122,7 +117,9 @@ def test_the_agents_list_shows_pending_and_dropped_counts(
     pending = next(e for e in inside if "data-pending-count" in e.attrs)
     dropped = next(e for e in inside if "data-dropped-count" in e.attrs)
     assert pending.squashed == "1 pending"
-    assert dropped.squashed == f"{len(story.expected_drops)} dropped"
+    # The pending pill opens the approval queue for this agent.
+    assert pending.get("href") == "/approvals/?agent=wren"
+    assert dropped.squashed == f"{len(story.expected_drops)} not in the prompt"
     assert len(composition.report.drops) == len(story.expected_drops)
     composed_count = next(e for e in inside if "data-composed-count" in e.attrs)
     assert composed_count.text == str(len(story.composed_ids))

@@ -12,12 +12,12 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from lens.models import Agent, Team
+from lens.models import Agent
 from memory.composition import compose
 from memory.models import MemoryRecord
 from memory.recall import recall
 from tests.api_calls import ApiClient
-from tests.factories import create_agent, memory_config, remember
+from tests.factories import remember
 from tests.pages import dom
 
 pytestmark = pytest.mark.django_db
@@ -29,11 +29,6 @@ CORRUPTIONS: list[dict[str, Any]] = [
     {"tags": "not a list"},
     {"label": "two\nlines"},
 ]
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", memory_config())
 
 
 def corrupt(record_id: str, change: dict[str, Any]) -> None:

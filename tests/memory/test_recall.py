@@ -18,12 +18,6 @@ from tests.factories import create_agent, memory_config, remember
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    # Profile memories land in an auto section; preferences wait (guarded).
-    return create_agent(team, "wren", memory_config())
-
-
 def in_prompt(agent: Agent) -> set[str]:
     return {mid for section in compose(agent).prompt.sections for mid in section.memory_ids}
 

@@ -1,19 +1,14 @@
-"""The deliveries' agent and token: Wren routed by ``user-background`` (an auto profile
-section holding the authored ``timezone`` entry, a guarded preferences section).
+"""The deliveries' token. Their agent is the shared ``wren`` (``tests/conftest.py``):
+Wren routed by ``user-background``, an auto profile section holding the authored
+``timezone`` entry and a guarded preferences section.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from lens.models import Agent, ApiToken, Team
+from lens.models import ApiToken, Team
 from tests.api_calls import ApiClient
-from tests.factories import create_agent, memory_config
-
-
-@pytest.fixture
-def wren(team: Team) -> Agent:
-    return create_agent(team, "wren", memory_config())
 
 
 @pytest.fixture
