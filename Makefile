@@ -15,7 +15,7 @@ WORKERS ?= 2
 
 export DEBUG ?= 1
 
-.PHONY: run test test-fast bench lint format chromium axe screenshots clean
+.PHONY: run serve test test-fast bench lint format chromium axe screenshots clean
 
 # PyICU (pyproject.toml) compiles against the system's ICU: Debian's libicu-dev, found
 # through pkg-config, and a C++ compiler. Installed from Debian when missing.
@@ -38,6 +38,18 @@ run: $(STAMP)
 	$(BIN)/python manage.py seed_demo
 	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C to stop)"
 	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+
+# Production: gunicorn (lens/gunicorn_conf.py) with DEBUG off; static files hashed,
+# compressed and served by WhiteNoise. On PostgreSQL each process keeps a connection pool
+# (DB_POOL=0 turns it off). Needs SECRET_KEY and ALLOWED_HOSTS (README, Running in production).
+serve: export DEBUG = 0
+serve: export DB_POOL ?= 1
+serve: $(STAMP)
+	@test -n "$$SECRET_KEY" || { echo "make serve: set SECRET_KEY (e.g. python3 -c 'import secrets; print(secrets.token_urlsafe(50))')"; exit 1; }
+	@test -n "$$ALLOWED_HOSTS" || { echo "make serve: set ALLOWED_HOSTS (comma-separated host names this server answers to)"; exit 1; }
+	$(BIN)/python manage.py migrate --no-input -v1
+	$(BIN)/python manage.py collectstatic --no-input -v0
+	HOST=$(HOST) PORT=$(PORT) exec $(BIN)/gunicorn -c python:lens.gunicorn_conf lens.wsgi:application
 
 chromium:
 	@if [ ! -x "$(CHROMIUM)" ]; then \

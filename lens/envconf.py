@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection
+from dataclasses import dataclass
 from typing import overload
+from urllib.parse import unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -67,3 +69,60 @@ def env_choice(name: str, default: str, choices: Collection[str]) -> str:
     if raw.strip().casefold() not in by_folded:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
     return by_folded[raw.strip().casefold()]
+
+
+def https_origins(hosts: list[str]) -> list[str]:
+    """The CSRF trusted origins for ``ALLOWED_HOSTS`` served over HTTPS.
+
+    A leading dot (``.example.com``, any subdomain) becomes ``https://*.example.com``;
+    ``*`` (any host) trusts no extra origin: same-origin POSTs pass without one.
+    """
+    origins = []
+    for host in hosts:
+        if host == "*":
+            continue
+        origins.append(f"https://*{host}" if host.startswith(".") else f"https://{host}")
+    return origins
+
+
+@dataclass(frozen=True)
+class Smtp:
+    host: str
+    port: int
+    user: str
+    password: str
+    use_tls: bool
+    use_ssl: bool
+
+
+# scheme -> (default port, STARTTLS, implicit TLS)
+_SMTP_SCHEMES = {
+    "smtp": (25, False, False),
+    "smtp+tls": (587, True, False),
+    "smtps": (465, False, True),
+}
+
+
+def smtp_settings(url: str | None) -> Smtp | None:
+    """``EMAIL_URL`` (``smtp://``, ``smtp+tls://`` with STARTTLS, ``smtps://``), or None."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    scheme = parts.scheme.lower()
+    if scheme not in _SMTP_SCHEMES or not parts.hostname:
+        raise ImproperlyConfigured(
+            f"EMAIL_URL must look like smtp[s|+tls]://user:password@host:port, got scheme {scheme!r}"
+        )
+    default_port, use_tls, use_ssl = _SMTP_SCHEMES[scheme]
+    try:
+        port = parts.port or default_port
+    except ValueError:
+        raise ImproperlyConfigured("EMAIL_URL has a port that is not a number") from None
+    return Smtp(
+        host=parts.hostname,
+        port=port,
+        user=unquote(parts.username or ""),
+        password=unquote(parts.password or ""),
+        use_tls=use_tls,
+        use_ssl=use_ssl,
+    )

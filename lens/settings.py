@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
-from lens.envconf import env_bool, env_choice, env_int, env_list, env_str
+from lens.envconf import (
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_str,
+    https_origins,
+    smtp_settings,
+)
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -42,8 +51,11 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    "lens.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "lens.middleware.ApiMiddleware",
+    # Before the session is read: a cookie is one of the inputs it checks.
+    "lens.middleware.InputGuardMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -93,6 +105,22 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     _db["TEST"] = {"NAME": env_str("SQLITE_TEST_NAME", str(_default_test_db))}
 elif _db["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point at SQLite or PostgreSQL")
+elif env_bool("DB_POOL", default=False):
+    # Django's psycopg 3 pool: each server process keeps warm connections instead of
+    # opening one per request. A pooled connection goes back to the pool after each
+    # request, so persistent connections (CONN_MAX_AGE) make no sense beside it.
+    if _db["CONN_MAX_AGE"] != 0:
+        raise ImproperlyConfigured("DB_POOL=1 needs DB_CONN_MAX_AGE=0 (the pool keeps them)")
+    _db["OPTIONS"] = {
+        **_db.get("OPTIONS", {}),
+        "pool": {
+            "min_size": env_int("DB_POOL_MIN_SIZE", 2, minimum=0),
+            # One connection per gunicorn thread (lens/gunicorn_conf.py) is enough.
+            "max_size": env_int("DB_POOL_MAX_SIZE", 4, minimum=1),
+            # Seconds a request waits for a free connection before failing.
+            "timeout": env_int("DB_POOL_TIMEOUT", 10, minimum=1),
+        },
+    }
 DATABASES = {"default": _db}
 
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
@@ -112,19 +140,65 @@ USE_I18N = False
 USE_TZ = True
 
 STATIC_URL = "/static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = Path(env_str("STATIC_ROOT", str(BASE_DIR / "staticfiles")))
 STATICFILES_DIRS = [BASE_DIR / "static"]
+# In production (DEBUG off) collectstatic writes hashed, pre-compressed copies and a
+# manifest; WhiteNoise serves them with a year-long immutable Cache-Control. Development
+# and the test suite serve straight from the finders, where no manifest exists.
+_TESTING = "pytest" in sys.modules
+_COLLECTED = not DEBUG and not _TESTING
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
-    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+    "staticfiles": {
+        "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        if _COLLECTED
+        else "whitenoise.storage.CompressedStaticFilesStorage"
+    },
 }
-# Serve straight from the finders when nobody ran collectstatic (development, tests).
-WHITENOISE_USE_FINDERS = True
+WHITENOISE_USE_FINDERS = not _COLLECTED
 
 SESSION_COOKIE_HTTPONLY = True
 CSRF_COOKIE_SAMESITE = "Lax"
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=False)
+
+# HTTPS=1: the deployment sits behind a TLS-terminating proxy that sets
+# X-Forwarded-Proto (and passes the Host header through).
+HTTPS = env_bool("HTTPS", default=False)
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", default=HTTPS)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+if HTTPS:
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SECURE_SSL_REDIRECT = True
+    # Load balancers probe health over plain HTTP, straight to the server.
+    SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+    SECURE_HSTS_SECONDS = 31536000
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = True
+    SECURE_HSTS_PRELOAD = True
+# POSTs whose Origin is not the request's own host need their origin listed here
+# (a proxy that rewrites Host, a non-default port). Behind HTTPS it defaults to
+# https:// for every allowed host.
+CSRF_TRUSTED_ORIGINS = env_list(
+    "CSRF_TRUSTED_ORIGINS", https_origins(ALLOWED_HOSTS) if HTTPS else []
+)
+
+# Mail (password reset needs it): EMAIL_URL (smtp://, smtp+tls://, smtps://) or
+# EMAIL_HOST and friends. Without either, no password-reset pages exist (lens/urls.py).
+_smtp = smtp_settings(env_str("EMAIL_URL"))
+EMAIL_CONFIGURED = _smtp is not None or env_str("EMAIL_HOST") is not None
+if _smtp is not None:
+    EMAIL_HOST = _smtp.host
+    EMAIL_PORT = _smtp.port
+    EMAIL_HOST_USER = _smtp.user
+    EMAIL_HOST_PASSWORD = _smtp.password
+    EMAIL_USE_TLS = _smtp.use_tls
+    EMAIL_USE_SSL = _smtp.use_ssl
+else:
+    EMAIL_HOST = env_str("EMAIL_HOST", "localhost")
+    EMAIL_PORT = env_int("EMAIL_PORT", 25, minimum=1)
+    EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+    EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+    EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", default=False)
+    EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", default=False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "webmaster@localhost")
 
 # One MiB: the API refuses larger bodies with 413 (see lens.middleware).
 API_MAX_BODY_BYTES = 1024 * 1024

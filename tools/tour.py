@@ -46,7 +46,7 @@ class Stop:
 
 def seed(big: bool = False) -> None:
     """The demo's data, a user in no team and, with ``big``, the big agent."""
-    call_command("seed_demo", verbosity=0)
+    call_command("seed_demo", "--force", verbosity=0)
     loner, created = User.objects.get_or_create(username="loner")
     if created:
         loner.set_password(PASSWORDS["loner"])

@@ -17,7 +17,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def demo_pages() -> list[str]:
-    call_command("seed_demo", verbosity=0)
+    call_command("seed_demo", "--force", verbosity=0)
     wren_deliveries = list(
         Delivery.objects.filter(agent__slug="wren")
         .order_by("delivered_at")

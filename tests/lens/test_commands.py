@@ -191,9 +191,9 @@ LOGIN_LINE = re.compile(r"Log in at (\S+) as (\S+) / (\S+)")
 
 
 def test_seed_demo_is_idempotent() -> None:
-    first_out, _ = run("seed_demo")
+    first_out, _ = run("seed_demo", "--force")
     first = table_sizes()
-    second_out, _ = run("seed_demo")
+    second_out, _ = run("seed_demo", "--force")
     assert table_sizes() == first
     assert first["Team"] == 1
     assert first["Agent"] == len(DEMO_AGENTS)
@@ -202,14 +202,14 @@ def test_seed_demo_is_idempotent() -> None:
 
 
 def test_seed_demo_keeps_other_data(team: Team, agent: Agent) -> None:
-    run("seed_demo")
-    run("seed_demo")
+    run("seed_demo", "--force")
+    run("seed_demo", "--force")
     assert Agent.objects.filter(team=team, slug="wren").exists()
     assert Agent.objects.count() == len(DEMO_AGENTS) + 1
 
 
 def test_the_demo_user_logs_in_with_the_printed_password_and_sees_both_agents() -> None:
-    out, _ = run("seed_demo")
+    out, _ = run("seed_demo", "--force")
     match = LOGIN_LINE.search(out)
     assert match is not None
     url, username, password = match.groups()
@@ -226,7 +226,7 @@ def test_the_demo_user_logs_in_with_the_printed_password_and_sees_both_agents() 
 
 
 def test_the_demo_agents_pass_the_doctor() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     out, _ = run("doctor")
     assert "agent configs: ok" in out
     assert f"agents: {len(DEMO_AGENTS)}" in out

@@ -83,7 +83,7 @@ def row_counts() -> tuple[int, int, int, int]:
 
 
 def test_seed_demo_records_deliveries_across_sessions() -> None:
-    out = run("seed_demo")
+    out = run("seed_demo", "--force")
     seed_token = ApiToken.objects.get(team__slug="demo", name="demo seed")
     total = Delivery.objects.count()
     assert f"{total} new deliveries" in out
@@ -99,7 +99,7 @@ def test_seed_demo_records_deliveries_across_sessions() -> None:
 
 
 def test_the_demo_history_lies_in_the_past_days_in_the_order_it_was_recorded() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     now = timezone.now()
     for slug in DEMO_HISTORY:
         deliveries = timeline(demo_agent(slug))
@@ -115,7 +115,7 @@ def test_the_demo_history_lies_in_the_past_days_in_the_order_it_was_recorded() -
 
 
 def test_the_demo_history_has_diffs_that_add_and_remove_memories() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     team = Team.objects.get(slug="demo")
     added = removed = both = unchanged = 0
     for slug in DEMO_HISTORY:
@@ -134,7 +134,7 @@ def test_the_demo_history_has_diffs_that_add_and_remove_memories() -> None:
 
 
 def test_demo_memories_appear_and_disappear_between_deliveries() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     wren = demo_agent("wren")
     delivered = delivered_memories(wren)
     assert delivered[0] == frozenset()  # before anything was learned
@@ -148,7 +148,7 @@ def test_demo_memories_appear_and_disappear_between_deliveries() -> None:
 
 
 def test_the_demo_history_shows_superseded_and_revoked_memories() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     superseded = revoked = 0
     for slug in DEMO_HISTORY:
         delivered = delivered_memories(demo_agent(slug))
@@ -166,7 +166,7 @@ def test_the_demo_history_shows_superseded_and_revoked_memories() -> None:
 
 
 def test_the_live_prompt_of_wren_differs_from_its_last_delivery() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     wren = demo_agent("wren")
     delivery = last_delivery(wren)
     assert delivery is not None
@@ -193,10 +193,10 @@ def test_every_session_of_the_story_opens_before_a_demo_memory() -> None:
 
 
 def test_rerunning_seed_demo_adds_no_deliveries() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     before = row_counts()
     assert before[0] > 0
-    out = run("seed_demo")
+    out = run("seed_demo", "--force")
     assert row_counts() == before
     assert "0 new deliveries" in out
 
@@ -206,9 +206,9 @@ def test_an_agent_seeded_before_the_history_existed_gets_one(
 ) -> None:
     with monkeypatch.context() as patched:
         patched.setattr("lens.demo.deliveries.DEMO_HISTORY", {})
-        run("seed_demo")
+        run("seed_demo", "--force")
     assert not Delivery.objects.exists()
-    run("seed_demo")
+    run("seed_demo", "--force")
     wren = demo_agent("wren")
     # Only the sessions after the demo memories: the earlier ones would all be one prompt.
     later = [step for step in DEMO_HISTORY["wren"].after if isinstance(step, Session)]
@@ -216,7 +216,7 @@ def test_an_agent_seeded_before_the_history_existed_gets_one(
     team = Team.objects.get(slug="demo")
     assert any(delivery_diff(team, d.pk).comparison.removed for d in timeline(wren)[1:])
     before = row_counts()
-    run("seed_demo")
+    run("seed_demo", "--force")
     assert row_counts() == before
 
 
@@ -287,7 +287,7 @@ def assert_coherent_times(agent: Agent, now: datetime) -> None:
 
 
 def test_demo_memories_are_saved_before_the_deliveries_that_hold_them() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     now = timezone.now()
     held = 0
     for agent in demo_agents():
@@ -298,7 +298,7 @@ def test_demo_memories_are_saved_before_the_deliveries_that_hold_them() -> None:
 
 
 def test_demo_memories_keep_the_order_they_were_saved_in() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     for slug, history in DEMO_HISTORY.items():
         expected = [demo.content for demo in DEMO_MEMORIES[slug]]
         expected += [step.content for step in history.after if isinstance(step, Save)]
@@ -307,7 +307,7 @@ def test_demo_memories_keep_the_order_they_were_saved_in() -> None:
 
 
 def test_each_demo_memory_sits_just_before_the_next_delivery() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     for agent in demo_agents():
         deliveries = [d.delivered_at for d in timeline(agent)]
         for created in MemoryRecord.objects.filter(agent=agent).values_list(
@@ -320,7 +320,7 @@ def test_each_demo_memory_sits_just_before_the_next_delivery() -> None:
 
 
 def test_the_newest_demo_memory_was_saved_after_the_last_delivery_an_hour_ago() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     now = timezone.now()
     wren = demo_agent("wren")
     newest = MemoryRecord.objects.filter(agent__team__slug="demo").order_by("-created_at")[0]
@@ -334,9 +334,9 @@ def test_the_newest_demo_memory_was_saved_after_the_last_delivery_an_hour_ago() 
 
 
 def test_rerunning_seed_demo_moves_no_time() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     before = demo_times()
-    run("seed_demo")
+    run("seed_demo", "--force")
     assert demo_times() == before
 
 
@@ -344,14 +344,14 @@ def test_an_agent_without_a_history_has_its_memories_in_the_past(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr("lens.demo.deliveries.DEMO_HISTORY", {})
-    run("seed_demo")
+    run("seed_demo", "--force")
     now = timezone.now()
     assert not Delivery.objects.exists()
     for agent in demo_agents():
         assert MemoryRecord.objects.filter(agent=agent).exists()
         assert_coherent_times(agent, now)
     before = demo_times()
-    run("seed_demo")
+    run("seed_demo", "--force")
     assert demo_times() == before
 
 
@@ -360,14 +360,14 @@ def test_an_agent_seeded_before_the_history_existed_gets_coherent_times(
 ) -> None:
     with monkeypatch.context() as patched:
         patched.setattr("lens.demo.deliveries.DEMO_HISTORY", {})
-        run("seed_demo")
-    run("seed_demo")
+        run("seed_demo", "--force")
+    run("seed_demo", "--force")
     now = timezone.now()
     assert Delivery.objects.exists()
     for agent in demo_agents():
         assert_coherent_times(agent, now)
     before = demo_times()
-    run("seed_demo")
+    run("seed_demo", "--force")
     assert demo_times() == before
 
 
@@ -375,7 +375,7 @@ def test_an_agent_seeded_before_the_history_existed_gets_coherent_times(
 
 
 def test_doctor_reports_the_deliveries_and_is_healthy() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     held = storage()
     out = run("doctor")
     line = (
@@ -486,7 +486,7 @@ def test_a_dry_run_says_what_would_go_and_removes_nothing(history: dict[str, Del
 
 
 def test_a_dry_run_counts_what_prune_then_removes() -> None:
-    run("seed_demo")
+    run("seed_demo", "--force")
     dry = run("prune_deliveries", "--older-than=3", "--dry-run")
     counts = re.search(r"Would remove (\d+) deliver\w+ .* and (\d+) composition", dry)
     assert counts is not None

@@ -2,8 +2,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from lens.actors import Actor
@@ -23,8 +24,26 @@ SEED_TOKEN = "demo seed"
 class Command(BaseCommand):
     help = "Create (or refresh) the demo team, user and agents. Safe to run repeatedly."
 
-    @transaction.atomic
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument(
+            "--force",
+            action="store_true",
+            help="seed even with DEBUG off (the demo superuser's password is public)",
+        )
+
     def handle(self, *args: Any, **opts: Any) -> None:
+        # The demo superuser's password is printed here and in the README: never let it
+        # into a production database by accident.
+        if not settings.DEBUG and not opts["force"]:
+            raise CommandError(
+                f"Refusing to seed the demo with DEBUG off: it creates the superuser "
+                f"'{DEMO_USER}' with the password '{DEMO_PASSWORD}'. Set DEBUG=1, or pass "
+                f"--force if this database is meant to hold the demo."
+            )
+        self.seed()
+
+    @transaction.atomic
+    def seed(self) -> None:
         User = get_user_model()
         user, created = User.objects.get_or_create(
             username=DEMO_USER, defaults={"is_staff": True, "is_superuser": True}

@@ -1,0 +1,430 @@
+"""The production path (SPEC §13): settings for a deployment behind HTTPS, the database
+pool, mail-dependent account pages, and ``make serve`` answering real HTTP.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from django.core.exceptions import ImproperlyConfigured
+
+from lens.accounts import account_urlpatterns
+from lens.envconf import Smtp, https_origins, smtp_settings
+
+ROOT = Path(__file__).resolve().parents[2]  # tests/lens/ -> the project
+
+# What a deployment's environment may hold that would change what these tests see.
+DEPLOYMENT_VARIABLES = (
+    "DEBUG",
+    "SECRET_KEY",
+    "ALLOWED_HOSTS",
+    "DATABASE_URL",
+    "HTTPS",
+    "SECURE_COOKIES",
+    "CSRF_TRUSTED_ORIGINS",
+    "DB_POOL",
+    "DB_CONN_MAX_AGE",
+    "EMAIL_URL",
+    "EMAIL_HOST",
+    "STATIC_ROOT",
+    "WEB_CONCURRENCY",
+)
+
+
+def strong_key() -> str:
+    return secrets.token_urlsafe(50)
+
+
+def clean_env(**env: str) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if k not in DEPLOYMENT_VARIABLES}
+    base.update(DJANGO_SETTINGS_MODULE="lens.settings", **env)
+    return base
+
+
+def run_django(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-c", f"import django; django.setup(); {code}"],
+        cwd=ROOT,
+        env=clean_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def production(tmp_path: Path, **env: str) -> dict[str, str]:
+    """DEBUG off, a strong key, an allowed host and a scratch SQLite file."""
+    return {
+        "DEBUG": "0",
+        "SECRET_KEY": strong_key(),
+        "ALLOWED_HOSTS": "lens.example",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        **env,
+    }
+
+
+# --- check --deploy ------------------------------------------------------------------
+
+
+def test_check_deploy_passes_behind_https(tmp_path: Path) -> None:
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=clean_env(**production(tmp_path, HTTPS="1")),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "no issues" in result.stdout
+
+
+def test_check_deploy_warns_without_https(tmp_path: Path) -> None:
+    # The same check can fail: plain HTTP leaves the redirect, HSTS and cookies off.
+    result = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=clean_env(**production(tmp_path)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "security.W008" in result.stderr
+
+
+# --- HTTPS=1 -------------------------------------------------------------------------
+
+SECURITY_SETTINGS = (
+    "from django.conf import settings as s; import json; print(json.dumps(["
+    "s.SECURE_PROXY_SSL_HEADER, s.SECURE_SSL_REDIRECT, s.SECURE_REDIRECT_EXEMPT,"
+    "s.SESSION_COOKIE_SECURE, s.CSRF_COOKIE_SECURE, s.SECURE_HSTS_SECONDS,"
+    "s.SECURE_HSTS_INCLUDE_SUBDOMAINS, s.SECURE_HSTS_PRELOAD, s.CSRF_TRUSTED_ORIGINS]))"
+)
+
+
+def test_https_turns_on_the_proxy_header_redirect_cookies_and_hsts(tmp_path: Path) -> None:
+    result = run_django(
+        SECURITY_SETTINGS,
+        **production(tmp_path, HTTPS="1", ALLOWED_HOSTS="lens.example,.corp.example"),
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [
+        ["HTTP_X_FORWARDED_PROTO", "https"],
+        True,
+        ["^healthz$"],
+        True,
+        True,
+        31536000,
+        True,
+        True,
+        ["https://lens.example", "https://*.corp.example"],
+    ]
+
+
+def test_without_https_nothing_trusts_the_forwarded_header(tmp_path: Path) -> None:
+    result = run_django(SECURITY_SETTINGS, **production(tmp_path))
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == [None, False, [], False, False, 0, False, False, []]
+
+
+def test_csrf_trusted_origins_come_from_the_environment(tmp_path: Path) -> None:
+    code = "from django.conf import settings; print(settings.CSRF_TRUSTED_ORIGINS)"
+    env = production(tmp_path, HTTPS="1", CSRF_TRUSTED_ORIGINS="https://lens.example:8443")
+    result = run_django(code, **env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "['https://lens.example:8443']"
+
+
+def test_https_origins_follow_allowed_hosts() -> None:
+    assert https_origins(["a.example", ".b.example", "*"]) == [
+        "https://a.example",
+        "https://*.b.example",
+    ]
+
+
+# --- mail and the password-reset pages ------------------------------------------------
+
+
+def test_smtp_urls_give_host_port_credentials_and_tls() -> None:
+    assert smtp_settings(None) is None
+    assert smtp_settings("smtp+tls://me%40x.example:p%2Fw@mail.example") == Smtp(
+        "mail.example", 587, "me@x.example", "p/w", use_tls=True, use_ssl=False
+    )
+    assert smtp_settings("smtps://mail.example:2465") == Smtp(
+        "mail.example", 2465, "", "", use_tls=False, use_ssl=True
+    )
+    with pytest.raises(ImproperlyConfigured, match="EMAIL_URL"):
+        smtp_settings("http://mail.example")
+
+
+def route_names(email_configured: bool) -> set[str]:
+    patterns = account_urlpatterns(email_configured=email_configured)
+    return {name for pattern in patterns if (name := getattr(pattern, "name", None))}
+
+
+def test_without_mail_only_login_logout_and_password_change_exist() -> None:
+    assert route_names(email_configured=False) == {
+        "login",
+        "logout",
+        "password_change",
+        "password_change_done",
+    }
+    assert "password_reset" in route_names(email_configured=True)
+
+
+RESOLVE_RESET = (
+    "from django.urls import Resolver404, resolve\n"
+    "try: print(resolve('/accounts/password_reset/').url_name)\n"
+    "except Resolver404: print('none')"
+)
+
+
+@pytest.mark.parametrize(
+    ("mail", "expected"),
+    [
+        ({}, "none"),
+        ({"EMAIL_HOST": "mail.example"}, "password_reset"),
+        ({"EMAIL_URL": "smtp://mail.example"}, "password_reset"),
+    ],
+)
+def test_password_reset_is_routed_only_when_mail_is_configured(
+    tmp_path: Path, mail: dict[str, str], expected: str
+) -> None:
+    code = f"exec({RESOLVE_RESET!r})"
+    result = run_django(code, **production(tmp_path, **mail))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected
+
+
+# --- the PostgreSQL connection pool --------------------------------------------------
+
+POOL_OPTIONS = (
+    "from django.conf import settings; "
+    "print(settings.DATABASES['default']['OPTIONS'].get('pool'), "
+    "settings.DATABASES['default']['CONN_MAX_AGE'])"
+)
+PG_URL = "postgres://postgres@127.0.0.1:5432/postgres"
+
+
+def test_db_pool_configures_a_psycopg_pool_on_postgresql() -> None:
+    result = run_django(POOL_OPTIONS, DEBUG="1", DATABASE_URL=PG_URL, DB_POOL="1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "{'min_size': 2, 'max_size': 4, 'timeout': 10} 0"
+
+
+def test_without_db_pool_there_is_no_pool() -> None:
+    result = run_django(POOL_OPTIONS, DEBUG="1", DATABASE_URL=PG_URL)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "None 0"
+
+
+def test_db_pool_refuses_persistent_connections() -> None:
+    result = run_django("", DEBUG="1", DATABASE_URL=PG_URL, DB_POOL="1", DB_CONN_MAX_AGE="60")
+    assert result.returncode != 0
+    assert "DB_POOL=1 needs DB_CONN_MAX_AGE=0" in result.stderr
+
+
+def test_db_pool_is_ignored_on_sqlite(tmp_path: Path) -> None:
+    result = run_django(POOL_OPTIONS, **production(tmp_path, DB_POOL="1"))
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "None 0"
+
+
+@pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+    reason="needs the PostgreSQL of DATABASE_URL",
+)
+def test_the_pool_serves_queries_on_postgresql() -> None:
+    code = (
+        "from django.db import connection; c = connection.cursor(); c.execute('SELECT 1'); "
+        "print(c.fetchone()[0], connection.pool is not None)"
+    )
+    result = run_django(code, DEBUG="1", DATABASE_URL=os.environ["DATABASE_URL"], DB_POOL="1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["1", "True"]
+
+
+# --- make serve ----------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Served:
+    port: int
+    log: Path
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        headers: dict[str, str] | None = None,
+        body: str | None = None,
+    ) -> tuple[int, dict[str, str], bytes]:
+        connection = http.client.HTTPConnection("127.0.0.1", self.port, timeout=30)
+        try:
+            connection.request(
+                method, path, body=body, headers={"Host": "127.0.0.1", **(headers or {})}
+            )
+            response = connection.getresponse()
+            head = {name.lower(): value for name, value in response.getheaders()}
+            # Every Set-Cookie, not only the last one.
+            head["set-cookie"] = "\n".join(response.headers.get_all("Set-Cookie") or [])
+            return response.status, head, response.read()
+        finally:
+            connection.close()
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``make serve`` behind a pretend TLS proxy (HTTPS=1) on a free loopback port."""
+    tmp = tmp_path_factory.mktemp("serve")
+    port = free_port()
+    log = tmp / "serve.log"
+    env = clean_env(
+        SECRET_KEY=strong_key(),
+        ALLOWED_HOSTS="127.0.0.1",
+        DATABASE_URL=f"sqlite:///{tmp / 'db.sqlite3'}",
+        STATIC_ROOT=str(tmp / "static"),
+        HTTPS="1",
+        WEB_CONCURRENCY="1",
+    )
+    env.pop("DJANGO_SETTINGS_MODULE")
+    with log.open("wb") as out:
+        server = subprocess.Popen(
+            ["make", "-s", "serve", "HOST=127.0.0.1", f"PORT={port}"],
+            cwd=ROOT,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    served = Served(port, log)
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert server.poll() is None, log.read_text()
+            try:
+                if served.request("GET", "/healthz")[0] == 200:
+                    break
+            except OSError:
+                pass
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.3)
+        yield served
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait()
+
+
+PROXIED = {"X-Forwarded-Proto": "https"}
+
+
+@pytest.mark.slow
+def test_serve_answers_healthz_over_plain_http(served: Served) -> None:
+    status, _, body = served.request("GET", "/healthz")
+    assert status == 200
+    assert json.loads(body) == {"status": "ok"}
+
+
+@pytest.mark.slow
+def test_serve_redirects_plain_http_to_https(served: Served) -> None:
+    status, head, _ = served.request("GET", "/accounts/login/")
+    assert status == 301
+    assert head["location"] == "https://127.0.0.1/accounts/login/"
+
+
+@pytest.mark.slow
+def test_serve_runs_with_debug_off_and_its_own_not_found_page(served: Served) -> None:
+    status, _, body = served.request("GET", "/no/such/page/", PROXIED)
+    assert status == 404
+    assert b"Traceback" not in body
+    assert b"URLconf" not in body
+
+
+@pytest.mark.slow
+def test_serve_sends_hsts_and_secure_cookies_behind_the_proxy(served: Served) -> None:
+    status, head, _ = served.request("GET", "/accounts/login/", PROXIED)
+    assert status == 200
+    assert head["strict-transport-security"] == "max-age=31536000; includeSubDomains; preload"
+    assert "csrftoken=" in head["set-cookie"]
+    assert "Secure" in head["set-cookie"]
+
+
+@pytest.mark.slow
+def test_serve_accepts_a_post_through_the_https_proxy(served: Served) -> None:
+    _, head, body = served.request("GET", "/accounts/login/", PROXIED)
+    cookie = re.search(r"csrftoken=([^;]+)", head["set-cookie"])
+    field = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', body)
+    assert cookie
+    assert field
+    form = f"csrfmiddlewaretoken={field[1].decode()}&username=nobody&password=wrong"
+    status, _, answer = served.request(
+        "POST",
+        "/accounts/login/",
+        {
+            **PROXIED,
+            "Origin": "https://127.0.0.1",
+            "Cookie": f"csrftoken={cookie[1]}",
+            "Content-Type": "application/x-www-form-urlencoded",
+        },
+        form,
+    )
+    # Not 403 (CSRF): the form comes back saying the credentials are wrong.
+    assert status == 200
+    assert b"csrfmiddlewaretoken" in answer
+
+
+@pytest.mark.slow
+def test_serve_gives_hashed_compressed_static_files_a_long_cache(served: Served) -> None:
+    _, _, body = served.request("GET", "/accounts/login/", PROXIED)
+    stylesheet = re.search(rb'href="(/static/lens/lens\.[0-9a-f]{12}\.css)"', body)
+    assert stylesheet, body[:2000]
+    status, head, _ = served.request(
+        "GET", stylesheet[1].decode(), {**PROXIED, "Accept-Encoding": "gzip"}
+    )
+    assert status == 200
+    assert head["content-encoding"] == "gzip"
+    assert "max-age=315360000" in head["cache-control"]
+    assert "immutable" in head["cache-control"]
+
+
+@pytest.mark.slow
+def test_serve_logs_each_request_with_its_time(served: Served) -> None:
+    served.request("GET", "/healthz?from=log-test")
+    time.sleep(0.5)
+    assert re.search(
+        r'"GET /healthz\?from=log-test HTTP/1\.1" 200 \d+ \d+ms', served.log.read_text()
+    )
+
+
+def test_every_setting_read_from_the_environment_is_in_the_readme() -> None:
+    settings_source = (ROOT / "lens" / "settings.py").read_text()
+    names = set(re.findall(r'env_\w+\(\s*"([A-Z][A-Z0-9_]*)"', settings_source))
+    assert {"DEBUG", "HTTPS", "DB_POOL", "CSRF_TRUSTED_ORIGINS"} <= names
+    readme = (ROOT / "README.md").read_text()
+    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    assert sorted(name for name in names if f"`{name}`" not in table) == []
