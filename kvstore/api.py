@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from ninja import Query, Router, Status
-from pydantic import BaseModel, Field, StrictInt, StrictStr
+from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from kvstore import store
 from kvstore.bootstrap import bootstrap
@@ -48,8 +48,12 @@ class ValueOut(KeyOut):
 
 
 class WriteIn(BaseModel):
+    # An unknown field is a client's mistake (a misspelt ``if_version`` would silently
+    # drop the compare-and-swap), so it is refused, as the memory body refuses it.
+    model_config = ConfigDict(extra="forbid")
+
     payload: StrictStr
-    if_version: StrictInt | None = Field(None, ge=0)
+    if_version: StrictInt | None = Field(None, ge=0, le=INT_MAX)
 
 
 class VersionMeta(BaseModel):

@@ -7,6 +7,9 @@ from typing import Any
 
 from lens.models import ApiToken
 
+# Events store the label in a column of this many characters (memory.models.MemoryEvent).
+LABEL_MAX = 200
+
 
 @dataclass(frozen=True)
 class Actor:
@@ -16,8 +19,14 @@ class Actor:
 
     @classmethod
     def for_token(cls, token: ApiToken) -> Actor:
-        name = f" ({token.name})" if token.name else ""
-        return cls(label=f"token {token.prefix}…{name}", token=token)
+        head = f"token {token.prefix}…"
+        if not token.name:
+            return cls(label=head, token=token)
+        # The name is a note that can be long; the prefix is what identifies the token,
+        # so the name gives way (with an ellipsis) and the label always fits its column.
+        room = LABEL_MAX - len(head) - len(" ()")
+        name = token.name if len(token.name) <= room else token.name[: room - 1] + "…"
+        return cls(label=f"{head} ({name})", token=token)
 
     @classmethod
     def for_user(cls, user: Any) -> Actor:

@@ -39,10 +39,23 @@ class Team(models.Model):
         return self.name or self.slug
 
 
+class Role(models.TextChoices):
+    """What a member may do in a team. A reviewer also decides its guarded promotions."""
+
+    MEMBER = "member", "member"
+    REVIEWER = "reviewer", "reviewer"
+
+
 class Membership(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="memberships")
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memberships"
+    )
+    role = models.CharField(
+        max_length=16,
+        choices=Role.choices,
+        default=Role.MEMBER,
+        help_text="A reviewer may approve, reject, revoke and reopen this team's memories.",
     )
     joined_at = models.DateTimeField(auto_now_add=True)
 
@@ -63,7 +76,13 @@ def hash_token(raw: str) -> str:
 
 class ApiTokenManager(models.Manager["ApiToken"]):
     def issue(self, team: Team, name: str = "") -> tuple[ApiToken, str]:
-        """Create a token and return it with its raw value, which is never stored."""
+        """Create a token and return it with its raw value, which is never stored.
+        A name longer than the column is refused (``ValueError``), never cut silently."""
+        limit = ApiToken._meta.get_field("name").max_length or 0
+        if len(name) > limit:
+            raise ValueError(
+                f"A token's name is at most {limit} characters; this one has {len(name)}."
+            )
         raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
         token = self.create(team=team, name=name, prefix=raw[:10], digest=hash_token(raw))
         return token, raw
@@ -200,3 +219,21 @@ class AuthoredEntry(models.Model):
 
     def __str__(self) -> str:
         return self.key
+
+
+class LoginFailure(models.Model):
+    """One failed sign-in for a username, kept for the login throttle (lens/throttle.py).
+
+    In the database so that every server process counts the same failures; rows older
+    than the throttle's window are pruned as new ones arrive.
+    """
+
+    # The username as typed, case-folded: not a foreign key, unknown names count too.
+    username = models.CharField(max_length=150)
+    at = models.DateTimeField(db_index=True)
+
+    class Meta:
+        indexes = [models.Index(fields=["username", "at"], name="loginfailure_user_at")]
+
+    def __str__(self) -> str:
+        return f"{self.username} at {self.at:%Y-%m-%d %H:%M:%S}"

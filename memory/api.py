@@ -39,11 +39,16 @@ class MemoryList(BaseModel):
     next_offset: int | None
 
 
+# Offsets are bounded like the database's integers: a larger one would overflow the
+# query instead of finding nothing, so it is refused as invalid (422).
+OFFSET_MAX = 2**31 - 1
+
+
 class ListParams(BaseModel):
     q: str | None = None
     kind: str | None = None
     limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0)
+    offset: int = Field(0, ge=0, le=OFFSET_MAX)
 
 
 @router.post("/{slug}/memories", response={201: SavedOut, 409: ConflictOut})

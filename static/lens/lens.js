@@ -18,3 +18,21 @@ document.addEventListener("click", async (event) => {
   }
   setTimeout(() => { button.textContent = original; }, 1600);
 });
+
+// htmx may keep copies of pages in the browser's storage for its history (it is told not
+// to, in base.html's htmx-config): whatever an older page left there is removed on
+// logout, and on every page shown to nobody signed in (the login page, logged out).
+const HISTORY_CACHE = "htmx-history-cache";
+function forgetPageCopies() {
+  for (const storage of [window.sessionStorage, window.localStorage]) {
+    try {
+      storage.removeItem(HISTORY_CACHE);
+    } catch {
+      // Storage may be disabled; then nothing was kept either.
+    }
+  }
+}
+document.addEventListener("submit", (event) => {
+  if (event.target.matches("form[data-logout]")) forgetPageCopies();
+});
+if (!document.querySelector("form[data-logout]")) forgetPageCopies();

@@ -18,6 +18,9 @@ class Command(BaseCommand):
         team = Team.objects.filter(slug=slug).first()
         if team is None:
             raise CommandError(f"No team {slug!r}; create it with create_team")
-        token, raw = ApiToken.objects.issue(team, name=name)
+        try:
+            token, raw = ApiToken.objects.issue(team, name=name)
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
         self.stderr.write(f"Token {token.prefix}… for team {team.slug}; it is shown only once.")
         self.stdout.write(raw)

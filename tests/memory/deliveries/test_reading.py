@@ -325,11 +325,6 @@ def test_an_unknown_or_malformed_id_is_not_found(
     assert_error(api.get(f"/api/deliveries/{delivery_id}/diff"), 404, "delivery_not_found")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="SPEC §8 deviation: a NUL in the path should answer 422; a delivery id "
-    "holding one answers 404 delivery_not_found (nothing is stored either way)",
-)
 def test_a_nul_in_a_delivery_id_is_refused_as_input(api: ApiClient, wren: Agent) -> None:
     (mine,) = many(wren, 1)
     assert_error(api.get(f"/api/deliveries/{mine}%00"), 422)
