@@ -22,11 +22,13 @@ from lens.core.line_diffs import line_diff
 from lens.http import (
     PAGE_SIZE,
     AppRequest,
+    WrongTeam,
     current_team,
     get_key_for_user,
     no_team_page,
     render_list,
     require_team,
+    use_form_team,
 )
 from lens.models import Team
 
@@ -68,6 +70,13 @@ def _detail_url(key: str, **params: str | int | None) -> str:
 @require_http_methods(["GET", "POST"])
 @login_required
 def key_detail(request: AppRequest, key: str) -> HttpResponse:
+    if request.method == "POST":
+        # The key is looked up in the team the form was rendered for, never in the one
+        # another tab switched the session to since.
+        try:
+            use_form_team(request)
+        except WrongTeam as exc:
+            return _wrong_team(request, key, exc.message)
     team = require_team(request)
     try:
         row = get_key_for_user(request, key)
@@ -195,6 +204,21 @@ def _read(team: Team, row: Key, number: int, shown: store.Value) -> store.Value:
     return shown if number == shown.version else store.read(team, row.key, number)
 
 
+def _wrong_team(request: AppRequest, key: str, message: str) -> HttpResponse:
+    """A form that names no team of the user: nothing is written. The page comes back for
+    the team the user works in now (when it has the key), the typed text kept."""
+    team = require_team(request)
+    try:
+        row = get_key_for_user(request, key)
+    except Http404:
+        return HttpResponse(message, status=400, content_type="text/plain; charset=utf-8")
+    extra: dict[str, Any] = {"write_error": message}
+    if request.POST.get("action") == "write":
+        extra["draft"] = request.POST.get("payload", "").replace("\r\n", "\n")
+    context = _detail_context(request, team, row, **extra)
+    return render(request, "kvstore/key_detail.html", context, status=400)
+
+
 def _post(request: AppRequest, team: Team, row: Key) -> HttpResponse:
     key = row.key
     action = request.POST.get("action")
@@ -202,12 +226,12 @@ def _post(request: AppRequest, team: Team, row: Key) -> HttpResponse:
         delete = DeleteForm(key, request.POST)
         if not delete.is_valid():
             messages.error(request, str(delete.errors["confirm"][0]))
-            return redirect(_detail_url(key))
+            return redirect(_detail_url(key, team=team.slug))
         count = store.delete(team, key)
         messages.success(
             request, f"Deleted {key} and its {count} version{'s' if count != 1 else ''}."
         )
-        return redirect("kv-list")
+        return redirect(reverse("kv-list") + "?" + urlencode({"team": team.slug}))
     if action != "write":
         return HttpResponse("action must be write or delete", status=400)
     form = WriteForm(request.POST)
@@ -237,7 +261,8 @@ def _post(request: AppRequest, team: Team, row: Key) -> HttpResponse:
         status = 409 if "conflict_version" in extra else 413
         return render(request, "kvstore/key_detail.html", context, status=status)
     messages.success(request, f"Saved version {written.version}.")
-    return redirect(_detail_url(key))
+    # Back to the key in the team it was written in, whatever another tab chose since.
+    return redirect(_detail_url(key, team=team.slug))
 
 
 def _write_to_missing(request: AppRequest, key: str) -> HttpResponse:

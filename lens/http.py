@@ -7,7 +7,9 @@ This is the outer layer: it may import every package (tests/test_layers.py).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
@@ -17,11 +19,17 @@ from kvstore import store
 from kvstore.core.keys import key_problem
 from kvstore.models import Key
 from lens.agents import AgentNotFound, get_agent
-from lens.models import Agent, Team
+from lens.models import Agent, Membership, Role, Team
 from memory.core.records import is_record_id
 from memory.models import MemoryRecord
 
 SESSION_KEY = "lens_team"
+# The hidden field every page form carries: the slug of the team it was rendered for.
+TEAM_FIELD = "team"
+# The global permission to decide promotions: a reviewer in every team of its holder.
+REVIEW_PERMISSION = "memory.approve_promotion"
+# Sec-Fetch-Site values of a request the user made from this site or by hand.
+_OWN_SITE = frozenset({"same-origin", "none"})
 # Rows per page on every list page (the API's default limit is the same).
 PAGE_SIZE = 50
 
@@ -62,10 +70,81 @@ def current_team(request: AppRequest) -> Team | None:
         team: Team | None = teams[asked]
     else:
         team = teams.get(request.session.get(SESSION_KEY, "")) or next(iter(teams.values()), None)
-    if team is not None and request.session.get(SESSION_KEY) != team.slug:
+    # A link from another site shows the team it names but does not become the one
+    # remembered: otherwise any page could pick which team the user's next form writes to.
+    remember = asked is None or _same_origin(request)
+    if remember and team is not None and request.session.get(SESSION_KEY) != team.slug:
         request.session[SESSION_KEY] = team.slug
     request.lens_team = team
     return team
+
+
+def _same_origin(request: HttpRequest) -> bool:
+    """Whether the request came from one of our own pages (or was typed by the user).
+
+    Browsers send ``Sec-Fetch-Site``; without it, a ``Referer`` on this host will do.
+    A request with neither is treated as foreign.
+    """
+    site = request.headers.get("Sec-Fetch-Site")
+    if site is not None:
+        return site in _OWN_SITE
+    referer = request.headers.get("Referer", "")
+    return bool(referer) and urlsplit(referer).netloc == request.get_host()
+
+
+class WrongTeam(Exception):
+    """A posted form names no team of the user: nothing may be written."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def use_form_team(request: AppRequest) -> Team:
+    """The team a posted form was rendered for (its hidden ``team`` field), which becomes
+    the request's current team: every lookup after this one happens in it.
+
+    A form acts on what its page showed, whatever team another tab has switched the
+    session to since. Raises ``WrongTeam`` when the field is missing or names a team
+    the user does not belong to.
+    """
+    asked = request.POST.get(TEAM_FIELD, "")
+    teams = {team.slug: team for team in teams_of(request)}
+    if asked in teams:
+        request.lens_team = teams[asked]
+        return teams[asked]
+    working = _remembered_team(request, teams)
+    now = f"; you are now working in {working.slug}" if working is not None else ""
+    if not asked:
+        raise WrongTeam(
+            f"This form does not say which team it was opened for{now}. "
+            "Reload the page and try again. Nothing was changed."
+        )
+    raise WrongTeam(
+        f"This form was opened for team {_printable(asked)}, which you do not belong to"
+        f"{now}. Reload the page. Nothing was changed."
+    )
+
+
+def _remembered_team(request: AppRequest, teams: dict[str, Team]) -> Team | None:
+    return teams.get(request.session.get(SESSION_KEY, "")) or next(iter(teams.values()), None)
+
+
+def _printable(text: str) -> str:
+    return "".join(c if c.isprintable() else "\ufffd" for c in text[:64])
+
+
+def can_review(user: AbstractBaseUser | AnonymousUser, team: Team) -> bool:
+    """Whether ``user`` may decide ``team``'s promotions: a reviewer in that team, or a
+    holder of the global permission (a reviewer in every team they belong to).
+
+    Membership itself is checked by the lookups that found the team's objects.
+    """
+    if not user.is_authenticated or not isinstance(user, PermissionsMixin):
+        return False
+    if user.has_perm(REVIEW_PERMISSION):
+        return True
+    return Membership.objects.filter(team=team, user=user.pk, role=Role.REVIEWER).exists()
 
 
 def no_team_page(request: AppRequest, title: str, nav: str) -> HttpResponse:

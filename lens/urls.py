@@ -4,12 +4,14 @@ from django.contrib import admin
 from django.urls import include, path
 
 from kvstore import views as kv_views
-from lens import views
+from lens import auth_views, health, views
+from lens.accounts import account_urlpatterns
 from lens.api import api
 from memory import approval_views, delivery_views
 from memory import views as memory_views
 
 urlpatterns = [
+    path("healthz", health.healthz, name="healthz"),
     path("", views.agent_list, name="agent-list"),
     path("agents/<str:slug>/", views.agent_lens, name="agent-lens"),
     path("agents/<str:slug>/try/", views.agent_try, name="agent-try"),
@@ -34,7 +36,9 @@ urlpatterns = [
     # Before kv-detail, whose <path:key> would take "key/raw" (never a valid key).
     path("kv/<path:key>/raw/", kv_views.key_raw, name="kv-raw"),
     path("kv/<path:key>/", kv_views.key_detail, name="kv-detail"),
-    path("accounts/", include("django.contrib.auth.urls")),
+    # Before the auth URLs: the throttled sign-in (lens/throttle.py).
+    path("accounts/login/", auth_views.login, name="login"),
+    path("accounts/", include(account_urlpatterns())),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]

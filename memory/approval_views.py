@@ -22,11 +22,14 @@ from lens.actors import Actor
 from lens.http import (
     PAGE_SIZE,
     AppRequest,
+    WrongTeam,
+    can_review,
     current_team,
     get_record_for_user,
     no_team_page,
     render_list,
     require_team,
+    use_form_team,
 )
 from lens.models import Team
 from memory.core.records import is_record_id
@@ -48,15 +51,35 @@ from memory.forms import BulkDecisionForm, DecisionForm, ReasonForm, UndoForm
 from memory.models import MemoryRecord, Promotion, PromotionStatus
 from memory.queue import guarded_sections, pending, queue_rows, team_agents, with_row_relations
 
-PERMISSION = "memory.approve_promotion"
 # Without JavaScript the queue offers Undo for the reviewer's last decision, kept here.
 LAST_DECISION = "approvals_last_decision"
 
 
-def require_reviewer(request: AppRequest) -> None:
+def require_reviewer(request: AppRequest, team: Team) -> None:
     # Checked in the view, not only by hiding buttons: a fragment can be posted alone.
-    if not request.user.has_perm(PERMISSION):
-        raise PermissionDenied("Deciding promotions needs the memory.approve_promotion permission.")
+    if not can_review(request.user, team):
+        raise PermissionDenied(
+            f"Deciding promotions of team {team.slug} needs the reviewer role in it "
+            "(or the memory.approve_promotion permission)."
+        )
+
+
+def _form_team(request: AppRequest, queue_page: bool = True) -> Team | HttpResponse:
+    """The team the posted form was rendered for, now the request's current team (every
+    lookup after this happens in it); a 400 saying so when the form names none of the
+    user's teams: nothing is decided.
+
+    htmx shows the 400's text in the row; without JavaScript the queue comes back for the
+    team the user works in now, with the message.
+    """
+    try:
+        return use_form_team(request)
+    except WrongTeam as exc:
+        team = current_team(request)
+        if request.htmx or not queue_page or team is None:
+            return HttpResponse(exc.message, status=400, content_type="text/plain; charset=utf-8")
+        context = _queue_context(request, team, bulk_error=exc.message)
+        return render(request, "memory/approvals.html", context, status=400)
 
 
 def _filters(request: AppRequest) -> dict[str, str]:
@@ -79,7 +102,7 @@ def _queue_context(request: AppRequest, team: Team, **extra: Any) -> dict[str, A
         "filter_query": _filter_query(request),
         "agents": team_agents(team),
         "sections": guarded_sections(team),
-        "can_decide": request.user.has_perm(PERMISSION),
+        "can_decide": can_review(request.user, team),
         "select_all": request.GET.get("select") == "all",
         "undo_last": _undo_last(request),
         "undo_seconds": undo_seconds(),
@@ -135,9 +158,10 @@ def impacts(request: AppRequest) -> HttpResponse:
     return render(request, "memory/approvals.html#impacts", context)
 
 
-def _back_to_queue(request: AppRequest) -> HttpResponse:
-    query = _filter_query(request)
-    return redirect(reverse("approvals") + (f"?{query}" if query else ""))
+def _back_to_queue(request: AppRequest, team: Team) -> HttpResponse:
+    # Back to the queue of the team decided in, whatever another tab chose since.
+    query = urlencode({"team": team.slug, **{k: v for k, v in _filters(request).items() if v}})
+    return redirect(f"{reverse('approvals')}?{query}")
 
 
 def _decided_row(
@@ -164,12 +188,14 @@ def _decided_row(
 @require_POST
 @login_required
 def decide_one(request: AppRequest, record_id: str) -> HttpResponse:
+    team = _form_team(request)
+    if isinstance(team, HttpResponse):
+        return team
     record = get_record_for_user(request, record_id)
-    require_reviewer(request)
+    require_reviewer(request, team)
     form = DecisionForm(request.POST)
     if not form.is_valid():
         return HttpResponse(form.first_error(), status=400)
-    team = require_team(request)
     actor = Actor.for_user(request.user)
     result = decide(record.pk, form.approve, actor, form.note, team=team)
     undoable: dict[str, str] | None = None
@@ -193,19 +219,21 @@ def decide_one(request: AppRequest, record_id: str) -> HttpResponse:
     (messages.warning if outcome == "stale" else messages.success)(request, notice)
     if undoable is not None:
         request.session[LAST_DECISION] = undoable
-    return _back_to_queue(request)
+    return _back_to_queue(request, team)
 
 
 @require_POST
 @login_required
 def undo_one(request: AppRequest, record_id: str) -> HttpResponse:
     """Take back the reviewer's own decision of a moment ago: the row waits again."""
+    team = _form_team(request)
+    if isinstance(team, HttpResponse):
+        return team
     record = get_record_for_user(request, record_id)
-    require_reviewer(request)
+    require_reviewer(request, team)
     form = UndoForm(request.POST)
     if not form.is_valid():
         return HttpResponse("Undo needs the decision it takes back.", status=400)
-    team = require_team(request)
     decided = form.cleaned_data["decided"]
     try:
         promotion = undo(
@@ -215,7 +243,7 @@ def undo_one(request: AppRequest, record_id: str) -> HttpResponse:
         if request.htmx:
             return _decided_row(request, record, team, exc.message, decided, undo_refused=True)
         messages.warning(request, exc.message)
-        return _back_to_queue(request)
+        return _back_to_queue(request, team)
     last = request.session.get(LAST_DECISION)
     if isinstance(last, dict) and last.get("id") == record.pk:
         del request.session[LAST_DECISION]
@@ -229,14 +257,16 @@ def undo_one(request: AppRequest, record_id: str) -> HttpResponse:
         }
         return render(request, "memory/approvals.html#restored", context)
     messages.success(request, "Undone: the memory waits for approval again.")
-    return _back_to_queue(request)
+    return _back_to_queue(request, team)
 
 
 @require_POST
 @login_required
 def decide_bulk(request: AppRequest) -> HttpResponse:
-    team = require_team(request)
-    require_reviewer(request)
+    team = _form_team(request)
+    if isinstance(team, HttpResponse):
+        return team
+    require_reviewer(request, team)
     form = BulkDecisionForm(request.POST)
     error, notice = None, ""
     if not form.is_valid():
@@ -260,7 +290,7 @@ def decide_bulk(request: AppRequest) -> HttpResponse:
         messages.error(request, error)
     else:
         messages.success(request, notice)
-    return _back_to_queue(request)
+    return _back_to_queue(request, team)
 
 
 def _page_decision(
@@ -272,20 +302,24 @@ def _page_decision(
 ) -> HttpResponse:
     """A reviewer's revoke or reopen from a memory's page: the record must be the current
     team's, the reason short enough; the page says what happened (or why nothing did)."""
+    team = _form_team(request, queue_page=False)
+    if isinstance(team, HttpResponse):
+        return team
     record = get_record_for_user(request, record_id)
-    require_reviewer(request)
+    require_reviewer(request, team)
     form = ReasonForm(request.POST)
     if not form.is_valid():
         return HttpResponse("The reason is too long.", status=400)
     actor = Actor.for_user(request.user)
-    result = act(record.pk, actor, form.cleaned_data["reason"], team=require_team(request))
+    result = act(record.pk, actor, form.cleaned_data["reason"], team=team)
     if isinstance(result, AddressTaken):
         messages.warning(request, result.notice)
     elif isinstance(result, AlreadyDecided):
         messages.warning(request, f"{only} {result.notice}")
     else:
         messages.success(request, done.format(actor=actor.label))
-    return redirect("memory-detail", record_id=record.pk)
+    detail = reverse("memory-detail", args=[record.pk])
+    return redirect(f"{detail}?{urlencode({'team': team.slug})}")
 
 
 @require_POST

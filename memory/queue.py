@@ -3,7 +3,9 @@ each would land, what it would replace and what approving it would do to the pro
 A read model: it decides nothing.
 
 A page of rows costs a fixed number of queries whatever its length, and one fold per
-agent on the page plus one per row (``memory.core.impact``).
+agent on the page plus one per row (``memory.core.impact``). Its word diffs share one
+step budget (``PAGE_WORD_BUDGET``), so rows of long memories that differ everywhere cannot
+slow the page down however many there are.
 """
 
 from __future__ import annotations
@@ -25,6 +27,11 @@ from memory.core.routing import PlacedRecord
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
 from memory.queries import placed_records
 from memory.registry import get_spec
+
+# Steps every word diff on one page may spend together (``lens.core.diffs.word_diff``):
+# about 20 ms of pure Python on a loaded core. A row that finds it spent still shows a
+# correct diff: the common leading and trailing words, everything between replaced.
+PAGE_WORD_BUDGET = 100_000
 
 
 def pending(team: Team, agent: str = "", section: str = "") -> QuerySet[Promotion]:
@@ -105,6 +112,7 @@ def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
     }
     savers = _savers(p.record_id for p in promotions)  # 1 query
     older_places = _older_places(promotions)  # 1 query
+    word_budget = [PAGE_WORD_BUDGET]
     rows = []
     for promotion in promotions:
         record = promotion.record
@@ -120,7 +128,7 @@ def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
                 record=record,
                 saver=savers.get(record.pk),
                 section=section,
-                replaces=_replaces(promotion, section, older_places),
+                replaces=_replaces(promotion, section, older_places, word_budget),
                 impact=impact,
             )
         )
@@ -174,18 +182,21 @@ def _replaces(
     promotion: Promotion,
     section: BackgroundSection | None,
     older_places: dict[str, tuple[str | None, str | None]],
+    word_budget: list[int],
 ) -> Replaces | None:
     record = promotion.record
     # The fold's own comparison: an authored entry of the same name wins (look-alikes too).
     authored = section.entry(promotion.key or "") if section is not None else None
     if authored is not None:
-        return Replaces("authored", word_diff(value_text(authored.value), record.content))
+        return Replaces(
+            "authored", word_diff(value_text(authored.value), record.content, word_budget)
+        )
     older = record.supersedes
     # Superseding a memory held elsewhere replaces nothing at this address.
     if older is not None and older_places.get(older.pk) == (promotion.section, promotion.key):
         return Replaces(
             "memory",
-            word_diff(older.content, record.content),
+            word_diff(older.content, record.content, word_budget),
             older.pk,
             older.label,
             older.content,

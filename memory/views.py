@@ -17,14 +17,15 @@ from lens.agents import with_config
 from lens.http import (
     PAGE_SIZE,
     AppRequest,
+    can_review,
     current_team,
     get_record_for_user,
     no_team_page,
     render_list,
+    require_team,
 )
 from lens.models import Agent
 from memory import search
-from memory.approval_views import PERMISSION
 from memory.composition import compose
 from memory.core.explain import Link, short_words, tone_of
 from memory.core.records import stored_problem
@@ -122,7 +123,7 @@ def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
         "why": [(piece.text, _href(piece.link)) for piece in explanation.pieces],
         "superseded_by": list(record.superseded_by.order_by("created_at")),
         "events": list(record.events.select_related("actor_user").order_by("at", "id")),
-        "can_decide": request.user.has_perm(PERMISSION),
+        "can_decide": can_review(request.user, require_team(request)),
         "deliveries": delivered[0],
         "delivery_total": delivered[1],
         "nav": "memories",

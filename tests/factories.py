@@ -361,17 +361,33 @@ def write_versions(team: Team, key: str, *payloads: str) -> None:
         store.write(team, key, payload)
 
 
+# The team a page form was rendered for (its hidden ``team`` field): the ``team`` fixture.
+FORM_TEAM = "acme"
+
+
 def post_write(
-    client: Client, key: str, payload: str, if_version: int | str | None, **extra: Any
+    client: Client,
+    key: str,
+    payload: str,
+    if_version: int | str | None,
+    *,
+    team: str | None = FORM_TEAM,
+    **extra: Any,
 ) -> Any:
     data: dict[str, Any] = {"action": "write", "payload": payload}
+    if team is not None:
+        data["team"] = team
     if if_version is not None:
         data["if_version"] = str(if_version)
     return client.post(kv_page_url(key), data, **extra)
 
 
-def post_delete(client: Client, key: str, confirm: str | None, **extra: Any) -> Any:
+def post_delete(
+    client: Client, key: str, confirm: str | None, *, team: str | None = FORM_TEAM, **extra: Any
+) -> Any:
     data = {"action": "delete"}
+    if team is not None:
+        data["team"] = team
     if confirm is not None:
         data["confirm"] = confirm
     return client.post(kv_page_url(key), data, **extra)
@@ -397,9 +413,12 @@ def post_decision(
     *,
     htmx: bool = True,
     query: str = "",
+    team: str | None = FORM_TEAM,
     **headers: str,
 ) -> Any:
     data = {"decision": decision} if reason is None else {"decision": decision, "reason": reason}
+    if team is not None:
+        data["team"] = team
     return client.post(
         f"/approvals/{record_id}/decide/{query}",
         data,
@@ -415,10 +434,14 @@ def post_bulk(
     *,
     htmx: bool = True,
     query: str = "",
+    team: str | None = FORM_TEAM,
 ) -> Any:
+    data: dict[str, Any] = {"decision": decision, "selected": list(selected), "reason": reason}
+    if team is not None:
+        data["team"] = team
     return client.post(
         f"/approvals/bulk/{query}",
-        {"decision": decision, "selected": list(selected), "reason": reason},
+        data,
         headers=HTMX if htmx else {},
     )
 

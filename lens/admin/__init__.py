@@ -11,7 +11,9 @@ from typing import Any
 from django.contrib import admin, messages
 from django.db.models import Count, Max, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
 
 from lens.admin.forms import (
@@ -28,6 +30,7 @@ from lens.admin.forms import (
 )
 from lens.admin.ordering import MOVE_FIELD, OrderedRowsAdmin
 from lens.admin.row_names import NamedRowsInline
+from lens.auth_views import ThrottledAdminLogin
 from lens.models import (
     Agent,
     ApiToken,
@@ -45,6 +48,8 @@ from memory.registry import preset_specs
 admin.site.site_header = "Composition Lens administration"
 admin.site.site_title = "Composition Lens"
 admin.site.index_title = "Teams, agents and their declarations"
+# The admin's sign-in is throttled like the dashboard's (lens/throttle.py).
+admin.site.login_form = ThrottledAdminLogin
 
 
 def agent_change_url(agent_pk: int) -> str:
@@ -203,6 +208,7 @@ class SectionDeclarationAdmin(OrderedRowsAdmin):
 
 class MembershipInline(NamedRowsInline):
     model = Membership
+    fields = ["user", "role"]
     extra = 1
     autocomplete_fields = ["user"]
 
@@ -226,11 +232,20 @@ class TeamAdmin(admin.ModelAdmin):
     actions = ["issue_token"]
 
     @admin.action(description="Issue an API token (shown once)")
-    def issue_token(self, request: HttpRequest, queryset: QuerySet[Team]) -> None:
-        for team in queryset:
-            _token, raw = ApiToken.objects.issue(team, name=f"admin: {request.user}")
-            self.message_user(
-                request,
-                f"New token for {team.slug} (copy it now, it is not shown again): {raw}",
-                messages.WARNING,
-            )
+    def issue_token(self, request: HttpRequest, queryset: QuerySet[Team]) -> HttpResponse:
+        """A page showing each new token once. Only this response carries the raw value:
+        never a message (a cookie, signed but readable), a session or a cache."""
+        issued = [
+            (team, ApiToken.objects.issue(team, name=f"admin: {request.user}")[1])
+            for team in queryset.order_by("slug")
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "New API tokens" if len(issued) > 1 else "New API token",
+            "issued": issued,
+            "opts": self.model._meta,
+            "back": reverse("admin:lens_team_changelist"),
+        }
+        response = TemplateResponse(request, "admin/lens/team/token_issued.html", context)
+        add_never_cache_headers(response)
+        return response

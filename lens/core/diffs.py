@@ -5,15 +5,18 @@ Every diff in the product comes from here, so its cost has one place to be bound
 
 from __future__ import annotations
 
-import difflib
 from typing import Literal
 
-from lens.core.opcodes import coarse, grouped, opcodes
+from lens.core.opcodes import bounded, coarse, grouped, opcodes
 
 WordOp = Literal["equal", "delete", "insert"]
 LineKind = Literal["file", "hunk", "add", "delete", "context", "note"]
 # Lines of unchanged text kept around each change.
 CONTEXT = 3
+# Steps one word diff may spend (``lens.core.opcodes``; about 10 ms of pure Python on a
+# loaded core). Two memories of 10,000 code points differing everywhere would otherwise
+# take minutes; a page of them shares a budget of its own on top (``memory.queue``).
+WORD_DIFF_BUDGET = 50_000
 
 
 def unified_diff(old: str, new: str, old_label: str, new_label: str) -> str:
@@ -70,12 +73,26 @@ def diff_lines(diff: str) -> list[tuple[LineKind, str]]:
     return lines
 
 
-def word_diff(old: str, new: str) -> list[tuple[WordOp, str]]:
-    """``old`` → ``new`` word by word: runs of equal, deleted and inserted words."""
+def word_diff(old: str, new: str, budget: list[int] | None = None) -> list[tuple[WordOp, str]]:
+    """``old`` → ``new`` word by word: runs of equal, deleted and inserted words.
+
+    Bounded (``lens.core.opcodes``): at most ``WORD_DIFF_BUDGET`` steps, and no more than
+    ``budget[0]`` when a budget shared by several diffs is given (spent in place). Small
+    texts get difflib's answer, larger ones a shortest script; past the budget the diff
+    keeps the common leading and trailing words and shows everything between them as
+    deleted, then inserted. Time and memory stay linear in the texts plus the budget.
+    """
     # An empty text has no words (str.split(" ") would give one empty word).
     a, b = (old.split(" ") if old else []), (new.split(" ") if new else [])
+    allowed = WORD_DIFF_BUDGET if budget is None else min(WORD_DIFF_BUDGET, budget[0])
+    codes = None
+    if allowed > 0:
+        found = bounded(a, b, allowed, autojunk=False)
+        codes = found.opcodes
+        if budget is not None:
+            budget[0] -= found.steps
     parts: list[tuple[WordOp, str]] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
+    for op, i1, i2, j1, j2 in codes if codes is not None else coarse(a, b):
         if op == "equal":
             parts.append(("equal", " ".join(a[i1:i2])))
             continue

@@ -47,12 +47,39 @@ def opcodes(
     """difflib-style opcodes turning ``a`` into ``b``, or None when finding them would
     take more than ``budget`` steps (or ``deadline`` seconds).
     """
+    return bounded(a, b, budget, autojunk=autojunk, deadline=deadline).opcodes
+
+
+# What one of difflib's inner-loop steps (as ``difflib_worst_case`` counts them) is
+# charged in Myers steps: it costs about a fiftieth of one (a C-level dict probe against
+# a Python loop iteration), so charging a tenth overstates it.
+DIFFLIB_STEPS_PER_STEP = 10
+
+
+def bounded(
+    a: Sequence[Hashable],
+    b: Sequence[Hashable],
+    budget: int = STEP_BUDGET,
+    *,
+    autojunk: bool = True,
+    deadline: float = DEADLINE_SECONDS,
+) -> Script:
+    """``opcodes``, with what finding them cost in steps: for callers sharing one budget.
+
+    difflib's share is charged at its worst case (``DIFFLIB_STEPS_PER_STEP`` of its steps
+    to one), so the charge never depends on how lucky the input was.
+    """
     n, m = len(a), len(b)
     if n == m and a == b:
-        return [("equal", 0, n, 0, m)] if n else []
-    if difflib_worst_case(a, b, autojunk=autojunk) <= budget:
-        return list(difflib.SequenceMatcher(a=a, b=b, autojunk=autojunk).get_opcodes())
-    return shortest(a, b, budget, deadline=deadline)
+        return Script([("equal", 0, n, 0, m)] if n else [], n)
+    # The pairs term needs a pass over both sides with a Counter: skip it when the rest
+    # of the bound is already over (a megabyte against a paragraph).
+    if (min(n, m) + 1) * (2 * n + m) <= budget:
+        worst = difflib_worst_case(a, b, autojunk=autojunk)
+        if worst <= budget:
+            codes = list(difflib.SequenceMatcher(a=a, b=b, autojunk=autojunk).get_opcodes())
+            return Script(codes, n + m + worst // DIFFLIB_STEPS_PER_STEP)
+    return edit_script(a, b, budget, deadline=deadline)
 
 
 @dataclass(frozen=True)

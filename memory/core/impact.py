@@ -18,7 +18,8 @@ runs over every record that competes for the budget.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Literal
 
 from lens.core.background import Background, BackgroundEntry, BackgroundSection, Tier
@@ -109,6 +110,10 @@ class Baseline:
     by_id: dict[str, PlacedRecord]
     spec: RoutingSpec | None
     budget: int
+    # Entry lines drawn so far: every row's preview draws its section again, and the
+    # same authored entries and memories (up to 10,000 code points each, an authored
+    # value more) would be collapsed and formatted once per row.
+    drawn: dict[tuple[object, ...], str] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -164,6 +169,14 @@ class Baseline:
         reason = next((d.reason for d in report.drops if d.memory_id == candidate.id), None)
         return _Folded(folded, reason, _composed_ids(folded))
 
+    def _line(self, entry: BackgroundEntry) -> str:
+        # The value's type too: True and 1 are equal keys but draw "true" and "1".
+        key = (entry.key, type(entry.value), entry.value, entry.memory_ids)
+        line = self.drawn.get(key)
+        if line is None:
+            line = self.drawn[key] = _line(entry)
+        return line
+
     def _impact(
         self,
         candidate: PlacedRecord,
@@ -179,6 +192,7 @@ class Baseline:
             result.reason,
             result.composed,
             by_id,
+            self._line,
         )
         return Impact(
             reason=result.reason,
@@ -217,8 +231,18 @@ def _section(background: Background, section_id: str) -> BackgroundSection | Non
     return next((s for s in background.sections if s.id == section_id), None)
 
 
+# A preview line shows this many code points of its entry, then how many more there are:
+# a section of long entries would otherwise be drawn in full on every row of the queue
+# (50 rows of 10,000-character lines made a 7 MB page). The row itself shows the whole
+# memory; the preview only has to say which lines stay, arrive and leave.
+PREVIEW_LINE_MAX = 240
+
+
 def _line(entry: BackgroundEntry) -> str:
-    return entry_line(entry).rstrip("\n")
+    line = entry_line(entry).rstrip("\n")
+    if len(line) <= PREVIEW_LINE_MAX:
+        return line
+    return f"{line[:PREVIEW_LINE_MAX]}… ({len(line) - PREVIEW_LINE_MAX:,} more characters)"
 
 
 def _section_lines(
@@ -228,6 +252,7 @@ def _section_lines(
     reason: DropReason | None,
     composed: frozenset[str],
     by_id: dict[str, PlacedRecord],
+    line_of: Callable[[BackgroundEntry], str] = _line,
 ) -> list[PreviewLine]:
     """The section's entry lines once approved, with the lines approving pushes out
     kept in their place (marked ``leaves``)."""
@@ -238,16 +263,19 @@ def _section_lines(
     holder = _holder(after, candidate) if reason == "authored-wins" else None
     for entry in after.entries:
         if not entry.memory_ids:
-            lines.append(PreviewLine(_line(entry), "holds" if entry is holder else "authored"))
+            lines.append(PreviewLine(line_of(entry), "holds" if entry is holder else "authored"))
             continue
         new = candidate.id in entry.memory_ids
         state: LineState = "new" if new else "memory"
         memory.append(
-            (_order(entry, candidate, by_id), PreviewLine(_line(entry), state, entry.memory_ids[0]))
+            (
+                _order(entry, candidate, by_id),
+                PreviewLine(line_of(entry), state, entry.memory_ids[0]),
+            )
         )
     for entry in before.entries if before is not None else ():
         if entry.memory_ids and not composed.intersection(entry.memory_ids):
-            line = PreviewLine(_line(entry), "leaves", entry.memory_ids[0])
+            line = PreviewLine(line_of(entry), "leaves", entry.memory_ids[0])
             memory.append((_order(entry, candidate, by_id), line))
     # Memory entries follow the authored ones, oldest first, as the fold orders them.
     memory.sort(key=lambda item: item[0])

@@ -36,7 +36,7 @@ def test_the_memories_list_searches_as_you_type(live_server: Any, page: Any) -> 
     page.evaluate("window.__marker = 1")
 
     page.get_by_label("Search").press_sequentially("CAFE", delay=40)
-    page.wait_for_function("document.querySelectorAll('tr[data-memory-id]').length === 1")
+    page.wait_for_function("() => document.querySelectorAll('tr[data-memory-id]').length === 1")
     assert memory_ids(page) == [cafe]
     assert page.locator("mark").all_inner_texts() == ["Café"]
     # htmx swapped the results: no reload, the address follows, focus stays in the box.

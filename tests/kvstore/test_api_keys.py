@@ -64,7 +64,6 @@ BAD_KEYS = [
     ("%20root", " root"),
     ("root%20", "root "),
     ("a%09b", "a\tb"),
-    ("a%00b", "a\x00b"),
     ("x" * 257, "x" * 257),
     ("a." * 128 + "z", "a." * 128 + "z"),
     ("caf%C3%A9", "café"),
@@ -91,9 +90,7 @@ def test_a_malformed_key_is_refused_with_422_invalid_key_and_nothing_is_written(
     assert "payload" not in error["message"] or "key" in error["message"].lower()
 
 
-@pytest.mark.parametrize(
-    "in_url", ["a%5Cb", "a..b", ".a", "a.", "a%20b", "x" * 257, "caf%C3%A9", "a%00b"]
-)
+@pytest.mark.parametrize("in_url", ["a%5Cb", "a..b", ".a", "a.", "a%20b", "x" * 257, "caf%C3%A9"])
 def test_reading_deleting_or_inspecting_a_malformed_key_is_422_invalid_key(
     api: ApiClient, in_url: str
 ) -> None:

@@ -110,7 +110,7 @@ def test_a_prefix_is_case_sensitive(api: ApiClient) -> None:
     assert listed_ids(api, "mUST.") == []
 
 
-@pytest.mark.parametrize("prefix", ["\x00", "a\x00", "é", "café", GRINNING, "a\x7f", " ", "a b"])
+@pytest.mark.parametrize("prefix", ["é", "café", GRINNING, "a\x7f", " ", "a b"])
 def test_a_prefix_no_key_can_start_with_lists_nothing(api: ApiClient, prefix: str) -> None:
     kv_write_versions(api, "a", "x")
     kv_write_versions(api, "cafe", "x")

@@ -94,13 +94,18 @@ def test_another_teams_keys_are_invisible_and_untouchable(
         kv_page_url("must.ours") + "?from=1&to=1",
     ):
         assert stranger_client.get(path).status_code == 404
-    assert post_write(stranger_client, "must.ours", "Overwritten.", 1).status_code == 404
-    assert post_write(stranger_client, "must.ours", "Overwritten.", None).status_code == 404
-    assert post_delete(stranger_client, "must.ours", "must.ours").status_code == 404
+    # Their forms carry their own team, where our key does not exist.
+    own = {"team": "globex"}
+    assert post_write(stranger_client, "must.ours", "Overwritten.", 1, **own).status_code == 404
+    assert post_write(stranger_client, "must.ours", "Overwritten.", None, **own).status_code == 404
+    assert post_delete(stranger_client, "must.ours", "must.ours", **own).status_code == 404
+    # A form naming acme, which they do not belong to, is refused.
+    assert post_write(stranger_client, "must.ours", "Overwritten.", 1).status_code == 400
+    assert post_delete(stranger_client, "must.ours", "must.ours").status_code == 400
     # A key both teams have is each team's own.
     assert shown_payload(dom(stranger_client.get(kv_page_url("root")))) == "Their root."
     assert shown_payload(dom(member_client.get(kv_page_url("root")))) == "Our root."
-    assert post_write(stranger_client, "root", "Their v2.", 1).status_code == 302
+    assert post_write(stranger_client, "root", "Their v2.", 1, **own).status_code == 302
     assert versions_of(team, "root") == [(1, "Our root.")]
     assert versions_of(team, "must.ours") == [(1, "Ours.")]
     # And the member cannot reach globex by asking for it.
@@ -488,7 +493,8 @@ def test_a_key_deleted_while_editing_answers_404_and_keeps_the_text(
     store.write(team, "must.gone", "first\n")
     store.delete(team, "must.gone")
     response = member_client.post(
-        "/kv/must.gone/", {"action": "write", "payload": "my edit\n", "if_version": "1"}
+        "/kv/must.gone/",
+        {"action": "write", "payload": "my edit\n", "if_version": "1", "team": "acme"},
     )
     page = dom(response, status=404)
     assert page.one("aria-label", "Your text", tag="textarea").text == "my edit\n"

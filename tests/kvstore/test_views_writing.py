@@ -36,7 +36,7 @@ def test_saving_from_the_latest_version_writes_the_next_one(
     # Browsers submit a textarea's line breaks as CRLF.
     response = post_write(member_client, "root", "second\r\nwith two lines\r\n", 1)
     assert response.status_code == 302
-    assert response["Location"] == kv_page_url("root")
+    assert response["Location"] == kv_page_url("root") + "?team=acme"
     assert versions_of(team, "root") == [(1, "first"), (2, "second\nwith two lines\n")]
     page = dom(member_client.get(response["Location"]))
     assert "Saved version 2." in alert_text(page)
@@ -129,7 +129,13 @@ def test_posts_need_the_csrf_token(team: Team, member: User) -> None:
     tokens = {e.get("value") for e in page.all("name", "csrfmiddlewaretoken", tag="input")}
     assert len(tokens) >= 1
     token = str(tokens.pop())
-    data = {"action": "write", "payload": "real", "if_version": "1", "csrfmiddlewaretoken": token}
+    data = {
+        "action": "write",
+        "payload": "real",
+        "if_version": "1",
+        "csrfmiddlewaretoken": token,
+        "team": "acme",
+    }
     assert client.post(kv_page_url("root"), data).status_code == 302
     assert versions_of(team, "root")[-1] == (2, "real")
 
@@ -145,7 +151,7 @@ def test_deleting_needs_the_key_typed_exactly(
     store.write(team, "root.x", "second")
     response = post_delete(member_client, "root.x", confirm)
     assert response.status_code == 302
-    assert response["Location"] == kv_page_url("root.x")
+    assert response["Location"] == kv_page_url("root.x") + "?team=acme"
     assert len(versions_of(team, "root.x")) == 2
     page = dom(member_client.get(response["Location"]))
     assert "Type the key's name to confirm" in alert_text(page)
@@ -162,7 +168,7 @@ def test_deleting_with_the_key_typed_removes_every_version(
     assert "Deletes all 2 versions" in page.one("for", "confirm", tag="label").squashed
     response = post_delete(member_client, "must.gone", "must.gone")
     assert response.status_code == 302
-    assert response["Location"] == "/kv/"
+    assert response["Location"] == "/kv/?team=acme"
     assert not Key.objects.filter(team=team, key="must.gone").exists()
     assert versions_of(team, "must.gone") == []
     listing = dom(member_client.get("/kv/"))

@@ -283,7 +283,8 @@ def test_team_query_switches_the_current_team(
 def test_the_chosen_team_sticks_for_later_requests(
     duo_client: Client, agent: Agent, gizmo: Agent
 ) -> None:
-    duo_client.get("/?team=globex")
+    # Chosen on one of our own pages (the switcher): a link from elsewhere would not stick.
+    duo_client.get("/?team=globex", headers={"Sec-Fetch-Site": "same-origin"})
     assert duo_client.session[SESSION_KEY] == "globex"
     html = duo_client.get("/").content.decode()
     assert 'href="/agents/gizmo/"' in html
@@ -291,7 +292,7 @@ def test_the_chosen_team_sticks_for_later_requests(
     assert duo_client.get("/agents/gizmo/").status_code == 200
     assert duo_client.get("/agents/wren/").status_code == 404
 
-    duo_client.get("/?team=acme")
+    duo_client.get("/?team=acme", headers={"Sec-Fetch-Site": "same-origin"})
     assert duo_client.get("/agents/wren/").status_code == 200
     assert duo_client.get("/agents/gizmo/").status_code == 404
 

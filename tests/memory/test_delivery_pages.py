@@ -70,7 +70,7 @@ def test_anonymous_visitors_are_sent_to_log_in(client: Client, wren: Agent) -> N
         assert response["Location"].startswith("/accounts/login/")
 
 
-@pytest.mark.parametrize("bad", ["nope", "0" * 18, "%00", "0honsj18gv9cnllff\u00e9"])
+@pytest.mark.parametrize("bad", ["nope", "0" * 18, "0honsj18gv9cnllff\u00e9"])
 def test_unknown_or_malformed_delivery_ids_are_404(member_client: Client, bad: str) -> None:
     for url in (f"/deliveries/{bad}/", f"/deliveries/{bad}/diff/", f"/deliveries/{bad}/live/"):
         assert member_client.get(url).status_code == 404, url

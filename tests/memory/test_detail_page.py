@@ -252,7 +252,8 @@ def test_a_memory_of_the_user_s_other_team_is_404_until_they_switch(
     # The current team is acme, the first by slug.
     assert duo_client.get(f"/memories/{ours}/").status_code == 200
     assert duo_client.get(f"/memories/{theirs}/").status_code == 404
-    assert duo_client.get(f"/memories/{theirs}/?team=globex").status_code == 200
+    switch = {"Sec-Fetch-Site": "same-origin"}
+    assert duo_client.get(f"/memories/{theirs}/?team=globex", headers=switch).status_code == 200
     # The switch sticks: now acme's memory is the one out of reach.
     assert duo_client.get(f"/memories/{ours}/").status_code == 404
 

@@ -76,7 +76,7 @@ def test_htmx_gets_only_the_results_and_the_answer_varies_on_it(
 
 @pytest.mark.parametrize(
     ("query", "message"),
-    [("x" * 4001, "at most 4000 characters"), ("tea%00", "NUL")],
+    [("x" * 4001, "at most 4000 characters")],
 )
 def test_a_query_that_will_not_run_is_explained(
     member_client: Client, wren: Agent, query: str, message: str

@@ -78,7 +78,7 @@ def test_a_member_without_the_permission_gets_403_and_nothing_changes(
     assert post_decision(viewer_client, pending, "approve").status_code == 403
     assert post_decision(viewer_client, pending, "reject", htmx=False).status_code == 403
     assert post_bulk(viewer_client, "approve", [pending]).status_code == 403
-    assert viewer_client.post(f"/memories/{approved}/revoke/").status_code == 403
+    assert viewer_client.post(f"/memories/{approved}/revoke/", {"team": "acme"}).status_code == 403
     assert promotion_of(pending).status == PromotionStatus.PENDING
     assert promotion_of(approved).status == PromotionStatus.APPROVED
     assert decisions(pending, approved) == [(approved, "approved", "mira")]
@@ -98,11 +98,22 @@ def test_the_permission_alone_is_not_enough_without_membership(
     assert approval_queue(outsider_client, "?agent=wren").all("data-promotion-id") == []
     assert outsider_client.get("/approvals/?team=acme").status_code == 404
 
-    assert post_decision(outsider_client, ours, "approve").status_code == 404
-    assert post_decision(outsider_client, ours, "reject", htmx=False).status_code == 404
-    assert post_decision(outsider_client, ours, "approve", query="?team=acme").status_code == 404
-    assert outsider_client.post(f"/memories/{approved}/revoke/").status_code == 404
-    page = fragment(post_bulk(outsider_client, "approve", [ours]))
+    # Their forms carry their own team: acme's rows are not found in it.
+    own = {"team": "globex"}
+    assert post_decision(outsider_client, ours, "approve", team="globex").status_code == 404
+    assert (
+        post_decision(outsider_client, ours, "reject", htmx=False, team="globex").status_code == 404
+    )
+    assert (
+        post_decision(
+            outsider_client, ours, "approve", query="?team=acme", team="globex"
+        ).status_code
+        == 404
+    )
+    assert outsider_client.post(f"/memories/{approved}/revoke/", own).status_code == 404
+    # A form naming acme, which they do not belong to, is refused outright.
+    assert post_decision(outsider_client, ours, "approve").status_code == 400
+    page = fragment(post_bulk(outsider_client, "approve", [ours], team="globex"))
     assert "Nothing was changed" in page.one("role", "alert").squashed
 
     assert promotion_of(ours).status == PromotionStatus.PENDING
@@ -114,12 +125,12 @@ def test_a_non_member_without_the_permission_gets_404_not_403(
     stranger_client: Client, wren: Agent
 ) -> None:
     ours = preference(wren, "Tea, never coffee.", label="drink")
-    assert post_decision(stranger_client, ours, "approve").status_code == 404
-    assert stranger_client.post(f"/memories/{ours}/revoke/").status_code == 404
+    assert post_decision(stranger_client, ours, "approve", team="globex").status_code == 404
+    assert stranger_client.post(f"/memories/{ours}/revoke/", {"team": "globex"}).status_code == 404
     assert promotion_of(ours).status == PromotionStatus.PENDING
 
 
-def test_a_user_of_two_teams_decides_in_the_current_one_only(wren: Agent, other_team: Team) -> None:
+def test_a_user_of_two_teams_decides_in_the_team_of_the_form(wren: Agent, other_team: Team) -> None:
     duo = grant(make_user("duo", other_team, wren.team))
     client = logged_in(duo)
     gizmo = create_agent(other_team, "gizmo", memory_config(name="Gizmo"))
@@ -127,10 +138,11 @@ def test_a_user_of_two_teams_decides_in_the_current_one_only(wren: Agent, other_
     ours = preference(wren, "Acme preference.", label="ours")
 
     assert queue_row_ids(approval_queue(client)) == [ours]  # acme comes first by slug
-    assert post_decision(client, theirs, "approve").status_code == 404
+    # A row is found only in the team its form was rendered for.
+    assert post_decision(client, theirs, "approve", team="acme").status_code == 404
     assert queue_row_ids(approval_queue(client, "?team=globex")) == [theirs]
-    assert post_decision(client, ours, "approve").status_code == 404  # the switch sticks
-    decided = fragment(post_decision(client, theirs, "approve")).one("data-decision")
+    assert post_decision(client, ours, "approve", team="globex").status_code == 404
+    decided = fragment(post_decision(client, theirs, "approve", team="globex")).one("data-decision")
     assert decided.get("data-decision") == "approved"
     assert promotion_of(ours).status == PromotionStatus.PENDING
     assert promotion_of(theirs).status == PromotionStatus.APPROVED
@@ -203,7 +215,7 @@ def test_a_post_without_the_csrf_token_is_refused(wren: Agent, reviewer: User) -
     assert post_decision(client, pending, "approve").status_code == 403
     assert post_decision(client, pending, "reject", htmx=False).status_code == 403
     assert post_bulk(client, "approve", [pending]).status_code == 403
-    assert client.post(f"/memories/{approved}/revoke/").status_code == 403
+    assert client.post(f"/memories/{approved}/revoke/", {"team": "acme"}).status_code == 403
     assert post_decision(client, pending, "approve", X_CSRFToken="forged" * 6).status_code == 403
     assert promotion_of(pending).status == PromotionStatus.PENDING
     assert promotion_of(approved).status == PromotionStatus.APPROVED
@@ -230,7 +242,8 @@ def test_a_post_with_the_csrf_token_htmx_sends_works(wren: Agent, reviewer: User
         if e.get("name") == "csrfmiddlewaretoken"
     }
     response = client.post(
-        f"/approvals/{second}/decide/", {"decision": "reject", "csrfmiddlewaretoken": field}
+        f"/approvals/{second}/decide/",
+        {"decision": "reject", "csrfmiddlewaretoken": field, "team": "acme"},
     )
     assert response.status_code == 302
     assert promotion_of(second).status == PromotionStatus.REJECTED

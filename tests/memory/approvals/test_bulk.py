@@ -89,7 +89,7 @@ def test_without_javascript_bulk_redirects_back_with_a_message(
     (record_id,) = many_pending(wren, 1)
     response = post_bulk(reviewer_client, "approve", [record_id], htmx=False, query="?agent=wren")
     assert response.status_code == 302
-    assert response["Location"] == "/approvals/?agent=wren"
+    assert response["Location"] == "/approvals/?team=acme&agent=wren"
     assert "Approved 1 memory." in alerts(dom(reviewer_client.get(response["Location"])))
     assert promotion_of(record_id).status == PromotionStatus.APPROVED
 
@@ -170,6 +170,7 @@ def test_bulk_without_a_selection_or_a_decision_shows_an_error(
     record_id = preference(wren, "Short answers.", label="answers")
     if data.get("selected") == ["x"]:
         data = {**data, "selected": [record_id]}
+    data = {**data, "team": "acme"}
     page = fragment(reviewer_client.post("/approvals/bulk/", data, headers=HTMX))
     assert page.one("role", "alert").squashed == error
     assert promotion_of(record_id).status == PromotionStatus.PENDING

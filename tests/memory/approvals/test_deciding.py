@@ -112,7 +112,7 @@ def test_without_javascript_deciding_redirects_back_to_the_queue_with_a_message(
 
     response = post_decision(reviewer_client, approved, "approve", htmx=False)
     assert response.status_code == 302
-    assert response["Location"] == "/approvals/"
+    assert response["Location"] == "/approvals/?team=acme"
     page = dom(reviewer_client.get(response["Location"]))
     assert "Approved by mira." in alerts(page)
     assert queue_row_ids(page) == [rejected]
@@ -122,7 +122,7 @@ def test_without_javascript_deciding_redirects_back_to_the_queue_with_a_message(
         reviewer_client, rejected, "reject", "too noisy", htmx=False, query="?agent=wren"
     )
     assert response.status_code == 302
-    assert response["Location"] == "/approvals/?agent=wren"
+    assert response["Location"] == "/approvals/?team=acme&agent=wren"
     page = dom(reviewer_client.get(response["Location"]))
     assert "Rejected by mira: too noisy" in alerts(page)
     assert queue_row_ids(page) == []
@@ -135,7 +135,7 @@ def test_a_decision_other_than_approve_or_reject_is_refused(
     reviewer_client: Client, wren: Agent, decision: str | None
 ) -> None:
     record_id = preference(wren, "Tea, never coffee.", label="drink")
-    data = {} if decision is None else {"decision": decision}
+    data = {"team": "acme"} if decision is None else {"decision": decision, "team": "acme"}
     response = reviewer_client.post(f"/approvals/{record_id}/decide/", data, headers=HTMX)
     assert response.status_code == 400
     assert promotion_of(record_id).status == PromotionStatus.PENDING
@@ -144,7 +144,10 @@ def test_a_decision_other_than_approve_or_reject_is_refused(
 
 def test_an_unknown_promotion_is_404(reviewer_client: Client, wren: Agent) -> None:
     assert post_decision(reviewer_client, "zzzzzzzzzzzzzzzzzz", "approve").status_code == 404
-    assert reviewer_client.post("/memories/zzzzzzzzzzzzzzzzzz/revoke/").status_code == 404
+    assert (
+        reviewer_client.post("/memories/zzzzzzzzzzzzzzzzzz/revoke/", {"team": "acme"}).status_code
+        == 404
+    )
 
 
 def test_the_decide_and_bulk_urls_refuse_get(reviewer_client: Client, wren: Agent) -> None:
@@ -172,9 +175,11 @@ def test_revoking_an_approved_memory_takes_it_out_of_the_prompt(
     assert revoke_form.get("action") == f"/memories/{record_id}/revoke/"
     assert buttons(revoke_form) == ["Revoke"]
 
-    response = reviewer_client.post(f"/memories/{record_id}/revoke/", {"reason": "outdated"})
+    response = reviewer_client.post(
+        f"/memories/{record_id}/revoke/", {"team": "acme", "reason": "outdated"}
+    )
     assert response.status_code == 302
-    assert response["Location"] == f"/memories/{record_id}/"
+    assert response["Location"] == f"/memories/{record_id}/?team=acme"
     page = dom(reviewer_client.get(response["Location"]))
     assert any("Revoked by mira" in m for m in alerts(page))
     assert page.one("data-memory-status").get("data-memory-status") == "revoked"
@@ -204,7 +209,9 @@ def test_revoking_an_approved_memory_takes_it_out_of_the_prompt(
 def test_an_auto_promoted_memory_can_be_revoked_too(reviewer_client: Client, wren: Agent) -> None:
     record_id = remember(wren, "profile", "Mira", label="name")
     assert in_prompt(wren, record_id)
-    assert reviewer_client.post(f"/memories/{record_id}/revoke/").status_code == 302
+    assert (
+        reviewer_client.post(f"/memories/{record_id}/revoke/", {"team": "acme"}).status_code == 302
+    )
     assert not in_prompt(wren, record_id)
     assert decisions(record_id) == [(record_id, "revoked", "mira")]
     assert MemoryEvent.objects.get(record_id=record_id, kind=EventKind.REVOKED).detail == {}
@@ -222,7 +229,7 @@ def test_revoking_a_memory_that_is_not_approved_changes_nothing(
         decide(record_id, False, Actor.for_user(rhea))
     before = decisions(record_id)
 
-    response = reviewer_client.post(f"/memories/{record_id}/revoke/", follow=True)
+    response = reviewer_client.post(f"/memories/{record_id}/revoke/", {"team": "acme"}, follow=True)
     assert response.status_code == 200
     shown = alerts(dom(response))
     assert any("Only an approved memory can be revoked" in m for m in shown), shown

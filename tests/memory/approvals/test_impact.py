@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from lens.actors import Actor
 from lens.core.render import entry_line
 from lens.models import Agent
-from memory.core.impact import PREVIEW_WHOLE_UP_TO, Baseline, Gap, PreviewLine
+from memory.core.impact import PREVIEW_LINE_MAX, PREVIEW_WHOLE_UP_TO, Baseline, Gap, PreviewLine
 from memory.decisions import decide
 from tests.factories import HTMX, composed, post_decision, preference, remember
 from tests.pages import Element, approval_queue, fragment, queue_rows, with_class
@@ -91,6 +91,22 @@ def test_an_authored_key_holds_and_a_locked_section_turns_away() -> None:
         None,
         (),
     )
+
+
+def test_a_long_entry_is_previewed_by_its_start_and_how_much_more_there_is() -> None:
+    long_value = "word " * 2000  # a 10,000-character authored value
+    base = Baseline.of(background(section("notes", "auto", ("rule", long_value))), [], None, 10**6)
+    lines = [line for line in base.impact(placed("m1")).lines if isinstance(line, PreviewLine)]
+    (line,) = [line for line in lines if line.state == "authored"]
+    whole = entry_line_text("rule", long_value)
+    assert (
+        line.text
+        == f"{whole[:PREVIEW_LINE_MAX]}… ({len(whole) - PREVIEW_LINE_MAX:,} more characters)"
+    )
+
+
+def entry_line_text(key: str, value: str) -> str:
+    return f"- **{key}**: {value}"
 
 
 def test_a_long_section_is_shown_around_what_changes() -> None:

@@ -70,7 +70,7 @@ def test_without_javascript_a_stale_decision_says_who_after_the_redirect(
     decide(record_id, False, Actor.for_user(rhea), "not useful")
     response = post_decision(reviewer_client, record_id, "approve", htmx=False)
     assert response.status_code == 302
-    assert response["Location"] == "/approvals/"
+    assert response["Location"] == "/approvals/?team=acme"
     shown = alerts(dom(reviewer_client.get("/approvals/")))
     assert any("already decided by rhea" in m and "rejected" in m for m in shown), shown
     assert promotion_of(record_id).status == PromotionStatus.REJECTED
@@ -162,7 +162,9 @@ def test_reviewers_revoking_one_memory_at_once_revoke_it_once(
     record_id = preference(wren, "Tea, never coffee.", label="drink")
     decide(record_id, True, Actor.for_user(reviewer))
     clients = [logged_in(user) for user in (reviewer, rhea, reviewer, rhea)]
-    answers = race(len(clients), lambda i: clients[i].post(f"/memories/{record_id}/revoke/"))
+    answers = race(
+        len(clients), lambda i: clients[i].post(f"/memories/{record_id}/revoke/", {"team": "acme"})
+    )
     assert [r.status_code for r in answers] == [302] * 4
     landed = decisions(record_id)
     assert [kind for _rid, kind, _who in landed] == ["approved", "revoked"]

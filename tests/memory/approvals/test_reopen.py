@@ -47,7 +47,9 @@ def test_a_revoked_memory_drops_as_revoked_and_can_be_reopened(
     assert page.one("data-memory-status").get("data-memory-status") == "revoked"
     assert "Reopen" in buttons(page)
 
-    response = reviewer_client.post(f"/memories/{record_id}/reopen/", {"reason": "it was him"})
+    response = reviewer_client.post(
+        f"/memories/{record_id}/reopen/", {"team": "acme", "reason": "it was him"}
+    )
     assert response.status_code == 302
     after = dom(reviewer_client.get(response["Location"]))
     assert any("waits in the approval queue" in m for m in alerts(after))
@@ -62,7 +64,7 @@ def test_a_rejected_memory_can_be_reopened_too(
     record_id = preference(wren, "Jokes every morning.", label="jokes")
     decide(record_id, False, Actor.for_user(rhea), "no")
     assert "Reopen" in page_buttons(reviewer_client, record_id)
-    reviewer_client.post(f"/memories/{record_id}/reopen/", {})
+    reviewer_client.post(f"/memories/{record_id}/reopen/", {"team": "acme"})
     assert promotion_of(record_id).status == PromotionStatus.PENDING
 
 
@@ -74,7 +76,7 @@ def test_reopen_is_refused_unless_rejected_or_revoked(
     if state == "approved":
         decide(record_id, True, Actor.for_user(rhea))
     assert "Reopen" not in page_buttons(reviewer_client, record_id)
-    response = reviewer_client.post(f"/memories/{record_id}/reopen/", {}, follow=True)
+    response = reviewer_client.post(f"/memories/{record_id}/reopen/", {"team": "acme"}, follow=True)
     assert any("can be reopened" in m for m in alerts(dom(response)))
     assert promotion_of(record_id).status == state
 
@@ -97,14 +99,17 @@ def test_people_without_the_permission_get_no_reopen(
     record_id = preference(wren, "Tea.", label="drink")
     decide(record_id, False, Actor.for_user(rhea))
     assert "Reopen" not in page_buttons(viewer_client, record_id)
-    assert viewer_client.post(f"/memories/{record_id}/reopen/", {}).status_code == 403
+    assert viewer_client.post(f"/memories/{record_id}/reopen/", {"team": "acme"}).status_code == 403
     assert promotion_of(record_id).status == PromotionStatus.REJECTED
 
 
 def test_strangers_cannot_reopen(stranger_client: Client, wren: Agent, rhea: User) -> None:
     record_id = preference(wren, "Tea.", label="drink")
     decide(record_id, False, Actor.for_user(rhea))
-    assert stranger_client.post(f"/memories/{record_id}/reopen/", {}).status_code == 404
+    assert (
+        stranger_client.post(f"/memories/{record_id}/reopen/", {"team": "globex"}).status_code
+        == 404
+    )
     assert promotion_of(record_id).status == PromotionStatus.REJECTED
 
 

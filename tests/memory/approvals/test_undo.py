@@ -263,6 +263,7 @@ def test_undo_racing_another_change_lets_exactly_one_land(
 
 
 def post_undo(client: Client, record_id: str, data: dict[str, str], *, htmx: bool = True) -> Any:
+    data = {"team": "acme", **data}
     return client.post(f"/approvals/{record_id}/undo/", data, headers=HTMX if htmx else {})
 
 
@@ -333,7 +334,7 @@ def test_without_javascript_the_queue_offers_undo_for_the_last_decision(
     response = post_decision(
         reviewer_client, record_id, "reject", "no", htmx=False, query="?agent=wren"
     )
-    assert response["Location"] == "/approvals/?agent=wren"
+    assert response["Location"] == "/approvals/?team=acme&agent=wren"
     page = approval_queue(reviewer_client, "?agent=wren")
     (box,) = with_class(page, "undo-last")
     assert box.get("action") == f"/approvals/{record_id}/undo/?agent=wren"
@@ -343,7 +344,7 @@ def test_without_javascript_the_queue_offers_undo_for_the_last_decision(
 
     response = post_undo(reviewer_client, record_id, undo_fields(box), htmx=False)
     assert response.status_code == 302
-    assert response["Location"] == "/approvals/"
+    assert response["Location"] == "/approvals/?team=acme"
     page = dom(reviewer_client.get(response["Location"]))
     assert any("Undone" in message for message in alerts(page))
     assert list(queue_rows(page)) == [record_id, waiting]
@@ -386,7 +387,7 @@ def test_who_may_undo_members_strangers_and_anonymous(
     path = f"/approvals/{record_id}/undo/"
 
     assert post_undo(viewer_client, record_id, data).status_code == 403
-    assert post_undo(stranger_client, record_id, data).status_code == 404
+    assert post_undo(stranger_client, record_id, {**data, "team": "globex"}).status_code == 404
     anonymous = Client()
     for headers in ({}, HTMX):
         response = anonymous.post(path, data, headers=headers)
