@@ -26,6 +26,8 @@ os.environ["DATABASE_URL"] = f"sqlite:///{_scratch}/screenshots.sqlite3"
 os.environ["DEBUG"] = "0"
 os.environ["SECRET_KEY"] = secrets.token_urlsafe(50)
 os.environ["ALLOWED_HOSTS"] = "127.0.0.1"
+# Hashed, compressed static files as `make serve` has them, collected into the scratch dir.
+os.environ["STATIC_ROOT"] = f"{_scratch}/static"
 # The 404s and the refused form are on purpose: no warnings for them in the output.
 os.environ.setdefault("LOG_LEVEL", "ERROR")
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
@@ -59,6 +61,7 @@ class _QuietHandler(WSGIRequestHandler):
 
 def serve() -> tuple[ThreadedWSGIServer, str]:
     """The product on a free loopback port, in a background thread."""
+    call_command("collectstatic", interactive=False, verbosity=0)
     server = ThreadedWSGIServer(("127.0.0.1", 0), _QuietHandler, allow_reuse_address=False)
     server.set_app(get_wsgi_application())
     threading.Thread(target=server.serve_forever, daemon=True).start()
