@@ -252,6 +252,10 @@ def test_the_diff_is_coloured_and_the_pickers_swap_it_in_place(
         page.locator('select[name="from"]').select_option("2")
         page.wait_for_url(f"{base}/kv/ref.runbook/?from=2&to=2")
         page.locator("[data-kv-diff]", has_text="No changes").wait_for()
+        # The first swap settles before the next choice (a loaded machine is slow to).
+        page.wait_for_function(
+            "() => !document.querySelector('.htmx-request, .htmx-settling, .htmx-swapping')"
+        )
         page.locator('select[name="to"]').select_option("3")
         page.wait_for_url(f"{base}/kv/ref.runbook/?from=2&to=3")
         page.wait_for_function(
