@@ -5,6 +5,7 @@ Every diff in the product comes from here, so its cost has one place to be bound
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Literal
 
 from lens.core.opcodes import bounded, coarse, grouped, opcodes
@@ -91,8 +92,15 @@ def word_diff(old: str, new: str, budget: list[int] | None = None) -> list[tuple
         codes = found.opcodes
         if budget is not None:
             budget[0] -= found.steps
+    return word_parts(a, b, codes if codes is not None else coarse(a, b))
+
+
+def word_parts(
+    a: list[str], b: list[str], codes: Iterable[tuple[str, int, int, int, int]]
+) -> list[tuple[WordOp, str]]:
+    """Opcodes over the words ``a`` → ``b`` as runs of equal, deleted and inserted text."""
     parts: list[tuple[WordOp, str]] = []
-    for op, i1, i2, j1, j2 in codes if codes is not None else coarse(a, b):
+    for op, i1, i2, j1, j2 in codes:
         if op == "equal":
             parts.append(("equal", " ".join(a[i1:i2])))
             continue

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lens.core.diffs import WordOp, word_diff
+from lens.core.diffs import WordOp, word_diff, word_parts
 from lens.core.opcodes import STEP_BUDGET, bounded, opcodes
 from memory.core.deliveries import Facts, compare
 from tests.lens.test_core_diffs import patched
@@ -25,16 +25,7 @@ MIB = 1 << 20  # a request body's limit: an authored value is bounded only by it
 def difflib_word_diff(old: str, new: str) -> list[tuple[WordOp, str]]:
     """The unbounded word diff the product used before: the reference on small texts."""
     a, b = (old.split(" ") if old else []), (new.split(" ") if new else [])
-    parts: list[tuple[WordOp, str]] = []
-    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes():
-        if op == "equal":
-            parts.append(("equal", " ".join(a[i1:i2])))
-            continue
-        if i2 > i1:
-            parts.append(("delete", " ".join(a[i1:i2])))
-        if j2 > j1:
-            parts.append(("insert", " ".join(b[j1:j2])))
-    return parts
+    return word_parts(a, b, difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_opcodes())
 
 
 def sides(parts: list[tuple[WordOp, str]]) -> tuple[str, str]:
