@@ -28,10 +28,12 @@ def test_the_label_bound_matches_the_event_column() -> None:
     assert LABEL_MAX <= ACTOR_MAX
 
 
-def test_a_memory_saved_with_a_255_character_token_name_is_saved(team: Team) -> None:
-    # A row from before names were bounded (or written around the manager).
+def test_a_memory_saved_with_the_longest_token_name_is_saved(team: Team) -> None:
+    # The probe's case: any name over ~183 characters overflowed the actor label. The
+    # column holds 200 (PostgreSQL enforces it), and the label still has to fit.
+    assert NAME_MAX is not None
     raw = "cl_" + "t" * 40
-    name = "n" * 254 + "Z"
+    name = "n" * (NAME_MAX - 1) + "Z"
     ApiToken.objects.create(team=team, name=name, prefix=raw[:10], digest=hash_token(raw))
     create_agent(team, "wren", memory_config())
     response = ApiClient(raw).post(
