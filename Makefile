@@ -15,7 +15,7 @@ WORKERS ?= 2
 
 export DEBUG ?= 1
 
-.PHONY: run serve test test-fast bench lint format chromium axe screenshots clean
+.PHONY: run serve test test-fast bench bench-http bench-http-tools lint format chromium axe screenshots clean
 
 # PyICU (pyproject.toml) compiles against the system's ICU: Debian's libicu-dev, found
 # through pkg-config, and a C++ compiler. Installed from Debian when missing.
@@ -78,8 +78,23 @@ test: lint chromium axe
 test-fast: $(STAMP)
 	$(BIN)/pytest -n $(WORKERS) -m "not browser" $(PYTEST_ARGS)
 
-bench: $(STAMP)
+# In-process figures first, then the HTTP figures against etcd (bench-http).
+bench: $(STAMP) bench-http-tools
 	$(BIN)/python -m bench
+	$(BIN)/python -m bench.http
+
+# make serve under load on loopback, SQLite then PostgreSQL (when it answers at
+# BENCH_PG_URL), side by side with etcd's HTTP gateway and measured by the same client;
+# wrk for throughput. etcd and wrk come from Debian when missing.
+bench-http: $(STAMP) bench-http-tools
+	$(BIN)/python -m bench.http
+
+bench-http-tools:
+	@if ! command -v etcd >/dev/null || ! command -v wrk >/dev/null; then \
+		echo "Installing etcd (etcd-server) and wrk from Debian for the HTTP benchmark"; \
+		if [ "$$(id -u)" = 0 ]; then apt-get update -qq && apt-get install -y -qq etcd-server wrk >/dev/null; \
+		else sudo apt-get update -qq && sudo apt-get install -y -qq etcd-server wrk >/dev/null; fi; \
+	fi
 
 # Every page at 390 and 1440 px, light and dark, on the demo data plus a big agent,
 # as PNGs under var/screenshots/ (a scratch SQLite database; nothing else is touched).
