@@ -133,9 +133,11 @@ def get_composition(request: ApiRequest, slug: str) -> Composition:
     return compose(get_agent(team_of(request), slug))
 
 
+# The key/value routes first: agents read keys every session, and URL resolution tries
+# the patterns in order (no two of these prefixes overlap).
+api.add_router("/kv", kv_router)
+api.add_router("/bootstrap", bootstrap_router)
 api.add_router("/agents", agents)
 api.add_router("/agents", memory_router)
 api.add_router("/agents", agent_deliveries)
 api.add_router("/deliveries", deliveries_router)
-api.add_router("/kv", kv_router)
-api.add_router("/bootstrap", bootstrap_router)

@@ -67,7 +67,6 @@ STATUS_BY_CODE: dict[str, int] = {
     "undo_expired": 409,
     "undo_changed": 409,
     "address_taken": 409,
-    "store_busy": 503,
     "deliveries_busy": 503,
 }
 

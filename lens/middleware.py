@@ -7,8 +7,11 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Callable
+from typing import cast
 
 from django.conf import settings
+from django.core.handlers.base import BaseHandler
+from django.core.handlers.exception import convert_exception_to_response
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.template import loader
 from django.utils.cache import patch_cache_control
@@ -24,12 +27,19 @@ _FALLBACK_ERRORS = {
 }
 
 
+API_PREFIX = "/api/"
+
+
+def is_api(request: HttpRequest) -> bool:
+    return request.path_info.startswith(API_PREFIX)
+
+
 class ApiMiddleware:
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        if not request.path.startswith("/api/"):
+        if not is_api(request):
             return self.get_response(request)
         try:
             length = int(request.META.get("CONTENT_LENGTH") or 0)
@@ -65,7 +75,7 @@ class InputGuardMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        api = request.path_info.startswith("/api/")
+        api = is_api(request)
         problem = request_problem(request, with_body=not api)
         if problem is None:
             return self.get_response(request)
@@ -138,6 +148,45 @@ def _body_problem(request: HttpRequest) -> Problem | None:
         if boundary:
             return multipart_problem(request.body, boundary.encode("ascii", "replace"), charset)
     return None
+
+
+class _Views(BaseHandler):
+    """Django's request handling with no middleware of its own: resolve the URL, call
+    the view, turn an exception into its error answer. It is what ``load_middleware``
+    builds for an empty ``MIDDLEWARE``, without touching the settings."""
+
+    def __init__(self) -> None:
+        self._view_middleware: list[Callable[..., HttpResponse | None]] = []
+        self._template_response_middleware: list[Callable[..., HttpResponse]] = []
+        self._exception_middleware: list[Callable[..., HttpResponse | None]] = []
+        # _get_response is Django's own (load_middleware wraps it the same way); the
+        # stubs leave private methods out.
+        view = self._get_response  # type: ignore[attr-defined]  # private, not in the stubs
+        self._chain = convert_exception_to_response(view)
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return cast(HttpResponse, self._chain(request))
+
+
+class ApiBypassMiddleware:
+    """The fork between the API and the pages: API requests go from here straight to
+    their view; everything listed after this middleware serves pages only.
+
+    An API call authenticates with its bearer token and answers JSON, so sessions, the
+    signed-in user, CSRF (no cookie authenticates it), messages, htmx and the trailing-
+    slash redirect have nothing to do for it; they cost more than the key/value read
+    behind them. What the API does need (security headers, the body limit and the error
+    envelope, the input guard) runs before this point, for both.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+        self.api_views = _Views()
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        if is_api(request):
+            return self.api_views(request)
+        return self.get_response(request)
 
 
 # No inline script or style anywhere (templates use static files only; htmx is told not

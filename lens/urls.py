@@ -12,6 +12,9 @@ from memory import views as memory_views
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
+    # First after the probe: agents call the API far more often than people open pages,
+    # and URL resolution tries the patterns in order.
+    path("api/", api.urls),
     path("", views.agent_list, name="agent-list"),
     path("agents/<str:slug>/", views.agent_lens, name="agent-lens"),
     path("agents/<str:slug>/try/", views.agent_try, name="agent-try"),
@@ -40,5 +43,4 @@ urlpatterns = [
     path("accounts/login/", auth_views.login, name="login"),
     path("accounts/", include(account_urlpatterns())),
     path("admin/", admin.site.urls),
-    path("api/", api.urls),
 ]

@@ -70,7 +70,6 @@ def test_the_walk_finds_every_domain_error_of_every_package() -> None:
         "VersionNotFound",
         "PayloadTooLarge",
         "VersionConflict",
-        "StoreBusy",
     } <= names
     assert lens.agents.AgentNotFound in CONCRETE
     assert memory.registry.UnknownRoutingSpec in CONCRETE
