@@ -33,6 +33,7 @@ def main() -> int:
     from bench import (
         agent_tools_bench,
         approvals_bench,
+        composition_bench,
         delivery_bench,
         kv_bench,
         lens_bench,
@@ -46,6 +47,7 @@ def main() -> int:
     only = set(sys.argv[1:])  # e.g. `python -m bench delivery_bench`
     modules = (
         lens_bench,
+        composition_bench,
         memory_bench,
         search_bench,
         approvals_bench,

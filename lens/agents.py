@@ -6,12 +6,15 @@ also checks the routing spec the config names (specs belong to memory).
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Sequence
-from typing import Any
+import json
+import threading
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Hashable, Sequence
+from typing import Any, Generic, TypeVar
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import QuerySet, TextField
+from django.db.models.functions import Cast
 
 from lens.core.background import Background
 from lens.core.config import AgentConfig, is_agent_slug
@@ -58,16 +61,18 @@ def get_agent(team: Team, slug: str, *, full: bool = True) -> Agent:
 
 def with_config(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
     """Prefetch the small relations ``config_of`` reads; entries come in one more query
-    (``_entry_values``), so a page costs a fixed number of queries whatever its size.
+    (``load_entry_values``), so a page costs a fixed number of queries whatever its size.
     """
     return queryset.prefetch_related("capabilities", "awareness_sources", "sections")
 
 
 def load_entry_values(agents: Sequence[Agent]) -> None:
-    """Load the authored entries of ``agents`` in one query, as plain values.
+    """Load the authored entries of ``agents`` in one query, as ``(key, stored JSON text)``.
 
     Thousands of entries are read as tuples, not model instances: building instances
-    cost several times the query itself.
+    cost several times the query itself. Values stay the column's JSON text (no field
+    decodes them one by one): ``background_of`` decodes them together, and only when
+    the Background they make is not already known.
     """
     missing = [agent for agent in agents if not hasattr(agent, "_lens_entries")]
     if not missing:
@@ -76,56 +81,182 @@ def load_entry_values(agents: Sequence[Agent]) -> None:
     rows = (
         AuthoredEntry.objects.filter(section__agent__in=[agent.pk for agent in missing])
         .order_by("section_id", "position", "id")
-        .values_list("section_id", "key", "value")
+        # As text, the column skips JSONField.from_db_value: on SQLite the stored text,
+        # on PostgreSQL jsonb's own output, which is what that field would decode.
+        .values_list("section_id", "key", Cast("value", TextField()))
     )
-    for section_pk, key, value in rows:
-        by_section[section_pk].append((key, value))
+    for section_pk, key, text in rows:
+        by_section[section_pk].append((key, text))
     for agent in missing:
         agent._lens_entries = by_section
 
 
-def _entry_values(agent: Agent) -> dict[int, list[tuple[str, Any]]]:
+def decode_values(texts: Sequence[str]) -> list[Any]:
+    """Stored JSON texts as values, decoded in one call as one JSON array.
+
+    Each text is one JSON value (SQLite's JSON_VALID check and PostgreSQL's jsonb see to
+    it), so the joined array holds exactly one value per text; the count guards that.
+    The standard library decodes: orjson would read an integer beyond 64 bits as a
+    float, and a stored integer must come back as the same integer.
+    """
+    if not texts:
+        return []
+    try:
+        values = json.loads("[" + ",".join(texts) + "]")
+    except ValueError:
+        values = None
+    if isinstance(values, list) and len(values) == len(texts):
+        return values
+    return [_decode_one(text) for text in texts]
+
+
+def _decode_one(text: str) -> Any:
+    # JSONField.from_db_value's rule: text that is not JSON is read as itself.
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text
+
+
+_T = TypeVar("_T")
+
+
+class _Validated(Generic[_T]):
+    """Models already validated, by the stored rows they were validated from.
+
+    The rows are the key, so a write (through the API, the admin or anything else)
+    reads as new rows and is validated again; rows seen before give the same frozen
+    model back without decoding or validating anything. The oldest models go first
+    once the cached ones together hold more than ``max_weight`` entries.
+    """
+
+    def __init__(self, max_weight: int) -> None:
+        self._max_weight = max_weight
+        self._items: OrderedDict[Hashable, tuple[_T, int]] = OrderedDict()
+        self._weight = 0
+        # Server threads share the cache; the lock guards the dict, not the validation.
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, weight: int, build: Callable[[], _T]) -> _T:
+        with self._lock:
+            found = self._items.get(key)
+            if found is not None:
+                self._items.move_to_end(key)
+                return found[0]
+        value = build()  # raises for rows that no longer validate: nothing is cached
+        with self._lock:
+            if key not in self._items:
+                self._items[key] = (value, weight)
+                self._weight += weight
+                while self._weight > self._max_weight and len(self._items) > 1:
+                    _key, (_value, dropped) = self._items.popitem(last=False)
+                    self._weight -= dropped
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._weight = 0
+
+
+# Weights are authored entries (plus one per model): about a kilobyte each, kept.
+_backgrounds: _Validated[Background] = _Validated(max_weight=20_000)
+_configs: _Validated[AgentConfig] = _Validated(max_weight=20_000)
+
+
+def forget_validated() -> None:
+    """Empty the caches of validated models (tests measure a cold read with it)."""
+    _backgrounds.clear()
+    _configs.clear()
+
+
+_BackgroundKey = tuple[tuple[str, str, str, tuple[tuple[str, Any], ...]], ...]
+
+
+def _background_key(agent: Agent) -> _BackgroundKey:
     load_entry_values([agent])
-    return agent._lens_entries
+    entries = agent._lens_entries
+    return tuple(
+        (section.section_id, section.title, section.promotion, tuple(entries.get(section.pk, ())))
+        for section in agent.sections.all()
+    )
 
 
-def background_of(agent: Agent) -> Background:
-    entries = _entry_values(agent)
+def _validate_background(rows: _BackgroundKey) -> Background:
+    texts = [text for *_section, entries in rows for _key, text in entries]
+    values = iter(decode_values(texts))
     return Background.model_validate(
         {
             "sections": [
                 {
-                    "id": section.section_id,
-                    "title": section.title,
-                    "promotion": section.promotion,
-                    "entries": [{"key": key, "value": value} for key, value in entries[section.pk]],
+                    "id": section_id,
+                    "title": title,
+                    "promotion": promotion,
+                    "entries": [{"key": key, "value": next(values)} for key, _text in entries],
                 }
-                for section in agent.sections.all()
+                for section_id, title, promotion, entries in rows
             ]
         }
     )
 
 
+def _cached_background(key: _BackgroundKey) -> Background:
+    weight = 1 + sum(len(entries) for *_section, entries in key)
+    return _backgrounds.get(key, weight, lambda: _validate_background(key))
+
+
+def background_of(agent: Agent) -> Background:
+    """``agent``'s authored Background, validated once for the rows it is stored as."""
+    return _cached_background(_background_key(agent))
+
+
 def config_of(agent: Agent) -> AgentConfig:
-    return AgentConfig.model_validate(
-        {
-            "name": agent.name,
-            "persona": agent.persona,
-            "tone": agent.tone,
-            "objective": agent.objective,
-            "capabilities": [
-                {"name": c.name, "description": c.description} for c in agent.capabilities.all()
-            ],
-            "manual": agent.manual,
-            "routing_spec": agent.routing_spec,
-            "background": background_of(agent),
-            "awareness": [
-                {"name": a.name, "description": a.description, "access_method": a.access_method}
-                for a in agent.awareness_sources.all()
-            ],
-            "recall_pinned_candidates": agent.recall_pinned_candidates,
-        }
+    """``agent``'s authored configuration, validated once for the rows it is stored as.
+
+    Validation runs when the rows are first read (and when any of them changed since),
+    so a configuration that no longer validates still raises on every read.
+    """
+    background = _background_key(agent)
+    capabilities = tuple((c.name, c.description) for c in agent.capabilities.all())
+    awareness = tuple(
+        (a.name, a.description, a.access_method) for a in agent.awareness_sources.all()
     )
+    scalars = (
+        agent.name,
+        agent.persona,
+        agent.tone,
+        agent.objective,
+        agent.manual,
+        agent.routing_spec,
+        agent.recall_pinned_candidates,
+    )
+    key = (scalars, capabilities, awareness, background)
+    weight = 1 + sum(len(entries) for *_section, entries in background)
+
+    def validate() -> AgentConfig:
+        name, persona, tone, objective, manual, routing_spec, pinned = scalars
+        return AgentConfig.model_validate(
+            {
+                "name": name,
+                "persona": persona,
+                "tone": tone,
+                "objective": objective,
+                "capabilities": [
+                    {"name": capability, "description": description}
+                    for capability, description in capabilities
+                ],
+                "manual": manual,
+                "routing_spec": routing_spec,
+                "background": _cached_background(background),
+                "awareness": [
+                    {"name": source, "description": description, "access_method": access}
+                    for source, description, access in awareness
+                ],
+                "recall_pinned_candidates": pinned,
+            }
+        )
+
+    return _configs.get(key, weight, validate)
 
 
 @transaction.atomic
