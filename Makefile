@@ -33,11 +33,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
+# The production server (gunicorn) in a development configuration (lens/gunicorn_dev.py):
+# DEBUG on, one process that reloads on code changes, static files from the source tree.
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --no-input -v0
 	$(BIN)/python manage.py seed_demo
-	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C to stop)"
-	$(BIN)/python manage.py runserver $(HOST):$(PORT)
+	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C to stop; code changes reload)"
+	HOST=$(HOST) PORT=$(PORT) exec $(BIN)/gunicorn -c python:lens.gunicorn_dev lens.wsgi:application
 
 # Production: gunicorn (lens/gunicorn_conf.py) with DEBUG off; static files hashed,
 # compressed and served by WhiteNoise. On PostgreSQL each process keeps a connection pool

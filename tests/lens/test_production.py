@@ -8,9 +8,6 @@ import http.client
 import json
 import os
 import re
-import secrets
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -23,35 +20,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from lens.accounts import account_urlpatterns
 from lens.envconf import Smtp, https_origins, smtp_settings
-
-ROOT = Path(__file__).resolve().parents[2]  # tests/lens/ -> the project
-
-# What a deployment's environment may hold that would change what these tests see.
-DEPLOYMENT_VARIABLES = (
-    "DEBUG",
-    "SECRET_KEY",
-    "ALLOWED_HOSTS",
-    "DATABASE_URL",
-    "HTTPS",
-    "SECURE_COOKIES",
-    "CSRF_TRUSTED_ORIGINS",
-    "DB_POOL",
-    "DB_CONN_MAX_AGE",
-    "EMAIL_URL",
-    "EMAIL_HOST",
-    "STATIC_ROOT",
-    "WEB_CONCURRENCY",
-)
-
-
-def strong_key() -> str:
-    return secrets.token_urlsafe(50)
-
-
-def clean_env(**env: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if k not in DEPLOYMENT_VARIABLES}
-    base.update(DJANGO_SETTINGS_MODULE="lens.settings", **env)
-    return base
+from tests.serving import ROOT, clean_env, production, serving, strong_key
 
 
 def run_django(code: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -63,17 +32,6 @@ def run_django(code: str, **env: str) -> subprocess.CompletedProcess[str]:
         text=True,
         timeout=120,
     )
-
-
-def production(tmp_path: Path, **env: str) -> dict[str, str]:
-    """DEBUG off, a strong key, an allowed host and a scratch SQLite file."""
-    return {
-        "DEBUG": "0",
-        "SECRET_KEY": strong_key(),
-        "ALLOWED_HOSTS": "lens.example",
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        **env,
-    }
 
 
 # --- check --deploy ------------------------------------------------------------------
@@ -215,8 +173,9 @@ def test_password_reset_is_routed_only_when_mail_is_configured(
 POOL_OPTIONS = (
     "from django.conf import settings; "
     "print(settings.DATABASES['default']['OPTIONS'].get('pool'), "
-    "settings.DATABASES['default']['CONN_MAX_AGE'])"
+    "settings.DATABASES['default']['CONN_MAX_AGE'], end=' ')"
 )
+HEALTH_CHECKS = "; print(settings.DATABASES['default']['CONN_HEALTH_CHECKS'])"
 PG_URL = "postgres://postgres@127.0.0.1:5432/postgres"
 
 
@@ -226,10 +185,23 @@ def test_db_pool_configures_a_psycopg_pool_on_postgresql() -> None:
     assert result.stdout.strip() == "{'min_size': 2, 'max_size': 4, 'timeout': 10} 0"
 
 
-def test_without_db_pool_there_is_no_pool() -> None:
-    result = run_django(POOL_OPTIONS, DEBUG="1", DATABASE_URL=PG_URL)
+def test_without_db_pool_connections_persist_with_health_checks() -> None:
+    result = run_django(POOL_OPTIONS + HEALTH_CHECKS, DEBUG="1", DATABASE_URL=PG_URL)
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "None 0"
+    assert result.stdout.split() == ["None", "600", "True"]
+
+
+def test_sqlite_connections_persist_too(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'db.sqlite3'}"
+    result = run_django(POOL_OPTIONS + HEALTH_CHECKS, DEBUG="1", DATABASE_URL=url)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["None", "600", "True"]
+
+
+def test_a_pool_keeps_no_connection_of_its_own_between_requests() -> None:
+    result = run_django(POOL_OPTIONS, DEBUG="1", DATABASE_URL=PG_URL, DB_POOL="1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split()[-1] == "0"
 
 
 def test_db_pool_refuses_persistent_connections() -> None:
@@ -259,13 +231,6 @@ def test_the_pool_serves_queries_on_postgresql() -> None:
 
 
 # --- make serve ----------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @dataclass
@@ -298,8 +263,6 @@ class Served:
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     """``make serve`` behind a pretend TLS proxy (HTTPS=1) on a free loopback port."""
     tmp = tmp_path_factory.mktemp("serve")
-    port = free_port()
-    log = tmp / "serve.log"
     env = clean_env(
         SECRET_KEY=strong_key(),
         ALLOWED_HOSTS="127.0.0.1",
@@ -309,35 +272,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         WEB_CONCURRENCY="1",
     )
     env.pop("DJANGO_SETTINGS_MODULE")
-    with log.open("wb") as out:
-        server = subprocess.Popen(
-            ["make", "-s", "serve", "HOST=127.0.0.1", f"PORT={port}"],
-            cwd=ROOT,
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    served = Served(port, log)
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert server.poll() is None, log.read_text()
-            try:
-                if served.request("GET", "/healthz")[0] == 200:
-                    break
-            except OSError:
-                pass
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.3)
-        yield served
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait()
+    with serving(env, tmp / "serve.log") as server:
+        yield Served(server.port, server.log)
 
 
 PROXIED = {"X-Forwarded-Proto": "https"}

@@ -9,17 +9,17 @@ import json
 import logging
 import re
 
-import anyio
 import pytest
 from mcp_types import CallToolResult, Tool
 
 from lens.mcp import descriptions
 from lens.mcp.server import LensMCP, refused_arguments
+from tests.event_loops import run_async
 from tests.mcp.harness import ROOT, TOOL_NAMES
 
 
 def catalogue() -> list[Tool]:
-    return anyio.run(LensMCP(lambda: None).list_tools)
+    return run_async(LensMCP(lambda: None).list_tools)
 
 
 def unnamed_tools(readme: str, names: set[str]) -> set[str]:
@@ -115,7 +115,7 @@ def test_storable_arguments_pass() -> None:
 
 
 def call_in_process(name: str, arguments: dict[str, object]) -> dict[str, object]:
-    result = anyio.run(LensMCP(lambda: "cl_unused").call_tool, name, arguments)
+    result = run_async(LensMCP(lambda: "cl_unused").call_tool, name, arguments)
     assert isinstance(result, CallToolResult)
     assert result.is_error
     (content,) = result.content

@@ -6,7 +6,6 @@ import asyncio
 import inspect
 import json
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -32,16 +31,10 @@ from memory.core.routing import (
     spec_reconcile,
     spec_render_entry,
 )
+from tests.event_loops import run_async
 
 TRICKY = st.text(alphabet=st.sampled_from(['"', ",", "]", "[", "\\", "a", "b", " ", "\n"]))
 ANY_PART = st.one_of(TRICKY, st.text())
-
-
-def run_async(coro: Any) -> Any:
-    """asyncio.run in a thread of its own: the browser tests' Playwright keeps an event
-    loop running in the main thread of a test worker."""
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def record(kind: str = "fact", content: str = "c", label: str | None = None) -> RoutableRecord:
@@ -268,7 +261,7 @@ def test_classify_then_route_keeps_the_spec_placement_whatever_the_signals_say()
         await asyncio.sleep(0)
         return ["section:user_profile", "key:name", "placement", candidate.content]
 
-    results = run_async(classify_then_route(records, context(), spec, classify))
+    results = run_async(classify_then_route, records, context(), spec, classify)
     assert [(r, p) for r, p, _ in results] == [(records[0], chosen), (records[1], chosen)]
     assert [signals for _, _, signals in results] == [
         ("section:user_profile", "key:name", "placement", "one"),
@@ -281,9 +274,11 @@ def test_classify_then_route_never_turns_a_decline_into_a_placement() -> None:
         return [json.dumps({"section": "user_profile", "key": "name"})]
 
     results = run_async(
-        classify_then_route(
-            [record()], context(("user_profile", "auto")), FixedSpec(None), classify
-        )
+        classify_then_route,
+        [record()],
+        context(("user_profile", "auto")),
+        FixedSpec(None),
+        classify,
     )
     assert results == [(record(), None, ('{"section": "user_profile", "key": "name"}',))]
 
@@ -294,7 +289,7 @@ def test_classify_then_route_raises_on_an_invalid_placement_like_evaluate() -> N
 
     spec = FixedSpec({"section": "", "key": "k"})
     with pytest.raises(ValidationError):
-        run_async(classify_then_route([record()], context(), spec, classify))
+        run_async(classify_then_route, [record()], context(), spec, classify)
 
 
 # --- presets --------------------------------------------------------------------------

@@ -1,0 +1,40 @@
+"""``make run`` serves the demo with the production server in a development
+configuration: kept-alive requests are answered at once (``runserver`` held each one
+back ~40 ms: its response went out in several writes, and Nagle's algorithm waited for
+the client's delayed ACK).
+"""
+
+from __future__ import annotations
+
+import http.client
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.serving import clean_env, serving
+
+pytestmark = pytest.mark.slow
+
+# A stalled answer takes at least the delayed-ACK timer (40 ms on Linux); a page of the
+# demo answers in a few milliseconds even on a busy machine.
+STALL_SECONDS = 0.040
+
+
+def test_make_run_answers_kept_alive_requests_without_a_stall(tmp_path: Path) -> None:
+    env = clean_env(DEBUG="1", DATABASE_URL=f"sqlite:///{tmp_path / 'demo.sqlite3'}")
+    with serving(env, tmp_path / "run.log", target="run") as server:
+        connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+        times = []
+        for _ in range(20):
+            began = time.perf_counter()
+            connection.request("GET", "/accounts/login/")
+            response = connection.getresponse()
+            body = response.read()
+            times.append(time.perf_counter() - began)
+            assert response.status == 200
+            assert not response.will_close  # one connection throughout
+        connection.close()
+    assert b'name="username"' in body
+    assert "new demo memories" in server.log.read_text()  # seed_demo ran first
+    assert min(times) < STALL_SECONDS, times
