@@ -39,6 +39,7 @@ def main() -> int:
         lens_bench,
         mcp_bench,
         memory_bench,
+        request_floor_bench,
         search_bench,
     )
     from bench.common import median_ms, report
@@ -52,6 +53,7 @@ def main() -> int:
         search_bench,
         approvals_bench,
         kv_bench,
+        request_floor_bench,
         delivery_bench,
         agent_tools_bench,
         mcp_bench,

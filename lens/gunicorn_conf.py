@@ -10,19 +10,25 @@ import os
 
 bind = f"{os.environ.get('HOST', '127.0.0.1')}:{os.environ.get('PORT', '8000')}"
 
-# Chosen by measurement on a 2-core machine: GET /api/kv/<key> on SQLite, keep-alive
-# clients on loopback for 5 s each (client on the same cores; requests/s, p50, p99):
-#   sync    2 workers            1 client: 186/s 3.7 ms 21 ms   8 clients: 233/s 24 ms 194 ms
-#   sync    5 workers            1 client: 144/s 4.0 ms 24 ms   8 clients: 257/s 23 ms  94 ms
-#   gthread 2 workers x 4 threads 1 client: 245/s 3.1 ms  9 ms   8 clients: 376/s 16 ms 133 ms
-#   gthread 2 workers x 8 threads 1 client: 183/s 3.9 ms 16 ms   8 clients: 317/s 16 ms 100 ms
-#   gthread 4 workers x 2 threads 1 client: 189/s 3.6 ms 26 ms   8 clients: 193/s 23 ms 181 ms
-# The sync worker closes every connection (no keep-alive) and one slow request blocks
-# its process; threads overlap database waits. One process per core, four threads each.
+# Chosen by measurement on a 2-core machine (README, Running in production): GET
+# /api/kv/<key> on SQLite over loopback, one keep-alive client (p50) and wrk with 8
+# connections (requests/s), the clients on the same cores:
+#   gthread   2 processes x 4 threads     1 client 1.18 ms    8 connections   777/s
+#   sync      4 processes                 1 client 1.04 ms    8 connections 1,937/s
+#   lingering 2 processes x 4 threads     1 client 0.70 ms    8 connections   992/s
+#   lingering 2 processes x 2 threads     1 client 0.67 ms    8 connections 1,084/s
+#   lingering 3 processes x 2 threads     1 client 0.74 ms    8 connections 1,377/s
+#   lingering 4 processes x 2 threads     1 client 0.73 ms    8 connections 1,681/s
+# "lingering" is gthread whose threads answer a kept-alive connection's next request
+# themselves (lens/gunicorn_worker.py): a third of a read's time was the hand-offs
+# between threads. Python holds one lock per process while it runs, so processes, not
+# threads, use the cores; two threads each overlap the waits on the database and keep a
+# slow page from holding up the calls behind it. The sync worker closes every
+# connection after one request (no keep-alive).
 # With DB_POOL=1 each process keeps its own pool: DB_POOL_MAX_SIZE >= threads.
-worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "gthread")
-workers = int(os.environ.get("WEB_CONCURRENCY", "2"))
-threads = int(os.environ.get("GUNICORN_THREADS", "4"))
+worker_class = os.environ.get("GUNICORN_WORKER_CLASS", "lens.gunicorn_worker.LingeringThreadWorker")
+workers = int(os.environ.get("WEB_CONCURRENCY", "4"))
+threads = int(os.environ.get("GUNICORN_THREADS", "2"))
 
 # A request that has not answered in 30 s is stuck: its worker is replaced.
 timeout = 30

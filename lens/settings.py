@@ -89,18 +89,19 @@ TEMPLATES = [
 ]
 
 _database_url = env_str("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}")
-_pooled = env_bool("DB_POOL", default=False)
+try:
+    _db = dj_database_url.parse(_database_url, conn_health_checks=True)
+except ValueError as exc:  # unknown scheme or a malformed URL
+    raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
+# The pool is PostgreSQL's; on SQLite DB_POOL is ignored and connections persist.
+_pooled = _db["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL", default=False)
 # Connections persist between requests (one per server thread): opening one costs more
 # than most requests (a WAL database's first read on a new connection alone is ~0.35 ms,
 # and closing the last connection checkpoints and deletes the WAL). Each request checks
 # that a reused connection still answers before using it (CONN_HEALTH_CHECKS), so a
 # restarted database costs one failed check, never a failed request. The PostgreSQL pool
 # (DB_POOL=1) keeps connections itself and needs CONN_MAX_AGE=0.
-_conn_max_age = env_int("DB_CONN_MAX_AGE", 0 if _pooled else 600, minimum=0)
-try:
-    _db = dj_database_url.parse(_database_url, conn_max_age=_conn_max_age, conn_health_checks=True)
-except ValueError as exc:  # unknown scheme or a malformed URL
-    raise ImproperlyConfigured(f"DATABASE_URL is not a valid database URL: {exc}") from exc
+_db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 0 if _pooled else 600, minimum=0)
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers run beside a writer; IMMEDIATE takes the write lock at BEGIN
     # so concurrent writers queue on the busy timeout instead of failing mid-transaction.
