@@ -5,13 +5,12 @@ anything is written; a refused write changes nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.db import connection, transaction
 from django.db.models import F, QuerySet
 from django.db.models.functions import Collate
 from django.utils import timezone
-from django.utils.dateparse import parse_datetime
 
 from kvstore.core.keys import (
     KEY_CHARS,
@@ -25,6 +24,7 @@ from kvstore.models import Key, Version
 from lens.core.diffs import unified_diff
 from lens.core.errors import DomainError
 from lens.models import Team
+from lens.rows import aware
 
 
 class StoreError(DomainError):
@@ -135,16 +135,6 @@ _LATEST = _READ + " ORDER BY v.version DESC LIMIT 1"
 _PINNED = _READ + " AND v.version = %s"
 
 
-def _aware(value: datetime | str) -> datetime:
-    # SQLite hands back text; PostgreSQL an aware datetime. Both are UTC.
-    if isinstance(value, str):
-        parsed = parse_datetime(value)
-        if parsed is None:
-            raise ValueError(f"unreadable timestamp in the store: {value!r}")
-        value = parsed
-    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
-
-
 def read(team: Team, key: str, version: int | None = None) -> Value:
     """The latest version, or the pinned one. A missing key is an error."""
     check_key(key)
@@ -157,7 +147,7 @@ def read(team: Team, key: str, version: int | None = None) -> Value:
     if found is not None:
         number, payload, written_at, size = found
         return Value(
-            key=key, version=number, payload=payload, written_at=_aware(written_at), runes=size
+            key=key, version=number, payload=payload, written_at=aware(written_at), runes=size
         )
     if version is not None and Key.objects.filter(team=team, key=key).exists():
         raise VersionNotFound(f"Key {key!r} has no version {version}.", version=version)

@@ -6,15 +6,13 @@ also checks the routing spec the config names (specs belong to memory).
 
 from __future__ import annotations
 
-import json
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
 from django.db import transaction
-from django.db.models import QuerySet, TextField
-from django.db.models.functions import Cast
+from django.db.models import QuerySet
 
 from lens.core.background import Background
 from lens.core.config import AgentConfig, is_agent_slug
@@ -27,6 +25,7 @@ from lens.models import (
     SectionDeclaration,
     Team,
 )
+from lens.rows import decode_values, raw_rows
 
 
 class AgentNotFound(DomainError):
@@ -78,44 +77,17 @@ def load_entry_values(agents: Sequence[Agent]) -> None:
     if not missing:
         return
     by_section: dict[int, list[tuple[str, Any]]] = defaultdict(list)
-    rows = (
+    rows = raw_rows(
         AuthoredEntry.objects.filter(section__agent__in=[agent.pk for agent in missing])
         .order_by("section_id", "position", "id")
-        # As text, the column skips JSONField.from_db_value: on SQLite the stored text,
-        # on PostgreSQL jsonb's own output, which is what that field would decode.
-        .values_list("section_id", "key", Cast("value", TextField()))
+        # Unconverted, the value is the column's JSON text: on SQLite the stored text,
+        # on PostgreSQL jsonb's own output, which is what JSONField would decode.
+        .values_list("section_id", "key", "value")
     )
     for section_pk, key, text in rows:
         by_section[section_pk].append((key, text))
     for agent in missing:
         agent._lens_entries = by_section
-
-
-def decode_values(texts: Sequence[str]) -> list[Any]:
-    """Stored JSON texts as values, decoded in one call as one JSON array.
-
-    Each text is one JSON value (SQLite's JSON_VALID check and PostgreSQL's jsonb see to
-    it), so the joined array holds exactly one value per text; the count guards that.
-    The standard library decodes: orjson would read an integer beyond 64 bits as a
-    float, and a stored integer must come back as the same integer.
-    """
-    if not texts:
-        return []
-    try:
-        values = json.loads("[" + ",".join(texts) + "]")
-    except ValueError:
-        values = None
-    if isinstance(values, list) and len(values) == len(texts):
-        return values
-    return [_decode_one(text) for text in texts]
-
-
-def _decode_one(text: str) -> Any:
-    # JSONField.from_db_value's rule: text that is not JSON is read as itself.
-    try:
-        return json.loads(text)
-    except ValueError:
-        return text
 
 
 _T = TypeVar("_T")

@@ -14,6 +14,7 @@ from pydantic import ValidationError
 
 from lens.core.report import PromotionState
 from lens.models import Agent
+from lens.rows import aware, json_values, raw_rows
 from memory import search
 from memory.core.records import MemoryView, stored_problem
 from memory.core.routing import KeySource, PlacedRecord
@@ -23,8 +24,10 @@ from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, Promo
 def promotion_states(agent_ids: Iterable[int]) -> dict[int, list[PromotionState]]:
     """Every record's promotion status and save-time reason, by agent (one query)."""
     states: dict[int, list[PromotionState]] = defaultdict(list)
-    rows = Promotion.objects.filter(agent_id__in=list(agent_ids)).values_list(
-        "agent_id", "record_id", "status", "reason"
+    rows = raw_rows(
+        Promotion.objects.filter(agent_id__in=list(agent_ids)).values_list(
+            "agent_id", "record_id", "status", "reason"
+        )
     )
     for agent_id, record_id, status, reason in rows:
         states[agent_id].append(PromotionState(memory_id=record_id, status=status, reason=reason))
@@ -33,7 +36,9 @@ def promotion_states(agent_ids: Iterable[int]) -> dict[int, list[PromotionState]
 
 # A row of ``placed_records``' query. Its filter makes ``section`` non-null, a placed row
 # always has its ``key`` too, and ``key_source`` is written from ``spec_key_source``.
-_PlacedRow = tuple[int, str, str, str, Any, str | None, datetime, str, str, KeySource | None]
+_PlacedRow = tuple[
+    int, str, str, str, str | None, str | None, datetime | str, str, str, KeySource | None
+]
 
 
 @dataclass(frozen=True)
@@ -56,24 +61,37 @@ def placed_records(agent_ids: Iterable[int]) -> Placed:
     """
     placed: dict[int, list[PlacedRecord]] = defaultdict(list)
     unreadable: dict[int, set[str]] = defaultdict(set)
+    # Unconverted rows (``lens.rows``): tags are decoded together, times one by one.
     rows = cast(
-        "Iterable[_PlacedRow]",
-        Promotion.objects.filter(
-            agent_id__in=list(agent_ids), status=PromotionStatus.APPROVED, section__isnull=False
-        ).values_list(
-            "agent_id",
-            "record_id",
-            "record__kind",
-            "record__content",
-            "record__tags",
-            "record__label",
-            "record__created_at",
-            "section",
-            "key",
-            "key_source",
+        "list[_PlacedRow]",
+        raw_rows(
+            Promotion.objects.filter(
+                agent_id__in=list(agent_ids),
+                status=PromotionStatus.APPROVED,
+                section__isnull=False,
+            ).values_list(
+                "agent_id",
+                "record_id",
+                "record__kind",
+                "record__content",
+                "record__tags",
+                "record__label",
+                "record__created_at",
+                "section",
+                "key",
+                "key_source",
+            )
         ),
     )
-    for agent_id, rid, kind, content, tags, label, created, section, key, source in rows:
+    all_tags = json_values([row[4] for row in rows])
+    for (agent_id, rid, kind, content, _text, label, stamp, section, key, source), tags in zip(
+        rows, all_tags, strict=True
+    ):
+        try:
+            created = aware(stamp)
+        except ValueError:
+            unreadable[agent_id].add(rid)
+            continue
         if stored_problem(kind, len(content), tags or [], label) is not None:
             unreadable[agent_id].add(rid)
             continue

@@ -17,6 +17,11 @@ _BREAK_RUN = re.compile(f"[{re.escape(LINE_BREAKS)}]\\s*")
 
 def collapse(text: str) -> str:
     """Replace each line break (and the whitespace after it) by a single space."""
+    if text.isprintable():
+        # Every line break is unprintable (Cc, Zl or Zp), so printable text has none;
+        # the check is one pass in C, where most keys and values would go through the
+        # regex for nothing (a composition collapses thousands of them).
+        return text
     return _BREAK_RUN.sub(" ", text)
 
 

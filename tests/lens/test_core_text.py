@@ -222,3 +222,17 @@ def test_value_text_of_an_integer_parses_back(n: int) -> None:
 
 def test_value_text_output_is_finite_number_text() -> None:
     assert math.isfinite(float(value_text(1e308)))
+
+
+def test_no_line_break_is_printable_so_printable_text_is_left_as_it_is() -> None:
+    # collapse() returns printable text unchanged without running its regex.
+    assert not any(char.isprintable() for char in LINE_BREAKS)
+    printable = [ch for ch in all_code_points() if ch.isprintable()]
+    assert not set(printable) & set(LINE_BREAKS)
+    sample = "".join(printable[::97])
+    assert collapse(sample) == text_module._BREAK_RUN.sub(" ", sample) == sample
+
+
+@given(st.lists(st.sampled_from(TRICKY_PIECES)).map("".join) | st.text())
+def test_collapse_equals_its_regex_on_any_text(text: str) -> None:
+    assert collapse(text) == text_module._BREAK_RUN.sub(" ", text)
