@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.core.handlers.wsgi import WSGIHandler
+from django.db import connection
 from django.test.utils import override_settings
 
 from kvstore import store
@@ -78,6 +79,28 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     print(
         f"  around the store: read {wsgi_read - service_read:.0f} µs, "
         f"write {wsgi_write - service_write:.0f} µs"
+    )
+    if connection.vendor == "sqlite":
+        with override_settings(DEBUG=False):
+            _durability_cost(team, median_ms, report, service_write)
+
+
+def _durability_cost(
+    team: Team, median_ms: Callable[..., float], report: Callable[..., None], full_us: float
+) -> None:
+    """What ``synchronous=FULL`` (the default) costs a write against ``NORMAL``."""
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA synchronous")
+        (mode,) = cursor.fetchone()
+        cursor.execute("PRAGMA synchronous=NORMAL")
+    try:
+        normal_us = median_ms(lambda: store.write(team, "bench.put", PAYLOAD), 300) * 1000
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA synchronous={int(mode)}")
+    report("key/value write: store.write with synchronous=NORMAL", normal_us, unit="µs")
+    print(
+        f"  synchronous=FULL costs {full_us - normal_us:.0f} µs a write ({full_us / normal_us:.2f}×)"
     )
 
 

@@ -5,6 +5,8 @@ through, the database connection it reuses, and how durable a write is on SQLite
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from lens.apiauth import find_token
 from lens.models import ApiToken, Team
 from tests.api_calls import ApiClient
 from tests.lens.test_production import run_django
+from tests.serving import ROOT, clean_env
 
 pytestmark = pytest.mark.django_db
 
@@ -156,3 +159,22 @@ def test_the_suites_connection_is_full_too() -> None:
         cursor.execute("PRAGMA synchronous")
         assert cursor.fetchone()[0] == 2
     assert sqlite3.sqlite_version_info >= (3, 35)  # RETURNING, used by the write path
+
+
+def test_the_asgi_application_opens_a_connection_per_request() -> None:
+    # Each ASGI request runs on a thread of its own: a kept connection would be left
+    # open behind every request (counted on PostgreSQL before this was set).
+    code = (
+        "import lens.asgi; from django.conf import settings; "
+        "print(settings.DATABASES['default']['CONN_MAX_AGE'])"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=clean_env(DEBUG="1"),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "0"
