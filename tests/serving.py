@@ -11,6 +11,7 @@ import secrets
 import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -49,6 +50,18 @@ def clean_env(**env: str) -> dict[str, str]:
     base = {k: v for k, v in os.environ.items() if k not in DEPLOYMENT_VARIABLES}
     base.update(DJANGO_SETTINGS_MODULE="lens.settings", **env)
     return base
+
+
+def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
+    """``python -c code`` in the project, in a clean environment plus ``env``."""
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=ROOT,
+        env=clean_env(**env),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
 
 
 def production(tmp_path: Path, **env: str) -> dict[str, str]:

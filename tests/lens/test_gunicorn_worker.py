@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.serving import ROOT, clean_env, free_port
+from tests.serving import ROOT, clean_env, free_port, run_python
 
 pytestmark = pytest.mark.slow
 
@@ -129,26 +129,13 @@ def test_a_busy_connection_cannot_starve_another(port: int) -> None:
 
 
 def test_the_worker_is_what_make_serve_runs() -> None:
-    code = "from lens import gunicorn_conf; print(gunicorn_conf.worker_class)"
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=clean_env(),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    result = run_python("from lens import gunicorn_conf; print(gunicorn_conf.worker_class)")
+    assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "lens.gunicorn_worker.LingeringThreadWorker"
 
 
 def test_the_linger_comes_from_the_environment() -> None:
     code = "from lens.gunicorn_worker import linger_seconds; print(linger_seconds())"
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=clean_env(GUNICORN_LINGER_MS="0"),
-        capture_output=True,
-        text=True,
-        check=True,
-    )
+    result = run_python(code, GUNICORN_LINGER_MS="0")
+    assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "0.0"

@@ -20,18 +20,11 @@ from django.core.exceptions import ImproperlyConfigured
 
 from lens.accounts import account_urlpatterns
 from lens.envconf import Smtp, https_origins, smtp_settings
-from tests.serving import ROOT, clean_env, production, serving, strong_key
+from tests.serving import ROOT, clean_env, production, run_python, serving, strong_key
 
 
 def run_django(code: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", f"import django; django.setup(); {code}"],
-        cwd=ROOT,
-        env=clean_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return run_python(f"import django; django.setup(); {code}", **env)
 
 
 # --- check --deploy ------------------------------------------------------------------

@@ -5,8 +5,6 @@ through, the database connection it reuses, and how durable a write is on SQLite
 from __future__ import annotations
 
 import sqlite3
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +19,7 @@ from lens.apiauth import find_token
 from lens.models import ApiToken, Team
 from tests.api_calls import ApiClient
 from tests.lens.test_production import run_django
-from tests.serving import ROOT, clean_env
+from tests.serving import run_python
 
 pytestmark = pytest.mark.django_db
 
@@ -168,13 +166,6 @@ def test_the_asgi_application_opens_a_connection_per_request() -> None:
         "import lens.asgi; from django.conf import settings; "
         "print(settings.DATABASES['default']['CONN_MAX_AGE'])"
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=clean_env(DEBUG="1"),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    result = run_python(code, DEBUG="1")
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "0"
