@@ -172,9 +172,12 @@ def _validate_background(rows: _BackgroundKey) -> Background:
     )
 
 
+def _weight(key: _BackgroundKey) -> int:
+    return 1 + sum(len(entries) for *_section, entries in key)
+
+
 def _cached_background(key: _BackgroundKey) -> Background:
-    weight = 1 + sum(len(entries) for *_section, entries in key)
-    return _backgrounds.get(key, weight, lambda: _validate_background(key))
+    return _backgrounds.get(key, _weight(key), lambda: _validate_background(key))
 
 
 def background_of(agent: Agent) -> Background:
@@ -203,7 +206,6 @@ def config_of(agent: Agent) -> AgentConfig:
         agent.recall_pinned_candidates,
     )
     key = (scalars, capabilities, awareness, background)
-    weight = 1 + sum(len(entries) for *_section, entries in background)
 
     def validate() -> AgentConfig:
         name, persona, tone, objective, manual, routing_spec, pinned = scalars
@@ -228,7 +230,7 @@ def config_of(agent: Agent) -> AgentConfig:
             }
         )
 
-    return _configs.get(key, weight, validate)
+    return _configs.get(key, _weight(background), validate)
 
 
 @transaction.atomic

@@ -15,6 +15,8 @@ from collections.abc import Callable
 from django.http import HttpRequest, HttpResponse
 from django.utils.cache import patch_vary_headers
 
+from lens.middleware import is_api
+
 # Below this many bytes an answer fits in a few TCP segments and compressing saves
 # nothing a client would notice.
 MIN_BYTES = 4096
@@ -54,7 +56,7 @@ class ApiCompressionMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        if not request.path.startswith("/api/") or not _compressible(response):
+        if not is_api(request) or not _compressible(response):
             return response
         # The answer differs with the header from here on, whether or not this client
         # accepts gzip: a shared cache must key on it.
