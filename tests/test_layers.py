@@ -26,6 +26,7 @@ OUTER_PARTS = frozenset(
         "apijson",
         "approval_views",
         "asgi",
+        "compression",
         "context_processors",
         "delivery_api",
         "delivery_views",
