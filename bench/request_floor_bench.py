@@ -1,6 +1,6 @@
 """What one API call costs the server around the store, in process and with DEBUG off.
 
-A key/value read and write go through Django's WSGI handler exactly as gunicorn hands
+A key/value read and write go through Django's WSGI handler exactly as the server hands
 them over (no test client, no network), beside the same operation on the store alone:
 the difference is the request floor (token check, middleware, routing, JSON).
 """

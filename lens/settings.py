@@ -101,7 +101,12 @@ _pooled = _db["ENGINE"] == "django.db.backends.postgresql" and env_bool("DB_POOL
 # that a reused connection still answers before using it (CONN_HEALTH_CHECKS), so a
 # restarted database costs one failed check, never a failed request. The PostgreSQL pool
 # (DB_POOL=1) keeps connections itself and needs CONN_MAX_AGE=0.
-_db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 0 if _pooled else 600, minimum=0)
+# Only where threads live long: the development server (`manage.py runserver`) answers
+# each client connection on a thread of its own, so a persistent connection there lives
+# as long as the client's kept-alive socket and PostgreSQL runs out of connections
+# (300 requests: "too many clients already"). Django's documentation warns of the same.
+_RUNSERVER = sys.argv[1:2] == ["runserver"]
+_db["CONN_MAX_AGE"] = env_int("DB_CONN_MAX_AGE", 0 if _pooled or _RUNSERVER else 600, minimum=0)
 if _db["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets readers run beside a writer; IMMEDIATE takes the write lock at BEGIN
     # so concurrent writers queue on the busy timeout instead of failing mid-transaction.
@@ -130,7 +135,7 @@ elif _pooled:
         **_db.get("OPTIONS", {}),
         "pool": {
             "min_size": env_int("DB_POOL_MIN_SIZE", 2, minimum=0),
-            # One connection per gunicorn thread (lens/gunicorn_conf.py) is enough.
+            # One connection per server thread (SERVER_THREADS, lens/server.py) is enough.
             "max_size": env_int("DB_POOL_MAX_SIZE", 4, minimum=1),
             # Seconds a request waits for a free connection before failing.
             "timeout": env_int("DB_POOL_TIMEOUT", 10, minimum=1),

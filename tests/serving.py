@@ -1,6 +1,6 @@
 """Running the production path from tests: an environment free of the deployment's own
 settings, a free loopback port, and ``make serve`` in a process group of its own, so the
-whole server (make, the gunicorn master, its workers) is stopped or killed at once.
+whole server (make, the server's main process, its workers) is stopped or killed at once.
 """
 
 from __future__ import annotations
@@ -64,6 +64,20 @@ def run_python(code: str, **env: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+def manage(env: dict[str, str], *args: str) -> str:
+    """``python manage.py *args`` in ``env``; its stdout, or the test fails with its output."""
+    result = subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    return result.stdout
+
+
 def production(tmp_path: Path, **env: str) -> dict[str, str]:
     """DEBUG off, a strong key, an allowed host and a scratch SQLite file."""
     return {
@@ -111,7 +125,7 @@ class Server:
         _signal_group(self.process.pid, signal.SIGTERM)
         try:
             self.process.wait(timeout=30)
-            # make goes first; the gunicorn master may still be stopping its workers.
+            # make goes first; the server's main process may still be stopping its workers.
             _wait_until_gone(self.process.pid, timeout=30)
         except (subprocess.TimeoutExpired, TimeoutError):
             self.kill()

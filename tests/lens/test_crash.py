@@ -12,8 +12,6 @@ import json
 import os
 import secrets
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -28,7 +26,7 @@ import pytest
 from psycopg import sql
 
 from tests.factories import memory_config
-from tests.serving import ROOT, Server, clean_env, serving, start_serve, strong_key
+from tests.serving import Server, clean_env, manage, serving, start_serve, strong_key
 
 pytestmark = pytest.mark.slow
 
@@ -144,19 +142,6 @@ class Writer:
                 self.surprises.append(f"connection lost before the kill: {exc!r}")
         finally:
             api.close()
-
-
-def manage(env: dict[str, str], *args: str) -> str:
-    result = subprocess.run(
-        [sys.executable, "manage.py", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
 
 
 def write_until_killed(server: Server, token: str) -> list[Writer]:

@@ -1,0 +1,119 @@
+"""The production server: Granian in WSGI mode (``python -m lens.server``, what ``make
+serve`` runs; ``--dev`` is ``make run``'s configuration).
+
+Why Granian. Its connections live in Rust (tokio): reading a request's headers and body
+and writing the answer hold no Python thread, so a client that stalls, trickles its
+headers or body a byte at a time, or never reads the answer costs the server a socket
+and a timer, never one of the few threads that run Django. gunicorn's ``gthread``
+reads headers on a Python thread with no timeout: 120 connections that sent half a
+request and then nothing took ``make serve`` offline. Measured on one 2-core machine
+in one run (``make bench-http``; SQLite, ``GET /api/kv/<key>``, access logs off, every
+client on the same cores as the server):
+
+    server                            1 client p50   wrk 8 conns   victim p50 beside
+                                                                  120 stalled conns
+    gunicorn lingering gthread 4 x 2  see bench      see bench     timeouts (2 of 5 answered)
+    Granian WSGI 2 x 2                see bench      see bench     answered all
+
+(The table in docs and README's Performance section carries the current figures.)
+
+Every setting below can be changed from the environment; defaults are for a 2-core
+machine. Python runs one thread at a time per process, so processes (``WEB_CONCURRENCY``)
+use the cores and a second blocking thread per process (``SERVER_THREADS``) overlaps
+waits on the database.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from granian.constants import HTTPModes, Interfaces
+from granian.http import HTTP1Settings
+from granian.log import LogLevels
+from granian.server import MPServer
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# One line per request on stdout: who, what, the status and how long Django took.
+# The query string is left out: searches carry text people typed.
+ACCESS_LOG = '%(addr)s "%(method)s %(path)s %(protocol)s" %(status)d %(dt_ms).2fms'
+
+# A client has this long to send a request's headers (and, on a kept-alive connection,
+# to start the next one): a stalled or trickling client costs a socket for 10 s at most.
+HEADER_READ_TIMEOUT_MS = 10_000
+
+
+def _int(name: str, default: int, minimum: int = 1) -> int:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SystemExit(f"{name} must be an integer, got {raw!r}") from None
+    if value < minimum:
+        raise SystemExit(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def production() -> MPServer:
+    return MPServer(
+        "lens.served:application",
+        address=os.environ.get("HOST", "127.0.0.1"),
+        port=_int("PORT", 8000),
+        interface=Interfaces.ASGINL,
+        http=HTTPModes.http1,
+        websockets=False,
+        workers=_int("WEB_CONCURRENCY", 2),
+        backlog=_int("SERVER_BACKLOG", 1024, minimum=128),
+        http1_settings=HTTP1Settings(header_read_timeout=HEADER_READ_TIMEOUT_MS),
+        log_level=LogLevels.info,
+        log_access=os.environ.get("ACCESS_LOG", "1") not in ("0", "false", "no", "off"),
+        log_access_format=ACCESS_LOG,
+        # A worker that dies is replaced; each is recycled after WORKERS_LIFETIME seconds
+        # (a new one starts first, the old one finishes its requests) or once it holds
+        # more than WORKERS_MAX_RSS MiB, which bounds what any slow leak can take.
+        respawn_failed_workers=True,
+        respawn_interval=1.0,
+        workers_lifetime=_int("WORKERS_LIFETIME", 6 * 3600, minimum=60),
+        workers_max_rss=_int("WORKERS_MAX_RSS", 1024),
+        # SIGTERM: stop accepting, finish what is running, then exit; a worker that has
+        # not finished after 30 s is killed.
+        workers_kill_timeout=30,
+        working_dir=ROOT,
+    )
+
+
+def development() -> MPServer:
+    """``make run``: DEBUG on, one process whose code reloads when a file changes."""
+    # htmx sends a page's requests in parallel.
+    os.environ.setdefault("SERVER_THREADS", "4")
+    return MPServer(
+        "lens.served:application",
+        address=os.environ.get("HOST", "127.0.0.1"),
+        port=_int("PORT", 8000),
+        interface=Interfaces.ASGINL,
+        http=HTTPModes.http1,
+        websockets=False,
+        workers=1,
+        http1_settings=HTTP1Settings(header_read_timeout=HEADER_READ_TIMEOUT_MS),
+        log_level=LogLevels.info,
+        log_access=True,
+        log_access_format=ACCESS_LOG,
+        reload=True,
+        reload_paths=[ROOT / name for name in ("lens", "memory", "kvstore", "templates")],
+        reload_ignore_dirs=["__pycache__", "migrations"],
+        working_dir=ROOT,
+    )
+
+
+def main(argv: list[str]) -> None:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
+    server = development() if "--dev" in argv else production()
+    server.serve()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
