@@ -83,12 +83,15 @@ test-fast: $(STAMP)
 # In-process figures first, then the HTTP figures against etcd (bench-http).
 bench: $(STAMP) bench-http-tools
 	$(BIN)/python -m bench
+	$(BIN)/python -m bench.servers
 	$(BIN)/python -m bench.http
 
-# make serve under load on loopback, SQLite then PostgreSQL (when it answers at
-# BENCH_PG_URL), side by side with etcd's HTTP gateway and measured by the same client;
-# wrk for throughput. etcd and wrk come from Debian when missing.
+# The production server before (gunicorn) and after (Granian) the change, then make serve
+# under load on loopback, SQLite then PostgreSQL (when it answers at BENCH_PG_URL), side
+# by side with etcd's HTTP gateway and measured by the same client; wrk for throughput.
+# etcd and wrk come from Debian when missing.
 bench-http: $(STAMP) bench-http-tools
+	$(BIN)/python -m bench.servers
 	$(BIN)/python -m bench.http
 
 bench-http-tools:

@@ -1,18 +1,19 @@
 """``make run`` serves the demo with the production server in a development
 configuration: kept-alive requests are answered at once (``runserver`` held each one
 back ~40 ms: its response went out in several writes, and Nagle's algorithm waited for
-the client's delayed ACK).
+the client's delayed ACK), and a change to the code or the templates reloads it.
 """
 
 from __future__ import annotations
 
 import http.client
+import os
 import time
 from pathlib import Path
 
 import pytest
 
-from tests.serving import clean_env, serving
+from tests.serving import ROOT, clean_env, serving
 
 pytestmark = pytest.mark.slow
 
@@ -35,6 +36,20 @@ def test_make_run_answers_kept_alive_requests_without_a_stall(tmp_path: Path) ->
             assert response.status == 200
             assert not response.will_close  # one connection throughout
         connection.close()
+        # A new file where templates live: the server reloads and answers again.
+        probe = ROOT / "templates" / f"_reload_probe_{os.getpid()}.html"
+        try:
+            probe.write_text("probe\n")
+            deadline = time.monotonic() + 60
+            while "Changes detected" not in server.log.read_text():
+                assert time.monotonic() < deadline, server.log.read_text()
+                time.sleep(0.2)
+        finally:
+            probe.unlink()
+        deadline = time.monotonic() + 60
+        while not server.healthy():
+            assert time.monotonic() < deadline, server.log.read_text()
+            time.sleep(0.2)
     assert b'name="username"' in body
     assert "new demo memories" in server.log.read_text()  # seed_demo ran first
     assert min(times) < STALL_SECONDS, times
