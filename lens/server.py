@@ -34,6 +34,8 @@ from granian.http import HTTP1Settings
 from granian.log import LogLevels
 from granian.server import MPServer
 
+from lens.envconf import env_bool, env_int, env_str
+
 ROOT = Path(__file__).resolve().parent.parent
 
 # One line per request on stdout: who, what, the status and how long Django took.
@@ -45,40 +47,27 @@ ACCESS_LOG = '%(addr)s "%(method)s %(path)s %(protocol)s" %(status)d %(dt_ms).2f
 HEADER_READ_TIMEOUT_MS = 10_000
 
 
-def _int(name: str, default: int, minimum: int = 1) -> int:
-    raw = os.environ.get(name, "").strip()
-    if not raw:
-        return default
-    try:
-        value = int(raw)
-    except ValueError:
-        raise SystemExit(f"{name} must be an integer, got {raw!r}") from None
-    if value < minimum:
-        raise SystemExit(f"{name} must be at least {minimum}, got {value}")
-    return value
-
-
 def production() -> MPServer:
     return MPServer(
         "lens.served:application",
-        address=os.environ.get("HOST", "127.0.0.1"),
-        port=_int("PORT", 8000),
+        address=env_str("HOST", "127.0.0.1"),
+        port=env_int("PORT", 8000, minimum=1),
         interface=Interfaces.ASGINL,
         http=HTTPModes.http1,
         websockets=False,
-        workers=_int("WEB_CONCURRENCY", 2),
-        backlog=_int("SERVER_BACKLOG", 1024, minimum=128),
+        workers=env_int("WEB_CONCURRENCY", 2, minimum=1),
+        backlog=env_int("SERVER_BACKLOG", 1024, minimum=128),
         http1_settings=HTTP1Settings(header_read_timeout=HEADER_READ_TIMEOUT_MS),
         log_level=LogLevels.info,
-        log_access=os.environ.get("ACCESS_LOG", "1") not in ("0", "false", "no", "off"),
+        log_access=env_bool("ACCESS_LOG", default=True),
         log_access_format=ACCESS_LOG,
         # A worker that dies is replaced; each is recycled after WORKERS_LIFETIME seconds
         # (a new one starts first, the old one finishes its requests) or once it holds
         # more than WORKERS_MAX_RSS MiB, which bounds what any slow leak can take.
         respawn_failed_workers=True,
         respawn_interval=1.0,
-        workers_lifetime=_int("WORKERS_LIFETIME", 6 * 3600, minimum=60),
-        workers_max_rss=_int("WORKERS_MAX_RSS", 1024),
+        workers_lifetime=env_int("WORKERS_LIFETIME", 6 * 3600, minimum=60),
+        workers_max_rss=env_int("WORKERS_MAX_RSS", 1024, minimum=1),
         # SIGTERM: stop accepting, finish what is running, then exit; a worker that has
         # not finished after 30 s is killed.
         workers_kill_timeout=30,
@@ -92,8 +81,8 @@ def development() -> MPServer:
     os.environ.setdefault("SERVER_THREADS", "4")
     return MPServer(
         "lens.served:application",
-        address=os.environ.get("HOST", "127.0.0.1"),
-        port=_int("PORT", 8000),
+        address=env_str("HOST", "127.0.0.1"),
+        port=env_int("PORT", 8000, minimum=1),
         interface=Interfaces.ASGINL,
         http=HTTPModes.http1,
         websockets=False,

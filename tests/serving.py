@@ -36,6 +36,13 @@ DEPLOYMENT_VARIABLES = (
     "EMAIL_HOST",
     "STATIC_ROOT",
     "WEB_CONCURRENCY",
+    "SERVER_THREADS",
+    "SERVER_BACKLOG",
+    "REQUEST_BODY_TIMEOUT",
+    "FORWARDED_ALLOW_IPS",
+    "WORKERS_LIFETIME",
+    "WORKERS_MAX_RSS",
+    "ACCESS_LOG",
     # Set by the browser tests' fixture for their own process; a server started from a
     # test must run with Django's async-safety check, as a deployment does.
     "DJANGO_ALLOW_ASYNC_UNSAFE",

@@ -353,9 +353,11 @@ def test_serve_logs_each_request_with_its_time(served: Served) -> None:
 
 
 def test_every_setting_read_from_the_environment_is_in_the_readme() -> None:
-    settings_source = (ROOT / "lens" / "settings.py").read_text()
-    names = set(re.findall(r'env_\w+\(\s*"([A-Z][A-Z0-9_]*)"', settings_source))
-    assert {"DEBUG", "HTTPS", "DB_POOL", "CSRF_TRUSTED_ORIGINS"} <= names
+    # The settings, and what the production server reads for itself.
+    sources = [ROOT / "lens" / name for name in ("settings.py", "served.py", "server.py")]
+    pattern = r'(?:env_\w+|_int|environ\.get)\(\s*"([A-Z][A-Z0-9_]*)"'
+    names = {name for path in sources for name in re.findall(pattern, path.read_text())}
+    assert {"DEBUG", "HTTPS", "DB_POOL", "CSRF_TRUSTED_ORIGINS", "SERVER_THREADS"} <= names
     readme = (ROOT / "README.md").read_text()
     table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
     assert sorted(name for name in names if f"`{name}`" not in table) == []
