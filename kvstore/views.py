@@ -77,7 +77,6 @@ def key_detail(request: AppRequest, key: str) -> HttpResponse:
             use_form_team(request)
         except WrongTeam as exc:
             return _wrong_team(request, key, exc.message)
-    team = require_team(request)
     try:
         row = get_key_for_user(request, key)
     except Http404:
@@ -85,6 +84,7 @@ def key_detail(request: AppRequest, key: str) -> HttpResponse:
         if writing and not key_problem(key):
             return _write_to_missing(request, key)
         raise
+    team = require_team(request)  # the key's: a link to it switches to its team
     if request.method == "POST":
         return _post(request, team, row)
     context = _detail_context(request, team, row)
@@ -103,8 +103,8 @@ def key_detail(request: AppRequest, key: str) -> HttpResponse:
 @login_required
 def key_raw(request: AppRequest, key: str) -> HttpResponse:
     """One version's payload as a text file: for versions too large to compare inline."""
-    team = require_team(request)
     row = get_key_for_user(request, key)
+    team = require_team(request)  # the key's: a link to it switches to its team
     number = _version_number(request.GET.get("version", ""))
     if number is None:
         raise Http404("No such version")

@@ -14,25 +14,31 @@ from lens import throttle
 
 
 class ThrottledLogin(AuthenticationForm):
-    """Refuses a throttled username before checking its password; counts the failures
-    and clears them on success."""
+    """Counts an attempt before checking its password (refusing a throttled username
+    without checking it), keeps it counted when the password is wrong and clears the
+    count on success."""
 
     def clean(self) -> dict[str, Any]:
         username = str(self.cleaned_data.get("username") or "")
-        if username:
-            until = throttle.refused_until(username)
-            if until is not None:
-                raise forms.ValidationError(throttle.refusal_message(until), code="throttled")
+        if not (username and self.cleaned_data.get("password")):
+            # No password is checked (the missing field says why): nothing to count, and
+            # nothing succeeded either, so the count stays as it is.
+            return super().clean()
+        try:
+            attempt = throttle.reserve(username)
+        except throttle.Throttled as exc:
+            raise forms.ValidationError(
+                throttle.refusal_message(exc.until), code="throttled"
+            ) from None
         try:
             cleaned = super().clean()
         except forms.ValidationError:
-            # Only a wrong username or password counts, not e.g. a non-staff user at the
-            # admin's door with the right password.
-            if username and self.user_cache is None:
-                throttle.record_failure(username)
+            # Only a wrong username or password stays counted, not e.g. a non-staff user
+            # at the admin's door with the right password.
+            if self.user_cache is not None:
+                throttle.release(attempt)
             raise
-        if username:
-            throttle.record_success(username)
+        throttle.record_success(username)
         return cleaned
 
 

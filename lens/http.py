@@ -6,10 +6,13 @@ This is the outer layer: it may import every package (tests/test_layers.py).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+from django.contrib import messages
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
@@ -32,6 +35,8 @@ REVIEW_PERMISSION = "memory.approve_promotion"
 _OWN_SITE = frozenset({"same-origin", "none"})
 # Rows per page on every list page (the API's default limit is the same).
 PAGE_SIZE = 50
+
+T = TypeVar("T")
 
 
 class AppRequest(HttpRequest):
@@ -161,39 +166,122 @@ def require_team(request: AppRequest) -> Team:
     return team
 
 
-def get_agent_for_user(request: AppRequest, slug: str) -> Agent:
-    """The current team's agent ``slug``, ready to compose; 404 for anyone else."""
+def find_linked(
+    request: AppRequest,
+    what: str,
+    find: Callable[[Team], T],
+    holders: QuerySet[Any],
+    team_field: str,
+) -> T:
+    """``find(team)`` in the current team, or else in the user's team that holds the
+    object a link names, which becomes the current team (SPEC §9: a link to an object
+    works for every member of its team whatever team they last used).
+
+    ``find`` raises Http404 when a team has no such object; ``holders`` are the rows
+    that name it (in any team) and ``team_field`` their path to the team ("team",
+    "agent__team"). The current team wins when several hold it (agent slugs and keys
+    are unique only within a team); among the others, the first by slug. A non-member
+    never finds it: only the user's teams are asked.
+    """
+    team = require_team(request)
     try:
-        return get_agent(require_team(request), slug)
-    except AgentNotFound:
-        raise Http404("No such agent") from None
+        return find(team)
+    except Http404:
+        other = _other_team_holding(request, team, holders, team_field)
+        if other is None:
+            raise
+    found = find(other)
+    _switch_team(request, other, what)
+    return found
+
+
+def _other_team_holding(
+    request: AppRequest, current: Team, holders: QuerySet[Any], team_field: str
+) -> Team | None:
+    """The first of the user's other teams (by slug) that holds the object, or None.
+
+    Only a plain visit looks elsewhere: ``?team=`` names the team to look in, and a
+    posted form acts in the team it was rendered for (``use_form_team``).
+    """
+    if request.method not in ("GET", "HEAD") or TEAM_FIELD in request.GET:
+        return None
+    others = [team for team in teams_of(request) if team.pk != current.pk]
+    if not others:
+        return None
+    # One query, at most one row per team of the user.
+    held = set(
+        holders.filter(**{f"{team_field}__in": [team.pk for team in others]})
+        .order_by()
+        .values_list(team_field, flat=True)
+    )
+    return next((team for team in others if team.pk in held), None)
+
+
+def _switch_team(request: AppRequest, team: Team, what: str) -> None:
+    """Make ``team`` the current and remembered team, and say so on the page.
+
+    Remembered even when the link came from another site (unlike ``?team=``): such a
+    link is most often pasted into a ticket or a chat, and the page's own links (to the
+    agent, its deliveries, the queue) name no team, so they must land in the team the
+    page shows. The message says which team that now is.
+    """
+    request.lens_team = team
+    request.session[SESSION_KEY] = team.slug
+    # An htmx swap shows no messages: one added now would appear on a later page.
+    if not request.htmx or request.htmx.history_restore_request:
+        messages.info(request, f"Switched to team {team.name} to show this {what}.")
+
+
+def get_agent_for_user(request: AppRequest, slug: str) -> Agent:
+    """The agent ``slug`` of the current team (or, for a link, of the user's team that
+    has it: ``find_linked``), ready to compose; 404 for anyone else."""
+
+    def find(team: Team) -> Agent:
+        try:
+            return get_agent(team, slug)
+        except AgentNotFound:
+            raise Http404("No such agent") from None
+
+    return find_linked(request, "agent", find, Agent.objects.filter(slug=slug), "team")
 
 
 def get_record_for_user(request: AppRequest, record_id: str) -> MemoryRecord:
-    """The current team's memory ``record_id`` with its agent and promotion; 404 otherwise."""
-    team = require_team(request)
-    record = (
-        MemoryRecord.objects.select_related(
-            "agent", "promotion", "promotion__decided_by", "supersedes"
+    """The memory ``record_id`` of the current team (or, for a link, of the user's team
+    that has it) with its agent and promotion; 404 otherwise."""
+    valid = is_record_id(record_id)  # anything else is no id: no query at all
+
+    def find(team: Team) -> MemoryRecord:
+        record = (
+            MemoryRecord.objects.select_related(
+                "agent", "promotion", "promotion__decided_by", "supersedes"
+            )
+            .filter(pk=record_id, agent__team=team)
+            .first()
+            if valid
+            else None
         )
-        .filter(pk=record_id, agent__team=team)
-        .first()
-        if is_record_id(record_id)
-        else None
-    )
-    if record is None:
-        raise Http404("No such memory")
-    return record
+        if record is None:
+            raise Http404("No such memory")
+        return record
+
+    holders = MemoryRecord.objects.filter(pk=record_id) if valid else MemoryRecord.objects.none()
+    return find_linked(request, "memory", find, holders, "agent__team")
 
 
 def get_key_for_user(request: AppRequest, key: str) -> Key:
-    """The current team's key/value key ``key``; 404 otherwise."""
+    """The key/value key ``key`` of the current team (or, for a link, of the user's team
+    that has it); 404 otherwise. Views read the key's team with ``require_team`` after
+    this call, never before."""
     if key_problem(key):
         raise Http404("Not a valid key")
-    try:
-        return store.get_key(require_team(request), key)
-    except store.KeyNotFound:
-        raise Http404("No such key") from None
+
+    def find(team: Team) -> Key:
+        try:
+            return store.get_key(team, key)
+        except store.KeyNotFound:
+            raise Http404("No such key") from None
+
+    return find_linked(request, "key", find, Key.objects.filter(key=key), "team")
 
 
 def render_list(

@@ -8,17 +8,20 @@ from typing import Any
 
 from django.contrib.auth.decorators import login_required
 from django.core.paginator import Paginator
+from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from lens.core.diffs import diff_lines
-from lens.http import PAGE_SIZE, AppRequest, get_agent_for_user, require_team
-from lens.models import Agent
+from lens.http import PAGE_SIZE, AppRequest, find_linked, get_agent_for_user
+from lens.models import Agent, Team
 from lens.views import prompt_section_items
 from memory.composition import compose
 from memory.core.deliveries import Comparison, label_problem, parse_moment
+from memory.core.records import is_record_id
 from memory.deliveries import (
+    DeliveryDiff,
     DeliveryNotFound,
     composition_of,
     deliveries_of,
@@ -33,11 +36,22 @@ from memory.queries import briefs_of
 
 
 def get_delivery_for_user(request: AppRequest, delivery_id: str) -> Delivery:
-    """The current team's delivery; 404 for anyone else."""
-    try:
-        return find_delivery(require_team(request), delivery_id)
-    except DeliveryNotFound:
-        raise Http404("No such delivery") from None
+    """The delivery of the current team (or, for a link, of the user's team that has
+    it: ``find_linked``); 404 for anyone else."""
+
+    def find(team: Team) -> Delivery:
+        try:
+            return find_delivery(team, delivery_id)
+        except DeliveryNotFound:
+            raise Http404("No such delivery") from None
+
+    return find_linked(request, "delivery", find, _holders(delivery_id), "agent__team")
+
+
+def _holders(delivery_id: str) -> QuerySet[Delivery]:
+    # Anything but a record id is no delivery: no query at all.
+    rows = Delivery.objects.filter(pk=delivery_id)
+    return rows if is_record_id(delivery_id) else rows.none()
 
 
 def _filter(request: AppRequest, name: str) -> str | None:
@@ -148,10 +162,14 @@ def _diff_context(
 def delivery_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
     """``against`` (default: the previous delivery) → this delivery."""
     against = request.GET.get("against") or None
-    try:
-        found = delivery_diff(require_team(request), delivery_id, against)
-    except DeliveryNotFound:
-        raise Http404("No such delivery") from None
+
+    def find(team: Team) -> DeliveryDiff:
+        try:
+            return delivery_diff(team, delivery_id, against)
+        except DeliveryNotFound:
+            raise Http404("No such delivery") from None
+
+    found = find_linked(request, "delivery", find, _holders(delivery_id), "agent__team")
     agent = get_agent_for_user(request, found.after.agent.slug)
     context = _diff_context(agent, found.comparison, found.before, found.after)
     return render(request, "memory/delivery_diff.html", context)

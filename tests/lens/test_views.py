@@ -290,11 +290,14 @@ def test_the_chosen_team_sticks_for_later_requests(
     assert 'href="/agents/gizmo/"' in html
     assert "/agents/wren/" not in html
     assert duo_client.get("/agents/gizmo/").status_code == 200
-    assert duo_client.get("/agents/wren/").status_code == 404
+    assert duo_client.session[SESSION_KEY] == "globex"
 
     duo_client.get("/?team=acme", headers={"Sec-Fetch-Site": "same-origin"})
+    html = duo_client.get("/").content.decode()
+    assert 'href="/agents/wren/"' in html
+    assert "/agents/gizmo/" not in html
     assert duo_client.get("/agents/wren/").status_code == 200
-    assert duo_client.get("/agents/gizmo/").status_code == 404
+    assert duo_client.session[SESSION_KEY] == "acme"
 
 
 def test_an_unknown_team_is_404(duo_client: Client, agent: Agent) -> None:
@@ -306,13 +309,15 @@ def test_a_team_the_user_does_not_belong_to_is_404(member_client: Client, other_
     assert member_client.get("/?team=globex").status_code == 404
 
 
-def test_the_lens_looks_the_agent_up_in_the_current_team(
+def test_the_lens_looks_the_agent_up_in_the_team_asked_for(
     duo_client: Client, agent: Agent, gizmo: Agent
 ) -> None:
-    # The current team is acme (first by slug): globex's agent is not found here.
-    assert duo_client.get("/agents/gizmo/").status_code == 404
-    assert duo_client.get("/agents/wren/").status_code == 200
+    # ?team= names the team to look in: globex's agent is not found in acme. (Without
+    # it, a link opens the agent in its own team: tests/lens/test_team_links.py.)
+    assert duo_client.get("/agents/gizmo/?team=acme").status_code == 404
+    assert duo_client.get("/agents/wren/?team=acme").status_code == 200
     assert duo_client.get("/agents/gizmo/?team=globex").status_code == 200
+    assert duo_client.get("/agents/wren/?team=globex").status_code == 404
 
 
 def test_a_team_the_user_left_is_no_longer_remembered(

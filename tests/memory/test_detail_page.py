@@ -243,19 +243,19 @@ def test_an_unknown_or_malformed_id_is_404(
     assert member_client.get(f"/memories/{record_id}/").status_code == 404
 
 
-def test_a_memory_of_the_user_s_other_team_is_404_until_they_switch(
+def test_a_memory_of_the_user_s_other_team_opens_in_that_team(
     duo_client: Client, wren: Agent, other_team: Team
 ) -> None:
     gizmo = create_agent(other_team, "gizmo", memory_config(name="Gizmo"))
     theirs = remember(gizmo, "profile", "Globex user", label="name")
     ours = remember(wren, "profile", "Acme user", label="name")
-    # The current team is acme, the first by slug.
+    # The current team is acme, the first by slug; ?team= names the team to look in.
     assert duo_client.get(f"/memories/{ours}/").status_code == 200
-    assert duo_client.get(f"/memories/{theirs}/").status_code == 404
-    switch = {"Sec-Fetch-Site": "same-origin"}
-    assert duo_client.get(f"/memories/{theirs}/?team=globex", headers=switch).status_code == 200
-    # The switch sticks: now acme's memory is the one out of reach.
-    assert duo_client.get(f"/memories/{ours}/").status_code == 404
+    assert duo_client.get(f"/memories/{theirs}/?team=acme").status_code == 404
+    # A plain link opens it in its own team, which becomes the current one.
+    assert duo_client.get(f"/memories/{theirs}/").status_code == 200
+    assert duo_client.get(f"/memories/{ours}/?team=globex").status_code == 404
+    assert duo_client.get(f"/memories/{ours}/").status_code == 200
 
 
 def test_the_detail_page_refuses_post(member_client: Client, wren: Agent) -> None:
