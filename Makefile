@@ -37,7 +37,7 @@ $(STAMP): pyproject.toml
 # DEBUG on, one process that reloads on code changes, static files from the source tree.
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --no-input -v0
-	$(BIN)/python manage.py seed_demo
+	HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py seed_demo
 	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C to stop; code changes reload)"
 	HOST=$(HOST) PORT=$(PORT) exec $(BIN)/gunicorn -c python:lens.gunicorn_dev lens.wsgi:application
 
