@@ -213,12 +213,12 @@ def test_on_a_desktop_the_timeline_stays_a_table(
 
 
 def fades(page: Any) -> tuple[str, str]:
-    return tuple(  # type: ignore[return-value]
-        page.locator(".mainnav").evaluate(
-            "el => { const s = getComputedStyle(el);"
-            " return [s.getPropertyValue('--nav-fade-start'), s.getPropertyValue('--nav-fade-end')]; }"
-        )
+    """The navigation's fade at its start and at its end, as computed now."""
+    start, end = page.locator(".mainnav").evaluate(
+        "el => { const s = getComputedStyle(el);"
+        " return [s.getPropertyValue('--nav-fade-start'), s.getPropertyValue('--nav-fade-end')]; }"
     )
+    return str(start), str(end)
 
 
 def test_on_a_phone_the_navigation_fades_where_more_links_lie(
