@@ -84,8 +84,8 @@ _WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
 
 
 def base_url(environ: Mapping[str, str]) -> str:
-    """Where ``make run`` serves: the ``HOST`` and ``PORT`` it passes to gunicorn
-    (defaults 127.0.0.1:8000, as in ``lens/gunicorn_conf.py``), as a browser opens it.
+    """Where ``make run`` serves: the ``HOST`` and ``PORT`` it passes to the server
+    (with the server's defaults, 127.0.0.1:8000), as a browser opens it.
     """
     host = environ.get("HOST") or "127.0.0.1"
     port = environ.get("PORT") or "8000"
