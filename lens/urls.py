@@ -21,6 +21,16 @@ urlpatterns = [
     path("agents/<str:slug>/deliveries/", delivery_views.timeline, name="delivery-timeline"),
     path("deliveries/<str:delivery_id>/", delivery_views.delivery_detail, name="delivery-detail"),
     path(
+        "deliveries/<str:delivery_id>/prompt.txt",
+        delivery_views.delivery_prompt,
+        name="delivery-prompt",
+    ),
+    path(
+        "deliveries/<str:delivery_id>/prompt.txt.sha256",
+        delivery_views.delivery_prompt_sha256,
+        name="delivery-prompt-sha256",
+    ),
+    path(
         "deliveries/<str:delivery_id>/diff/",
         delivery_views.delivery_diff_page,
         name="delivery-diff",

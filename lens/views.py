@@ -14,10 +14,10 @@ from urllib.parse import quote
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from lens.agents import config_of, with_config
 from lens.core.composition import Composition
@@ -57,31 +57,38 @@ def agent_list(request: AppRequest) -> HttpResponse:
 @login_required
 def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
     agent = get_agent_for_user(request, slug)
-    preview = _recall_preview(agent, request.GET.get("recall"))
-    if request.htmx and "recall" in request.GET:
-        # The "Preview recall" box asks for its block alone: no composition needed.
-        return render(request, "lens/agent_lens.html#recall", {"agent": agent, **preview})
+    if "recall" in request.GET:
+        # The recall preview moved to the agent's tools page; older links still land there.
+        return redirect(f"{reverse('agent-try', args=[agent.slug])}?{request.GET.urlencode()}")
     only_memory = request.GET.get("only") == "memory"
-    context = {
-        **_lens_context(agent, only_memory),
-        **preview,
-        **_try_context(request, agent, None),
-    }
-    return render(request, "lens/agent_lens.html", context)
+    return render(request, "lens/agent_lens.html", _lens_context(agent, only_memory))
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
 def agent_try(request: AppRequest, slug: str) -> HttpResponse:
-    """ "Try a memory": what saving it would do, in words. Nothing is saved. htmx swaps
-    the answer into the form's card; without JavaScript the whole lens comes back."""
+    """The agent's tools page: "Preview recall" (GET ``?recall=``) and "Try a memory"
+    (POST), each an anchored card of its own (``#recall``, ``#try``) that the lens links
+    to. Neither writes anything. htmx swaps an answer into its card; without JavaScript
+    the page comes back with the answer. No composition is read: the page stays cheap
+    however large the agent's prompt is.
+    """
     agent = get_agent_for_user(request, slug)
-    form = TryMemoryForm(request.POST)
-    tried = _try_context(request, agent, form)
-    if request.htmx:
-        return render(request, "lens/agent_lens.html#try-result", {"agent": agent, **tried})
-    context = {**_lens_context(agent), **_recall_preview(agent, None), **tried}
-    return render(request, "lens/agent_lens.html", context)
+    form = TryMemoryForm(request.POST) if request.method == "POST" else None
+    if form is not None and request.htmx:
+        tried = _try_context(request, agent, form)
+        return render(request, "lens/agent_try.html#try-result", {"agent": agent, **tried})
+    # A posted form's page previews no recall: its ?recall= stays with the GET.
+    preview = _recall_preview(agent, None if form else request.GET.get("recall"))
+    if form is None and request.htmx and "recall" in request.GET:
+        return render(request, "lens/agent_try.html#recall", {"agent": agent, **preview})
+    context = {
+        "agent": agent,
+        **preview,
+        **_try_context(request, agent, form),
+        "nav": "agents",
+    }
+    return render(request, "lens/agent_try.html", context)
 
 
 def _try_context(request: AppRequest, agent: Agent, form: TryMemoryForm | None) -> dict[str, Any]:

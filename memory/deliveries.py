@@ -300,6 +300,30 @@ def previous_delivery(delivery: Delivery) -> Delivery | None:
     )
 
 
+def neighbours(delivery: Delivery) -> tuple[Delivery | None, Delivery | None]:
+    """The same agent's deliveries just before and just after ``delivery`` (two lookups
+    on the agent-and-time index; only their ids and times are read)."""
+    same = Delivery.objects.filter(agent_id=delivery.agent_id).only("id", "delivered_at")
+    before = same.filter(delivered_at__lt=delivery.delivered_at).order_by("-delivered_at").first()
+    after = same.filter(delivered_at__gt=delivery.delivered_at).order_by("delivered_at").first()
+    return before, after
+
+
+def recent_deliveries(agent: Agent, limit: int) -> list[Delivery]:
+    """``agent``'s newest ``limit`` deliveries, their ids, times and sessions only."""
+    return list(
+        Delivery.objects.filter(agent=agent)
+        .only("id", "delivered_at", "session")
+        .order_by("-delivered_at")[:limit]
+    )
+
+
+def delivered_prompt(delivery: Delivery) -> str:
+    """The prompt text exactly as it was handed to the model (its SHA-256 is the stored
+    ``prompt_sha256``)."""
+    return composition_of(delivery.composition).prompt.text
+
+
 def last_delivery(agent: Agent) -> Delivery | None:
     return _listing(Delivery.objects.filter(agent=agent)).first()
 

@@ -11,6 +11,7 @@ from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.http import content_disposition_header
 from django.views.decorators.http import require_GET
 
 from lens.core.diffs import diff_lines
@@ -19,20 +20,26 @@ from lens.models import Agent, Team
 from lens.views import prompt_section_items
 from memory.composition import compose
 from memory.core.deliveries import Comparison, label_problem, parse_moment
-from memory.core.records import is_record_id
+from memory.core.records import RECORD_ID_PATTERN, is_record_id
 from memory.deliveries import (
     DeliveryDiff,
     DeliveryNotFound,
     composition_of,
+    delivered_prompt,
     deliveries_of,
     delivery_diff,
     find_delivery,
     live_diff,
+    neighbours,
+    recent_deliveries,
     rows_of,
 )
 from memory.delivery_fates import Fate, fates
 from memory.models import Delivery
 from memory.queries import briefs_of
+
+# The "Compare with…" field suggests the agent's newest deliveries; any id may be typed.
+COMPARE_SUGGESTIONS = 20
 
 
 def get_delivery_for_user(request: AppRequest, delivery_id: str) -> Delivery:
@@ -130,9 +137,57 @@ def delivery_detail(request: AppRequest, delivery_id: str) -> HttpResponse:
         ),
         "memories": memories,
         "live_differs": live.prompt.text != composition.prompt.text,
+        **_around(delivery, agent),
         "nav": "agents",
     }
     return render(request, "memory/delivery_detail.html", context)
+
+
+def _around(delivery: Delivery, agent: Agent) -> dict[str, Any]:
+    """The delivery's neighbours in its agent's timeline, and what "Compare with…"
+    suggests: the agent's newest deliveries but this one (three queries in all)."""
+    before, after = neighbours(delivery)
+    suggestions = [
+        d for d in recent_deliveries(agent, COMPARE_SUGGESTIONS + 1) if d.pk != delivery.pk
+    ]
+    return {
+        "previous": before,
+        "next": after,
+        "compare_suggestions": suggestions[:COMPARE_SUGGESTIONS],
+        # The HTML pattern attribute anchors itself; the id rule without its anchors.
+        "delivery_id_pattern": RECORD_ID_PATTERN.removeprefix("^").removesuffix("$"),
+    }
+
+
+def _file_name(delivery: Delivery) -> str:
+    # Agent slugs and delivery ids are [a-z0-9-]: a plain ASCII name, nothing to escape.
+    return f"{delivery.agent.slug}-{delivery.id}.txt"
+
+
+def _text_download(text: str, file_name: str) -> HttpResponse:
+    response = HttpResponse(text.encode("utf-8"), content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = content_disposition_header(True, file_name)
+    return response
+
+
+@require_GET
+@login_required
+def delivery_prompt(request: AppRequest, delivery_id: str) -> HttpResponse:
+    """The delivered prompt as a UTF-8 text file, byte for byte what the model got: its
+    SHA-256 is the one the page and the API show."""
+    delivery = get_delivery_for_user(request, delivery_id)
+    return _text_download(delivered_prompt(delivery), _file_name(delivery))
+
+
+@require_GET
+@login_required
+def delivery_prompt_sha256(request: AppRequest, delivery_id: str) -> HttpResponse:
+    """The prompt's SHA-256 in ``sha256sum`` format, naming the prompt's file: saved next
+    to it, ``sha256sum -c`` checks the download."""
+    delivery = get_delivery_for_user(request, delivery_id)
+    name = _file_name(delivery)
+    line = f"{delivery.composition.prompt_sha256}  {name}\n"
+    return _text_download(line, f"{name}.sha256")
 
 
 def _tip(memory_id: str, brief: dict[str, Any] | None, fate: Fate) -> str:

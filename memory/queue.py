@@ -10,12 +10,14 @@ slow the page down however many there are.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.utils.text import Truncator
 
 from lens.agents import background_of, load_entry_values
 from lens.core.background import Background, BackgroundSection
@@ -49,15 +51,49 @@ def with_row_relations(rows: QuerySet[Promotion]) -> QuerySet[Promotion]:
     return rows.select_related("record", "record__supersedes", "agent")
 
 
-def guarded_sections(team: Team) -> list[str]:
-    """The ids of every guarded section any of ``team``'s agents declares (the filter)."""
-    return sorted(
-        set(
-            SectionDeclaration.objects.filter(agent__team=team, promotion="guarded").values_list(
-                "section_id", flat=True
-            )
-        )
+@dataclass(frozen=True)
+class SectionChoice:
+    """A guarded section in the queue's filter: its id (what the filter sends) and what
+    the option says."""
+
+    id: str
+    label: str
+
+
+# An option longer than this is cut (titles may have 200 characters; a select as wide as
+# its longest option would push a phone's page sideways).
+SECTION_LABEL_MAX = 60
+
+
+def guarded_sections(team: Team) -> list[SectionChoice]:
+    """Every guarded section any of ``team``'s agents declares (the queue's filter), by
+    title: one query."""
+    pairs = SectionDeclaration.objects.filter(agent__team=team, promotion="guarded").values_list(
+        "section_id", "title"
     )
+    return section_choices(pairs)
+
+
+def section_choices(pairs: Iterable[tuple[str, str]]) -> list[SectionChoice]:
+    """One choice per section id, labelled by its title; agents that title one id
+    differently show every title ("Likes / Preferences"), and a label two ids share
+    names its id ("Preferences (prefs)"), whatever their case, so no two options read
+    the same. Sorted by label, ignoring case."""
+    titles: dict[str, set[str]] = {}
+    for section_id, title in pairs:
+        titles.setdefault(section_id, set()).add(title)
+    labels = {
+        section_id: Truncator(" / ".join(sorted(found, key=str.casefold))).chars(SECTION_LABEL_MAX)
+        for section_id, found in titles.items()
+    }
+    shared = Counter(label.casefold() for label in labels.values())
+    choices = [
+        SectionChoice(
+            section_id, f"{label} ({section_id})" if shared[label.casefold()] > 1 else label
+        )
+        for section_id, label in labels.items()
+    ]
+    return sorted(choices, key=lambda choice: (choice.label.casefold(), choice.id))
 
 
 def team_agents(team: Team) -> list[Agent]:

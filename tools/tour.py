@@ -90,6 +90,8 @@ def stops() -> list[Stop]:
     found: list[Stop] = [Stop("agents", "/")]
     for agent in Agent.objects.filter(team=team).order_by("pk"):
         found.append(Stop(f"lens-{agent.slug}", f"/agents/{agent.slug}/"))
+    # The agent's tools page, with a recall preview shown.
+    found.append(Stop("try", f"/agents/{wren.slug}/try/?recall=coffee"))
     found += [
         Stop("approvals", "/approvals/"),
         Stop("memories", "/memories/"),

@@ -1,13 +1,24 @@
 // Copy the whole composed prompt: the sections' texts joined exactly as the API joins them.
 // A section's text is its fragments' texts in order (the lens splits the Context into
 // cards, whose headings are not prompt text).
-document.addEventListener("click", async (event) => {
-  const button = event.target.closest("[data-copy-prompt]");
-  if (!button) return;
+function promptText() {
   const sections = [...document.querySelectorAll("[data-section-text]")];
-  const text = sections
+  return sections
     .map((el) => [...el.querySelectorAll("[data-source]")].map((f) => f.textContent).join(""))
     .join("\n\n");
+}
+
+// Copy buttons do nothing without this script, so pages render them hidden and it shows
+// them; [data-copy-from] names the element whose text the button copies.
+for (const button of document.querySelectorAll("[data-copy-prompt][hidden], [data-copy-from][hidden]")) {
+  button.hidden = false;
+}
+
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("[data-copy-prompt], [data-copy-from]");
+  if (!button) return;
+  const source = button.dataset.copyFrom && document.getElementById(button.dataset.copyFrom);
+  const text = source ? source.textContent : promptText();
   const original = button.dataset.label || button.textContent;
   button.dataset.label = original;
   try {

@@ -36,6 +36,7 @@ def test_the_tour_visits_every_kind_of_page(db: None) -> None:
     expected = {
         "agents",
         "lens-wren",
+        "try",
         "approvals",
         "memories",
         "memories-search",

@@ -28,6 +28,7 @@ def demo_pages() -> list[str]:
     return [
         "/",
         "/agents/wren/",
+        "/agents/wren/try/?recall=coffee",
         "/agents/sentinel/",
         "/approvals/",
         "/memories/",

@@ -51,5 +51,8 @@ def test_make_run_answers_kept_alive_requests_without_a_stall(tmp_path: Path) ->
             assert time.monotonic() < deadline, server.log.read_text()
             time.sleep(0.2)
     assert b'name="username"' in body
-    assert "new demo memories" in server.log.read_text()  # seed_demo ran first
+    log = server.log.read_text()
+    assert "new demo memories" in log  # seed_demo ran first
+    # ... and said where this server answers.
+    assert f"Log in at http://127.0.0.1:{server.port}/accounts/login/" in log
     assert min(times) < STALL_SECONDS, times

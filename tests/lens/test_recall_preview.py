@@ -1,5 +1,6 @@
-"""The lens's "Preview recall" box (SPEC §6.4, §9): the block a message would add, each
-line linked to its memory with its tier; with and without htmx; access."""
+"""The "Preview recall" box (SPEC §6.4, §9) on the agent's tools page, linked from the
+lens: the block a message would add, each line linked to its memory with its tier; with
+and without htmx; access; older lens links land on it."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def recalled(page: Any) -> list[tuple[str, str, str]]:
 def test_the_block_shows_each_line_linked_with_its_tier(member_client: Client, wren: Agent) -> None:
     name = remember(wren, "profile", "Name is Doug.", label="name")
     tea = remember(wren, "episode", "Had tea with Anna.")
-    page = dom(member_client.get("/agents/wren/?recall=tea+with+Anna"))
+    page = dom(member_client.get("/agents/wren/try/?recall=tea+with+Anna"))
     assert recalled(page) == [
         (name, "profile", "- Name is Doug.\n"),
         (tea, "hit", "- Had tea with Anna.\n"),
@@ -50,7 +51,7 @@ def test_htmx_gets_the_block_alone_and_nothing_is_recorded(
 ) -> None:
     remember(wren, "episode", "Had tea with Anna.")
     before = (MemoryRecord.objects.count(), MemoryEvent.objects.count())
-    page = dom(member_client.get("/agents/wren/?recall=tea", headers=HTMX))
+    page = dom(member_client.get("/agents/wren/try/?recall=tea", headers=HTMX))
     assert page.one("id", "recall-result")
     assert not page.all("data-prompt")
     assert len(recalled(page)) == 1
@@ -58,20 +59,20 @@ def test_htmx_gets_the_block_alone_and_nothing_is_recorded(
 
 
 def test_a_message_that_cannot_be_read_is_explained(member_client: Client, wren: Agent) -> None:
-    page = dom(member_client.get("/agents/wren/?recall=" + "x" * 4001))
+    page = dom(member_client.get("/agents/wren/try/?recall=" + "x" * 4001))
     assert "at most 4000 characters" in page.one("data-recall-result").squashed
 
 
 def test_nothing_to_recall_says_so(member_client: Client, wren: Agent) -> None:
-    page = dom(member_client.get("/agents/wren/?recall=zebra"))
+    page = dom(member_client.get("/agents/wren/try/?recall=zebra"))
     assert "Nothing would be recalled" in page.one("data-recall-result").squashed
 
 
 def test_strangers_get_404_and_anonymous_people_the_login(
     client: Client, stranger_client: Client, wren: Agent
 ) -> None:
-    assert stranger_client.get("/agents/wren/?recall=tea", headers=HTMX).status_code == 404
-    response = client.get("/agents/wren/?recall=tea")
+    assert stranger_client.get("/agents/wren/try/?recall=tea", headers=HTMX).status_code == 404
+    response = client.get("/agents/wren/try/?recall=tea")
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")
 
@@ -81,5 +82,25 @@ def test_other_agents_memories_are_never_recalled(
 ) -> None:
     other = create_agent(team, "atlas", memory_config())
     remember(other, "episode", "Had tea with Anna.")
-    page = dom(member_client.get("/agents/wren/?recall=tea"))
+    page = dom(member_client.get("/agents/wren/try/?recall=tea"))
     assert recalled(page) == []
+
+
+def test_the_form_asks_the_tools_page_with_and_without_htmx(
+    member_client: Client, wren: Agent
+) -> None:
+    page = dom(member_client.get("/agents/wren/try/"))
+    form = page.one("name", "recall", tag="input").ancestor("form")
+    assert form is not None
+    assert (form.get("method"), form.get("action")) == ("get", "/agents/wren/try/#recall")
+    assert form.get("hx-get") == "/agents/wren/try/"
+    assert form.get("hx-target") == "#recall-result"
+
+
+def test_a_recall_link_to_the_lens_lands_on_the_tools_page(
+    member_client: Client, stranger_client: Client, wren: Agent
+) -> None:
+    response = member_client.get("/agents/wren/?recall=tea+time&team=acme")
+    assert response.status_code == 302
+    assert response["Location"] == "/agents/wren/try/?recall=tea+time&team=acme"
+    assert stranger_client.get("/agents/wren/?recall=tea").status_code == 404

@@ -1,7 +1,7 @@
-"""The lens's "Try a memory" card (SPEC §5.7, §9): the routing preview in words. The
-form carries its team; htmx gets the result alone, a plain post the whole lens; form
-errors come back with the form; other teams, strangers and forged posts are refused;
-and nothing is ever written.
+"""The "Try a memory" card (SPEC §5.7, §9) on the agent's tools page, linked from the
+top of the lens: the routing preview in words. The form carries its team; htmx gets the
+result alone, a plain post the whole tools page; form errors come back with the form;
+other teams, strangers and forged posts are refused; and nothing is ever written.
 """
 
 from __future__ import annotations
@@ -95,11 +95,13 @@ def the_result_alone(response: Any) -> Dom:
     return page
 
 
-def the_whole_lens(response: Any) -> Dom:
-    """A post without htmx: the lens again (200), its prompt, the card, and the result."""
+def the_whole_page(response: Any) -> Dom:
+    """A post without htmx: the tools page again (200), the card and the result (and no
+    prompt: the page reads no composition)."""
     assert response.status_code == 200
     page = dom(response)
-    assert page.one("data-prompt")
+    assert page.one("data-agent-tools")
+    assert not page.all("data-prompt")
     assert page.one("name", "team", tag="input")
     assert page.one("id", "try-result")
     return page
@@ -109,17 +111,36 @@ def both_ways(client: Client, data: dict[str, str], slug: str = "wren") -> list[
     """Post ``data`` with and without htmx; the two results, checked to say the same."""
     unchanged = Unchanged(ignore=("sessions.Session",))
     partial = result_of(the_result_alone(try_it(client, data, slug, htmx=True)))
-    whole = result_of(the_whole_lens(try_it(client, data, slug)))
+    whole = result_of(the_whole_page(try_it(client, data, slug)))
     assert partial.squashed == whole.squashed
     unchanged.check()
     return [partial, whole]
 
 
-# --- the card on the lens -------------------------------------------------------------
+# --- the card on the tools page, linked from the lens ------------------------------------
 
 
-def test_the_lens_has_the_card_with_its_team(member_client: Client, wren: Agent) -> None:
+def test_the_lens_links_to_both_tools_from_its_head(member_client: Client, wren: Agent) -> None:
     page = dom(member_client.get("/agents/wren/"))
+    links = {e.get("data-tool-link"): e for e in page.all("data-tool-link")}
+    assert {name: e.get("href") for name, e in links.items()} == {
+        "try": "/agents/wren/try/#try",
+        "recall": "/agents/wren/try/#recall",
+    }
+    head = links["try"].ancestor("div")
+    assert head is not None
+    assert "head-actions" in (head.get("class") or "")
+    # The forms live on the tools page only: the lens's side column keeps the outline,
+    # the routing report and the legend.
+    assert not page.all("name", "kind")
+    assert not page.all("name", "recall")
+    tools = dom(member_client.get("/agents/wren/try/"))
+    assert tools.one("id", "try").tag == "section"
+    assert tools.one("id", "recall").tag == "section"
+
+
+def test_the_tools_page_has_the_card_with_its_team(member_client: Client, wren: Agent) -> None:
+    page = dom(member_client.get("/agents/wren/try/"))
     team = page.one("name", "team", tag="input")
     assert (team.get("type"), team.get("value")) == ("hidden", "acme")
     card = team.ancestor("form")
@@ -140,9 +161,9 @@ def test_the_card_carries_the_team_the_page_shows(
     duo_client: Client, agents: dict[str, Agent], other_team: Team
 ) -> None:
     create_agent(other_team, "wren", VAULT_CONFIG)
-    acme = dom(duo_client.get("/agents/wren/"))
+    acme = dom(duo_client.get("/agents/wren/try/"))
     assert acme.one("name", "team", tag="input").get("value") == "acme"
-    globex = dom(duo_client.get("/agents/wren/?team=globex"))
+    globex = dom(duo_client.get("/agents/wren/try/?team=globex"))
     assert globex.one("name", "team", tag="input").get("value") == "globex"
 
 
@@ -264,7 +285,7 @@ def test_superseding_the_holder_would_be_in_the_prompt(member_client: Client, wr
 
 
 def test_the_plain_post_keeps_what_was_typed(member_client: Client, wren: Agent) -> None:
-    page = the_whole_lens(try_it(member_client, form(label="city", content="Lives in Oslo.")))
+    page = the_whole_page(try_it(member_client, form(label="city", content="Lives in Oslo.")))
     assert page.one("name", "label", tag="input").get("value") == "city"
     assert page.one("name", "content", tag="textarea").text == "Lives in Oslo."
     assert page.one("name", "team", tag="input").get("value") == "acme"
@@ -431,14 +452,23 @@ def test_an_unknown_agent_is_404(member_client: Client, wren: Agent) -> None:
     assert try_it(member_client, form(content="Doug."), "nobody", htmx=True).status_code == 404
 
 
-def test_get_on_try_is_405(member_client: Client, wren: Agent) -> None:
-    assert member_client.get("/agents/wren/try/").status_code == 405
-    assert member_client.get("/agents/wren/try/", headers=HTMX).status_code == 405
+def test_the_tools_page_is_404_to_strangers_and_asks_anonymous_people_to_log_in(
+    client: Client, stranger_client: Client, wren: Agent
+) -> None:
+    assert stranger_client.get("/agents/wren/try/").status_code == 404
+    response = client.get("/agents/wren/try/")
+    assert response.status_code == 302
+    assert response["Location"] == "/accounts/login/?next=/agents/wren/try/"
+
+
+def test_other_methods_on_try_are_405(member_client: Client, wren: Agent) -> None:
+    assert member_client.put("/agents/wren/try/").status_code == 405
+    assert member_client.delete("/agents/wren/try/", headers=HTMX).status_code == 405
 
 
 def test_a_post_without_the_csrf_token_is_refused(member: User, wren: Agent) -> None:
     client = logged_in(member, enforce_csrf_checks=True)
-    page = dom(client.get("/agents/wren/"))  # sets the cookie; a forged post still lacks it
+    page = dom(client.get("/agents/wren/try/"))  # sets the cookie; a forged post still lacks it
     unchanged = Unchanged(ignore=("sessions.Session",))
     data = form(label="name", content="Doug.")
     assert try_it(client, data).status_code == 403
@@ -455,7 +485,7 @@ def test_a_post_without_the_csrf_token_is_refused(member: User, wren: Agent) -> 
         e.get("value") for e in card.descendants() if e.get("name") == "csrfmiddlewaretoken"
     ]
     assert token
-    whole = the_whole_lens(try_it(client, {**data, "csrfmiddlewaretoken": token}))
+    whole = the_whole_page(try_it(client, {**data, "csrfmiddlewaretoken": token}))
     assert answer_of(whole).get("data-try-outcome") == "approved"
     (body,) = [e for e in page.elements if e.tag == "body"]
     header = json.loads(body.get("hx-headers") or "{}")["X-CSRFToken"]

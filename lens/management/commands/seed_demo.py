@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import ipaddress
+import os
+from collections.abc import Mapping
 from typing import Any
 
 from django.conf import settings
@@ -40,10 +43,12 @@ class Command(BaseCommand):
                 f"'{DEMO_USER}' with the password '{DEMO_PASSWORD}'. Set DEBUG=1, or pass "
                 f"--force if this database is meant to hold the demo."
             )
-        self.seed()
+        # Read before seeding: a bad PORT is refused with nothing written.
+        login_url = f"{base_url(os.environ)}/accounts/login/"
+        self.seed(login_url)
 
     @transaction.atomic
-    def seed(self) -> None:
+    def seed(self, login_url: str) -> None:
         User = get_user_model()
         user, created = User.objects.get_or_create(
             username=DEMO_USER, defaults={"is_staff": True, "is_superuser": True}
@@ -68,7 +73,29 @@ class Command(BaseCommand):
             f"Demo team '{team.slug}' with agents: {', '.join(DEMO_AGENTS)}"
             f" ({saved} new demo memories, {delivered} new deliveries,"
             f" {versions} new key/value versions).\n"
-            f"Log in at http://127.0.0.1:8000/accounts/login/ as "
+            f"Log in at {login_url} as "
             f"{DEMO_USER} / {DEMO_PASSWORD}"
             + ("" if created else " (unless you changed that password)")
         )
+
+
+# Addresses a server binds to that a browser cannot open: the loopback on the same family.
+_WILDCARDS = {"0.0.0.0": "127.0.0.1", "::": "::1"}
+
+
+def base_url(environ: Mapping[str, str]) -> str:
+    """Where ``make run`` serves: the ``HOST`` and ``PORT`` it passes to the server
+    (with the server's defaults, 127.0.0.1:8000), as a browser opens it.
+    """
+    host = environ.get("HOST") or "127.0.0.1"
+    port = environ.get("PORT") or "8000"
+    if not (port.isascii() and port.isdigit() and 1 <= int(port) <= 65535):
+        raise CommandError(f"PORT must be a port number (1-65535), not {port!r}.")
+    host = _WILDCARDS.get(host, host)
+    try:
+        literal = ipaddress.ip_address(host)
+    except ValueError:
+        literal = None
+    if literal is not None and literal.version == 6:
+        host = f"[{host}]"
+    return f"http://{host}:{int(port)}"
