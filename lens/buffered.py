@@ -83,6 +83,8 @@ class BufferedWsgi:
         declared = content_length(scope)
         if declared is not None and declared > self.max_body:
             return b"", declared
+        if declared is None and not chunked(scope):
+            return b"", 0  # no body at all (most GETs): nothing to wait for
         parts: list[bytes] = []
         size = 0
         while True:
@@ -158,6 +160,10 @@ def content_length(scope: Scope) -> int | None:
             except ValueError:
                 return None
     return None
+
+
+def chunked(scope: Scope) -> bool:
+    return any(name == b"transfer-encoding" for name, _ in scope["headers"])
 
 
 def encoded(headers: list[tuple[str, str]]) -> list[tuple[bytes, bytes]]:

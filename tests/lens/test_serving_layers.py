@@ -76,7 +76,7 @@ def bridge(app: Recorder, **options: Any) -> BufferedWsgi:
 
 def test_the_body_arrives_whole_and_its_length_is_what_was_read() -> None:
     app = Recorder()
-    sent = run(bridge(app), scope(), [b'{"pay', b'load": ', b'"x"}'])
+    sent = run(bridge(app), scope(headers=CHUNKED), [b'{"pay', b'load": ', b'"x"}'])
     assert app.body == b'{"payload": "x"}'
     assert app.environ["CONTENT_LENGTH"] == "16"
     assert sent[0]["status"] == 200
@@ -94,10 +94,13 @@ def test_a_declared_body_over_the_limit_is_never_read_and_the_connection_closes(
     assert (b"connection", b"close") in sent[0]["headers"]
 
 
+CHUNKED = [(b"transfer-encoding", b"chunked")]
+
+
 def test_a_chunked_body_over_the_limit_stops_being_read() -> None:
     app = Recorder()
     chunks = [b"x" * 60, b"x" * 60, b"never read"]
-    sent = run(bridge(app), scope(), chunks)
+    sent = run(bridge(app), scope(headers=CHUNKED), chunks)
     assert chunks == [b"never read"]
     assert int(app.environ["CONTENT_LENGTH"]) > 100
     assert (b"connection", b"close") in sent[0]["headers"]
@@ -110,7 +113,8 @@ def test_a_body_that_does_not_arrive_in_time_is_refused_without_a_thread(
     path: str, kind: bytes
 ) -> None:
     app = Recorder()
-    sent = run(bridge(app, body_seconds=0.2), scope(path), [b"a", b"b"], pause=0.15)
+    request = scope(path, [(b"content-length", b"2")])
+    sent = run(bridge(app, body_seconds=0.2), request, [b"a", b"b"], pause=0.15)
     assert app.threads == set()  # the application never ran
     assert sent[0]["status"] == 408
     assert dict(sent[0]["headers"])[b"content-type"].startswith(kind)
@@ -127,6 +131,13 @@ def test_a_large_answer_is_streamed_from_its_thread(monkeypatch: pytest.MonkeyPa
     bodies = [message["body"] for message in sent[1:]]
     assert b"".join(bodies) == b"a" * 6 + b"b" * 6 + b"c" * 6
     assert sent[-1].get("more_body", False) is False
+
+
+def test_a_request_without_a_body_is_not_waited_for() -> None:
+    app = Recorder()
+    sent = run(bridge(app, body_seconds=0.2), scope(), [b"ignored"], pause=1.0)
+    assert sent[0]["status"] == 200
+    assert app.environ["CONTENT_LENGTH"] == "0"
 
 
 def test_the_environ_decodes_the_raw_path_and_keeps_headers_apart() -> None:
