@@ -26,7 +26,7 @@ from lens.core.config import NAME_MAX, AgentConfig
 from lens.models import Agent, Team
 from memory.agents import store_agent
 from memory.core.deliveries import DeliveryInput
-from memory.core.records import LABEL_MAX, MemoryInput
+from memory.core.records import CONTENT_MAX, LABEL_MAX, MemoryInput
 from memory.decisions import decide
 from memory.deliveries import deliver
 from memory.saving import Saved, save_memory
@@ -68,12 +68,13 @@ TEAM_NAME = _fill("PlatformInfrastructureReliability", 200)
 
 @dataclass(frozen=True)
 class LongStrings:
-    """What was seeded: the agent, a memory in the prompt, a pending one, the key, and
-    three deliveries (the live prompt differs from the last)."""
+    """What was seeded: the agent, a memory in the prompt, a pending one, one as long as
+    a memory may be, and three deliveries (the live prompt differs from the first)."""
 
     agent: Agent
     composed: str
     pending: str
+    longest: str
     deliveries: list[str]
 
     def pages(self) -> list[str]:
@@ -89,6 +90,7 @@ class LongStrings:
             f"/memories/?q={WORD[:40]}",
             f"/memories/{self.composed}/",
             f"/memories/{self.pending}/",
+            f"/memories/{self.longest}/",
             "/kv/",
             f"/kv/{KV_KEY}/",
             f"/kv/{KV_KEY}/?from=1&to=2",
@@ -161,6 +163,10 @@ def seed_long_strings() -> LongStrings:
     _save(agent, "profile", f"Signing key fingerprint {SHA256}{SHA256}", label="fingerprint")
     deliveries.append(deliver(agent, SYSTEM, request).delivery.id)
     pending = _save(agent, "preference", f"{WORD} {BLOB} {URL}", label=_fill("p", LABEL_MAX))
+    # A pasted image: one base64 word as long as a memory may be.
+    longest = _save(agent, "fact", _fill(BLOB, CONTENT_MAX), label="screenshot")
     store.write(team, KV_KEY, f"{URL}\n{SHA256}\n")
     store.write(team, KV_KEY, f"{URL}&page=2\n{BLOB}\n{WORD}\n")
-    return LongStrings(agent=agent, composed=composed, pending=pending, deliveries=deliveries)
+    return LongStrings(
+        agent=agent, composed=composed, pending=pending, longest=longest, deliveries=deliveries
+    )
