@@ -40,12 +40,13 @@ def axe_violations(page: Any) -> list[dict[str, Any]]:
     return found
 
 
-def blocking(violations: list[dict[str, Any]]) -> list[str]:
-    """One line per serious or critical node: rule, target, what is wrong."""
+def blocking(violations: list[dict[str, Any]], rules: tuple[str, ...] = ()) -> list[str]:
+    """One line per serious or critical node, or node breaking one of ``rules`` whatever
+    its impact: rule, target, what is wrong."""
     lines = []
     for violation in violations:
         for node in violation["nodes"]:
-            if (node["impact"] or violation["impact"]) in BLOCKING:
+            if (node["impact"] or violation["impact"]) in BLOCKING or violation["id"] in rules:
                 lines.append(
                     f"{violation['id']} ({node['impact'] or violation['impact']}) "
                     f"at {node['target']}: {node['summary']}"
@@ -53,9 +54,10 @@ def blocking(violations: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def check(page: Any, where: str, problems: Problems) -> None:
-    """Run axe on ``page`` and note its blocking violations under ``where``."""
-    found = blocking(axe_violations(page))
+def check(page: Any, where: str, problems: Problems, rules: tuple[str, ...] = ()) -> None:
+    """Run axe on ``page`` and note its blocking violations (and any of ``rules``) under
+    ``where``."""
+    found = blocking(axe_violations(page), rules)
     if found:
         problems[where] = found
 

@@ -1,6 +1,7 @@
 """Accessibility in the real Chromium: axe-core (``tests.browser.axe``) finds no serious
-or critical violation on any page of the product, in light and in dark mode; every page
-starts with a skip link; keyboard focus is always visible.
+or critical violation on any page of the product, in light and in dark mode, nor with
+long unbroken strings (``tests.long_strings``) that make boxes scroll; every page starts
+with a skip link; keyboard focus is always visible.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from django.contrib.auth.models import User
 
 from lens.models import Membership, Team
 from tests.browser.axe import Problems, axe_context, check, report
+from tests.factories import login
+from tests.long_strings import seed_long_strings
 from tools.tour import log_in, seed, stops, walk
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -28,6 +31,41 @@ def test_no_page_has_a_serious_or_critical_axe_violation(
     for stop, page in walk(browser, live_server.url, tour, **options):
         check(page, f"{stop.name} {stop.path}", problems)
     assert not problems, report(scheme, problems)
+
+
+# Boxes that scroll on their own at 1440 x 900 with the long strings: each must be
+# reachable by the keyboard (axe's scrollable-region-focusable), so each must scroll here.
+SCROLLING = """() => [...document.querySelectorAll("[data-diff], [data-memory-content]")]
+  .filter(el => el.scrollHeight > el.clientHeight).length"""
+
+
+@pytest.mark.parametrize("width", [390, 1440])
+def test_pages_with_long_unbroken_strings_have_no_serious_or_critical_axe_violation(
+    live_server: Any, browser: Any, width: int
+) -> None:
+    seed()
+    seeded = seed_long_strings()
+    options = axe_context("light")
+    options["viewport"] = {"width": width, "height": 844 if width < 1000 else 900}
+    context = browser.new_context(**options, is_mobile=width < 1000)
+    problems: Problems = {}
+    try:
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        login(page, live_server.url, "demo", "demo")
+        for path in seeded.pages():
+            response = page.goto(f"{live_server.url}{path}")
+            assert response is not None
+            assert response.status == 200, path
+            check(page, f"{width} px {path}", problems)
+            if width == 1440 and path in (
+                f"/deliveries/{seeded.deliveries[0]}/live/",
+                f"/memories/{seeded.longest}/",
+            ):
+                assert page.evaluate(SCROLLING) == 1, path
+    finally:
+        context.close()
+    assert not problems, report("light", problems)
 
 
 def test_the_tour_visits_every_kind_of_page(db: None) -> None:

@@ -1,6 +1,7 @@
 """The admin in the real Chromium: axe-core finds no serious or critical violation on
-any kind of admin page (index, lists, add and change pages, the login), in light and in
-dark mode, and a row added with "Add another" is named like the rows already there."""
+any kind of admin page (index, lists, add and change pages, the login), nor an empty
+table header, in light and in dark mode, and a row added with "Add another" is named
+like the rows already there."""
 
 from __future__ import annotations
 
@@ -15,6 +16,9 @@ from tests.browser.axe import Problems, axe_context, check, report
 from tools.tour import DEMO_TEAM, log_in, seed
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+# Minor to axe, but a header a screen reader announces as nothing, over every inline row.
+ALSO_BLOCKING = ("empty-table-header",)
 
 
 def admin_pages() -> list[str]:
@@ -60,19 +64,19 @@ def test_no_admin_page_has_a_serious_or_critical_axe_violation(
         page = context.new_page()
         page.set_default_timeout(20_000)
         page.goto(f"{live_server.url}/admin/login/")
-        check(page, "/admin/login/", problems)
+        check(page, "/admin/login/", problems, ALSO_BLOCKING)
         log_in(page, live_server.url, "demo")
         for path in pages:
             response = page.goto(f"{live_server.url}{path}")
             assert response is not None
             assert response.status == 200, (path, response.status)
-            check(page, path, problems)
+            check(page, path, problems, ALSO_BLOCKING)
         # Rows the admin's script adds from its blank template, on both ordered pages.
         for path in (pages[4], pages[7]):
             page.goto(f"{live_server.url}{path}")
             for link in page.locator(".add-row a").all():
                 link.click()
-            check(page, f"{path} with added rows", problems)
+            check(page, f"{path} with added rows", problems, ALSO_BLOCKING)
     finally:
         context.close()
     assert not problems, report(scheme, problems, "admin pages")

@@ -1,5 +1,7 @@
 """Every page fits a 390-pixel phone without scrolling sideways, and a 1440-pixel desktop
-(SPEC §9), with the demo's data: wide tables scroll inside their card, never the page.
+(SPEC §9), with the demo's data and with long unbroken strings as real data holds them
+(``tests.long_strings``): long words wrap, wide tables and diffs scroll inside their own
+box, never the page.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from django.core.management import call_command
 from kvstore.models import Key
 from memory.models import Delivery, MemoryRecord
 from tests.factories import login
+from tests.long_strings import seed_long_strings
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -58,6 +61,54 @@ def test_every_page_fits_the_screen(live_server: Any, browser: Any, width: int) 
             scroll_width = page.evaluate("document.documentElement.scrollWidth")
             if scroll_width > width:
                 too_wide[path] = scroll_width
+        assert too_wide == {}
+    finally:
+        context.close()
+
+
+# The innermost elements that stick out past the right edge of the screen, outside any
+# box that scrolls sideways on its own: what makes the page wider, for the failure message.
+OVERFLOWING = """() => {
+  const width = document.documentElement.clientWidth;
+  const clipped = el => {
+    for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
+      if (getComputedStyle(p).overflowX !== "visible") return true;
+    }
+    return false;
+  };
+  const wide = [...document.body.querySelectorAll("*")].filter(el => {
+    const box = el.getBoundingClientRect();
+    return box.width > 0 && box.right > width + 0.5 && !clipped(el);
+  });
+  return wide.filter(el => !wide.some(other => other !== el && el.contains(other)))
+    .slice(0, 5)
+    .map(el => `${el.tagName.toLowerCase()}${[...el.classList].map(c => "." + c).join("")}`
+      + ` ${Math.round(el.getBoundingClientRect().right)}px`);
+}"""
+
+
+@pytest.mark.parametrize("width", [390, 1440])
+def test_every_page_fits_the_screen_with_long_unbroken_strings(
+    live_server: Any, browser: Any, width: int
+) -> None:
+    call_command("seed_demo", "--force", verbosity=0)
+    pages = seed_long_strings().pages()
+    context = browser.new_context(
+        viewport={"width": width, "height": 844 if width < 1000 else 900},
+        is_mobile=width < 1000,
+        has_touch=width < 1000,
+    )
+    page = context.new_page()
+    try:
+        login(page, live_server.url, "demo", "demo")
+        too_wide = {}
+        for path in pages:
+            response = page.goto(f"{live_server.url}{path}")
+            assert response is not None
+            assert response.status == 200, path
+            scroll_width = page.evaluate("document.documentElement.scrollWidth")
+            if scroll_width > width:
+                too_wide[path] = (scroll_width, page.evaluate(OVERFLOWING))
         assert too_wide == {}
     finally:
         context.close()
