@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from bench.common import analyze
 from bench.memory_bench import _agent, save_median
-from lens.models import Team
+from lens.models import Agent, Team
 from memory import search
 from memory.models import MemoryRecord, SearchDoc, new_record_id
 from memory.queries import memory_page
@@ -22,6 +22,17 @@ from memory.recall import recall
 _RUN = uuid.uuid4().hex[:8]
 VOCABULARY = [f"w{n}" for n in range(500)]
 QUERY = "w7 w42"  # each word in about 0.4% of the records: some 800 matches
+RARE = "12345"  # one record's number: one match
+# Every record holds these ten words ("Fact number … is about … and …, long enough to
+# look real."); with 54 of the 500 vocabulary words, 64 distinct words.
+EVERYWHERE = ["fact", "number", "is", "about", "and", "long", "enough", "to", "look", "real"]
+ADVERSARIAL = " ".join(EVERYWHERE + VOCABULARY[:54])
+ADVERSARIAL_QUERIES = {
+    "64 distinct common words": ADVERSARIAL,
+    "those repeated to 4,000 characters": (ADVERSARIAL + " ")
+    * (search.QUERY_MAX_CHARS // (len(ADVERSARIAL) + 1)),
+    "one common word repeated to 4,000 characters": "fact " * (search.QUERY_MAX_CHARS // 5),
+}
 
 
 def _records(agent_id: int, count: int, start: int = 0) -> list[MemoryRecord]:
@@ -102,6 +113,8 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     print(f"  ratio search / raw: {ours / raw_median:.2f}  (target: <= 3)")
     print(f"  ratio page / raw: {page / raw_median:.2f}")
 
+    _adversarial(agent, median_ms, report)
+
     message = " ".join(["what", "did", "we", "say", "about", "w7", "and", "w42", "last"] * 2)
     message += " week ok"  # 20 words
     assert len(message.split()) == 20
@@ -120,6 +133,43 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     report("memory_save, index included", save_ms)
     report("writing one search document (insert + index)", index_ms)
     print(f"  the index is {index_ms / save_ms:.0%} of a save")
+
+
+def _adversarial(
+    agent: Agent, median_ms: Callable[..., float], report: Callable[..., None]
+) -> None:
+    """Queries of common words against one rare word, interleaved (same machine)."""
+    print(
+        "\nCommon words against a rare word, 100,000 memories (ids of the first 50 / the API's page)"
+    )
+    assert len(ADVERSARIAL.split()) == search.QUERY_MAX_TERMS
+    for query in ADVERSARIAL_QUERIES.values():
+        assert len(query) <= search.QUERY_MAX_CHARS
+    queries = {f"rare word ({RARE!r}, one match)": RARE, **ADVERSARIAL_QUERIES}
+    ids: dict[str, list[float]] = {name: [] for name in queries}
+    pages: dict[str, list[float]] = {name: [] for name in queries}
+    for _ in range(5):
+        for name, query in queries.items():
+            ids[name].append(
+                median_ms(lambda q=query: search.search([agent.pk], q, None, 50, 0), 5)
+            )
+            pages[name].append(
+                median_ms(lambda q=query: memory_page(agent, None, 50, 0, query=q), 5)
+            )
+    medians = {name: (_median(ids[name]), _median(pages[name])) for name in queries}
+    rare_ids, rare_page = medians[f"rare word ({RARE!r}, one match)"]
+    for name, (ids_ms, page_ms) in medians.items():
+        report(f"{name}: ids", ids_ms)
+        report(f"{name}: API page", page_ms)
+        if name in ADVERSARIAL_QUERIES:
+            print(
+                f"    ratio to the rare word: ids {ids_ms / rare_ids:.2f}, "
+                f"API page {page_ms / rare_page:.2f}  (target: ids <= 3; the page reads 50 records against 1)"
+            )
+
+
+def _median(values: list[float]) -> float:
+    return sorted(values)[len(values) // 2]
 
 
 def cleanup() -> None:

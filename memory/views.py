@@ -52,11 +52,13 @@ def memory_list(request: AppRequest) -> HttpResponse:
     error = None
     records: Any = MemoryRecord.objects.none()
     wanted: set[str] = set()
+    broad = False
     if query.strip():
         chosen = [a.pk for a in agents if not agent_slug or a.slug == agent_slug]
         try:
             records = search.Results(chosen, query, kind)
             wanted = set(records.terms)
+            broad = records.broad
         except search.InvalidQuery as exc:
             error = exc.message
     else:
@@ -92,6 +94,8 @@ def memory_list(request: AppRequest) -> HttpResponse:
         "kind": kind,
         "q": query,
         "searching": bool(query.strip()),
+        "broad": broad,
+        "ranked_max": search.RANKED_MAX,
         "search_error": error,
         "nav": "memories",
     }

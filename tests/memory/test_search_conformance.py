@@ -23,7 +23,9 @@ from memory.core.tokens import record_terms, tokenize
 from memory.search import (
     POSTGRESQL,
     QUERY_MAX_TERMS,
+    RANKED_MAX,
     SQLITE,
+    WALK_TERMS,
     Backend,
     InvalidQuery,
     query_terms,
@@ -276,6 +278,54 @@ def test_a_long_query_is_answered_and_one_of_too_many_words_is_refused(fresh: En
         fresh.search(many + " another")
     with pytest.raises(InvalidQuery):
         fresh.search("x" * 4001)
+
+
+MANY = [f"word{n}" for n in range(QUERY_MAX_TERMS)]
+
+
+@pytest.mark.parametrize(
+    ("matching", "others", "terms"),
+    [
+        (RANKED_MAX + 30, 0, QUERY_MAX_TERMS),  # broad, found among the newest documents
+        (RANKED_MAX + 30, 2 * (RANKED_MAX + 1), QUERY_MAX_TERMS),  # broad, found by the index
+        (RANKED_MAX + 30, 0, WALK_TERMS),  # broad, few terms: the index alone
+        (RANKED_MAX, 0, QUERY_MAX_TERMS),  # ranked: every document read
+        (RANKED_MAX, 2 * (RANKED_MAX + 1), QUERY_MAX_TERMS),  # ranked, asked of the index
+        (RANKED_MAX + 1, 0, WALK_TERMS + 1),  # broad by one
+    ],
+)
+def test_pages_add_up_to_every_match_ranked_or_broad(
+    fresh: Engine, matching: int, others: int, terms: int
+) -> None:
+    # The matches are the oldest; each holds one of the query's words, in turn.
+    wanted = {fresh.add(f"note {MANY[n % terms]}") for n in range(matching)}
+    for _ in range(others):
+        fresh.add("note elsewhere")
+    fresh.add("word0 of another agent", agent=OTHER_AGENT)
+    query = " ".join(MANY[:terms])
+    pages = [fresh.search(query, limit=40, offset=offset) for offset in range(0, matching + 40, 40)]
+    found = [record_id for page in pages for record_id in page]
+    assert len(found) == len(set(found))
+    assert set(found) == wanted
+    if matching > RANKED_MAX:  # broad: newest first, on every backend
+        assert found == sorted(wanted, reverse=True)
+
+
+@pytest.mark.parametrize("every", [2, 3, 5])
+def test_a_broad_query_among_other_documents_pages_newest_first(fresh: Engine, every: int) -> None:
+    # One document in ``every`` does not match: the newest documents are read in turn.
+    ids = [
+        fresh.add("note elsewhere" if n % every == 0 else f"note {MANY[n % QUERY_MAX_TERMS]}")
+        for n in range(3 * (RANKED_MAX + 1))
+    ]
+    wanted = [record_id for n, record_id in enumerate(ids) if n % every]
+    query = " ".join(MANY)
+    found = [
+        record_id
+        for offset in range(0, len(wanted) + 50, 50)
+        for record_id in fresh.search(query, limit=50, offset=offset)
+    ]
+    assert found == wanted[::-1]
 
 
 def test_the_listing_order_is_newest_first_then_by_id_even_in_a_shared_instant(
