@@ -7,24 +7,24 @@ alphanumeric characters. Linear in the text's length.
 from __future__ import annotations
 
 import hashlib
+import re
 import unicodedata
+
+# Maximal runs of characters for which str.isalnum() holds: Python's \w is exactly
+# those and the underscore. Splitting with the regex engine instead of a loop over
+# characters in Python: a 4,000-character query took ~4 ms, most of a bounded search.
+_WORD = re.compile(r"[^\W_]+")
+_ASCII_WORD = re.compile(r"[a-z0-9]+")
 
 
 def tokenize(text: str) -> list[str]:
     """The searchable tokens of ``text``, in order (``"Café au lait!"`` → cafe, au, lait)."""
+    if text.isascii():
+        # NFKD leaves ASCII as it is and it has no combining marks; casefold is lower.
+        return _ASCII_WORD.findall(text.lower())
     decomposed = unicodedata.normalize("NFKD", text)
     bare = "".join(char for char in decomposed if not unicodedata.combining(char))
-    tokens: list[str] = []
-    current: list[str] = []
-    for char in bare.casefold():
-        if char.isalnum():
-            current.append(char)
-        elif current:
-            tokens.append("".join(current))
-            current = []
-    if current:
-        tokens.append("".join(current))
-    return tokens
+    return _WORD.findall(bare.casefold())
 
 
 # Index terms are tokens, except that a token longer than this many code points is
