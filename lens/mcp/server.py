@@ -5,7 +5,8 @@ Tools are declared with typed parameters, so each has a JSON schema (``kv_store`
 Django's thread (the ORM is synchronous), finds the calling token (``LENS_TOKEN`` on
 stdio, the request's bearer token over HTTP), runs ``operations`` for its team and
 answers with JSON text: the API's answer, or, as a tool error, the API's error envelope
-with the same code.
+with the same code. Over stdio, a line that is not a JSON-RPC message is answered with
+a JSON-RPC error instead of being dropped.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field, ValidationError
 from starlette.applications import Starlette
@@ -38,6 +40,7 @@ from lens.core.errors import DomainError, error_body, invalid_input
 from lens.core.text import unstorable_path
 from lens.mcp import MCP_PATH, descriptions, operations
 from lens.mcp.operations import Command, validation_failure
+from lens.mcp.stdio import AnsweringUnreadable
 from memory.api import ListParams
 
 NAME = "composition-lens"
@@ -175,6 +178,17 @@ class LensMCP(MCPServer[Any]):
     async def answer(self, operation: Callable[..., BaseModel], **arguments: Any) -> CallToolResult:
         """Run ``operation`` for the calling token's team in Django's thread."""
         return await in_django(run_operation, operation, self._token_of_call(), arguments)
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio serving, with every line that is not a message answered with
+        a JSON-RPC error instead of dropped (``lens.mcp.stdio``)."""
+        async with stdio_server() as (read_stream, write_stream):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(
+                AnsweringUnreadable(read_stream, write_stream),
+                write_stream,
+                lowlevel.create_initialization_options(),
+            )
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
