@@ -12,13 +12,15 @@ a JSON-RPC message is answered with a JSON-RPC error instead of being dropped.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
 import logging
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
@@ -67,6 +69,12 @@ _T = TypeVar("_T")
 # `max_size`, so more threads than that would only wait for a connection.
 DEFAULT_THREADS = 8
 THREADS_VARIABLE = "MCP_THREADS"
+# One team's calls hold at most this many of them at once (default: half), so a team
+# that keeps them all busy still leaves threads for every other team: with all 8 held
+# by 8 clients' memory searches, another team's `kv_bootstrap` waited for one of them to
+# finish (p50 717 ms against 74 ms alone). Its other calls wait their turn without a
+# thread. Over stdio there is one team: it has them all.
+TEAM_THREADS_VARIABLE = "MCP_TEAM_THREADS"
 # Token checks (one indexed lookup each) have a lane of their own, so a flood of bad
 # tokens never takes a thread a tool call could use, and a valid request's check does
 # not wait behind slow tool calls.
@@ -81,6 +89,44 @@ def tool_threads() -> int:
     if isinstance(pool, dict) and isinstance(pool.get("max_size"), int):
         return min(wanted, pool["max_size"])
     return wanted
+
+
+def team_threads(threads: int) -> int:
+    """How many of ``threads`` one team's calls may hold at once: ``MCP_TEAM_THREADS``
+    (default half, rounded up), at most all of them."""
+    return min(threads, env_int(TEAM_THREADS_VARIABLE, (threads + 1) // 2, minimum=1))
+
+
+class TeamShares:
+    """At most ``share`` calls of one team at once; its others wait here, in the event
+    loop, taking no thread. Only teams with calls in flight have an entry."""
+
+    def __init__(self, share: int) -> None:
+        self.share = share
+        self._teams: dict[int, _Share] = {}
+
+    @property
+    def busy_teams(self) -> int:
+        """How many teams have calls in flight (an entry each)."""
+        return len(self._teams)
+
+    @contextlib.asynccontextmanager
+    async def turn(self, team_id: int) -> AsyncIterator[None]:
+        entry = self._teams.setdefault(team_id, _Share(anyio.Semaphore(self.share)))
+        entry.calls += 1
+        try:
+            async with entry.semaphore:
+                yield
+        finally:
+            entry.calls -= 1
+            if entry.calls == 0:
+                del self._teams[team_id]
+
+
+@dataclass
+class _Share:
+    semaphore: anyio.Semaphore
+    calls: int = 0
 
 
 def _with_connections(function: Callable[..., _T], *args: Any) -> _T:
@@ -225,7 +271,9 @@ class LensMCP(MCPServer[Any]):
             log_level="WARNING",
         )
         self._token_of_call = token_of_call
-        self._threads = threads or DjangoThreads("tools", tool_threads())
+        size = tool_threads()
+        self._threads = threads or DjangoThreads("tools", size)
+        self._shares = TeamShares(team_threads(size))
         self._parameters: dict[str, frozenset[str]] = {}
         _register_tools(self)
 
@@ -236,8 +284,13 @@ class LensMCP(MCPServer[Any]):
         self._parameters[fn.__name__] = frozenset(inspect.signature(fn).parameters)
 
     async def answer(self, operation: Callable[..., BaseModel], **arguments: Any) -> CallToolResult:
-        """Run ``operation`` for the calling token's team on a pool thread."""
-        return await self._threads.run(run_operation, operation, self._token_of_call(), arguments)
+        """Run ``operation`` for the calling token's team on a pool thread, once the team
+        has a turn (over HTTP, where many teams share the pool)."""
+        caller = self._token_of_call()
+        if not isinstance(caller, ApiToken):
+            return await self._threads.run(run_operation, operation, caller, arguments)
+        async with self._shares.turn(caller.team_id):
+            return await self._threads.run(run_operation, operation, caller, arguments)
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio serving, with every line that is not a message answered with

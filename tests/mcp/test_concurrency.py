@@ -1,7 +1,8 @@
 """MCP over HTTP runs tool calls side by side on a bounded pool of threads (SPEC §12):
-one client's slow calls do not hold up another client's call, a bad token is refused
-even while every tool thread is busy, the pool is as large as ``MCP_THREADS`` says and
-no larger, and a process holds no more database connections than it has threads.
+one team's slow calls hold at most its share of the threads and do not hold up another
+team's call, a bad token is refused even while every tool thread is busy, the pool is as
+large as ``MCP_THREADS`` says and no larger, and a process holds no more database
+connections than it has threads.
 
 Slow calls are made slow for certain, not by hoping: a test thread holds a key's write
 open in a transaction, so every ``kv_store write`` of that key waits for it, holding
@@ -22,14 +23,15 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
+import anyio
 import pytest
 from anyio.from_thread import BlockingPortal
 from django.db import connection, transaction
 from mcp_types import CallToolResult
 
 from kvstore import store
-from lens.mcp.server import TOKEN_THREADS
-from lens.models import Team
+from lens.mcp.server import TOKEN_THREADS, TeamShares
+from lens.models import ApiToken, Team
 from tests.mcp.harness import (
     ROOT,
     TIMEOUT,
@@ -47,7 +49,8 @@ from tests.mcp.harness import (
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-THREADS = 3  # the server's MCP_THREADS here
+THREADS = 4  # the server's MCP_THREADS here
+SHARE = 2  # what one team may hold of them (half, by default)
 HOLD = 8.0  # seconds the held write lasts at most; a call served at once takes well under
 PROMPT = HOLD / 2  # what "at once" must beat: a call queued behind the held one waits ~HOLD
 KEY = "held"
@@ -86,11 +89,12 @@ def theirs(
 
 
 class HeldWrite:
-    """A write of ``key`` held open in a transaction on a thread of its own (with its own
-    connection) until ``release`` or ``hold`` seconds: every other write of the key waits."""
+    """A write of ``key`` for each team, held open in one transaction on a thread of its
+    own (with its own connection) until ``release`` or ``hold`` seconds: every other
+    write of those keys waits."""
 
-    def __init__(self, team: Team, key: str, hold: float = HOLD) -> None:
-        self._team, self._key, self._hold = team, key, hold
+    def __init__(self, *teams: Team, hold: float = HOLD) -> None:
+        self._teams, self._hold = teams, hold
         self._held, self._release = threading.Event(), threading.Event()
         self._thread = threading.Thread(target=self._run)
         self.released_at = 0.0
@@ -98,7 +102,8 @@ class HeldWrite:
     def _run(self) -> None:
         try:
             with transaction.atomic():
-                store.write(self._team, self._key, "held")
+                for team in self._teams:
+                    store.write(team, KEY, "held")
                 self._held.set()
                 self._release.wait(self._hold)
                 self.released_at = time.monotonic()
@@ -129,6 +134,14 @@ def start_writes(tools: McpTools, count: int) -> list[Future[CallToolResult]]:
     ]
 
 
+def lock_waits() -> int:
+    """How many statements wait for a lock (PostgreSQL)."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
+        (count,) = cursor.fetchone()
+    return int(count)
+
+
 def wait_until_waiting(count: int) -> None:
     """Until ``count`` writes wait for the held one. PostgreSQL shows them as lock waits;
     SQLite shows nothing, so allow them a moment to arrive."""
@@ -137,10 +150,8 @@ def wait_until_waiting(count: int) -> None:
         return
     deadline = time.monotonic() + TIMEOUT
     while time.monotonic() < deadline:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT count(*) FROM pg_locks WHERE NOT granted")
-            if cursor.fetchone()[0] >= count:
-                return
+        if lock_waits() >= count:
+            return
         time.sleep(0.05)
     raise AssertionError(f"{count} writes did not start waiting")
 
@@ -158,17 +169,19 @@ def versions_written(futures: list[Future[CallToolResult]]) -> set[int]:
     return {json.loads(text_of(result))["version"] for result in results}
 
 
-# --- one client's slow calls do not hold up another's ---------------------------------
+# --- one team's slow calls do not hold up another's ----------------------------------
 
 
-def test_another_clients_call_is_served_while_slow_calls_hold_threads(
+def test_another_teams_call_is_served_while_one_team_keeps_every_thread_asked_for(
     ours: McpTools, theirs: McpTools, world: World
 ) -> None:
     store.write(world.other_team, "mine", "theirs")
-    slow = THREADS - 1  # one thread stays free
-    with HeldWrite(world.team, KEY):
-        writes = start_writes(ours, slow)
-        wait_until_waiting(slow)
+    with HeldWrite(world.team):
+        writes = start_writes(ours, THREADS)  # as many as there are threads
+        wait_until_waiting(SHARE)
+        if connection.vendor == "postgresql":
+            time.sleep(0.5)
+            assert lock_waits() == SHARE  # its share of threads, no more
         elapsed, read = timed(theirs.ok, "kv_store", command="read", id="mine")
         assert read["payload"] == "theirs"
         assert elapsed < PROMPT, f"served after {elapsed:.2f} s, behind the held writes"
@@ -179,15 +192,18 @@ def test_another_clients_call_is_served_while_slow_calls_hold_threads(
         assert elapsed < PROMPT
         assert not any(write.done() for write in writes)  # they were in flight throughout
     # Let go: the waiting writes land, each with its own version after the held one.
-    assert versions_written(writes) == set(range(2, 2 + slow))
+    assert versions_written(writes) == set(range(2, 2 + THREADS))
 
 
 def test_the_pool_has_mcp_threads_threads_and_a_bad_token_never_waits_for_one(
-    ours: McpTools, theirs: McpTools, world: World, pool_url: str
+    portal: BlockingPortal, ours: McpTools, theirs: McpTools, world: World, pool_url: str
 ) -> None:
-    store.write(world.other_team, "mine", "theirs")
-    with HeldWrite(world.team, KEY) as held:
-        writes = start_writes(ours, THREADS)  # every tool thread waits
+    third = Team.objects.create(slug="initech", name="Initech")
+    _token, raw = ApiToken.objects.issue(third)
+    store.write(third, "mine", "third")
+    with HeldWrite(world.team, world.other_team) as held:
+        # Two teams, each its share: every tool thread waits.
+        writes = start_writes(ours, SHARE) + start_writes(theirs, SHARE)
         wait_until_waiting(THREADS)
         # Token checks have their own lane: refused at once, busy pool or not.
         for authorization in (f"Bearer {UNISSUED}", "Bearer not-a-token", "Bearer "):
@@ -196,18 +212,44 @@ def test_the_pool_has_mcp_threads_threads_and_a_bad_token_never_waits_for_one(
             )
             assert status == 401
             assert elapsed < PROMPT, f"refused after {elapsed:.2f} s"
-        # A valid call gets past its token check, then waits for a thread: the pool is
-        # bounded (THREADS calls at once, so at most THREADS connections).
-        victim = theirs.portal.start_task_soon(
-            theirs.client.call_tool, "kv_store", {"command": "read", "id": "mine"}
-        )
-        time.sleep(1.0)
-        assert not victim.done()
-        held.release()
-        result = victim.result(TIMEOUT)
-        assert not result.is_error
-        assert time.monotonic() >= held.released_at
-    assert versions_written(writes) == set(range(2, 2 + THREADS))
+        # A third team's call gets past its token check, then waits for a thread: the
+        # pool is bounded (THREADS calls at once, so at most THREADS connections).
+        with portal.wrap_async_context_manager(http_session(pool_url, raw)) as client:
+            victim = portal.start_task_soon(
+                client.call_tool, "kv_store", {"command": "read", "id": "mine"}
+            )
+            time.sleep(1.0)
+            assert not victim.done()
+            held.release()
+            result = victim.result(TIMEOUT)
+            assert not result.is_error
+            assert time.monotonic() >= held.released_at
+    assert versions_written(writes) == {2, 3}  # each team's key: 1 held, then 2 and 3
+
+
+def test_one_teams_calls_take_turns_within_its_share() -> None:
+    """TeamShares alone: one team never has more than its share running, another team
+    runs beside it, and nothing is left behind once they are done."""
+    shares = TeamShares(2)
+    running: dict[int, int] = {1: 0, 2: 0}
+    most: dict[int, int] = {1: 0, 2: 0}
+
+    async def call(team: int) -> None:
+        async with shares.turn(team):
+            running[team] += 1
+            most[team] = max(most[team], running[team])
+            await anyio.sleep(0.01)
+            running[team] -= 1
+
+    async def main() -> None:
+        async with anyio.create_task_group() as group:
+            for _ in range(7):
+                group.start_soon(call, 1)
+            group.start_soon(call, 2)
+
+    anyio.run(main)
+    assert most == {1: 2, 2: 1}
+    assert shares.busy_teams == 0
 
 
 def test_calls_beyond_the_pool_all_complete(ours: McpTools, world: World) -> None:
