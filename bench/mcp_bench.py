@@ -142,7 +142,8 @@ async def _busy_neighbours(
     back to back; and how many searches those ran meanwhile."""
     query = " ".join(VOCABULARY[i * 7 % len(VOCABULARY)] for i in range(SEARCH_WORDS))
     searches = 0
-    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {victim_raw}"}) as http:
+    victim_headers = {"Authorization": f"Bearer {victim_raw}"}
+    async with httpx2.AsyncClient(headers=victim_headers, timeout=120) as http:
         victim = Client(streamable_http_client(mcp_url, http_client=http))
         async with victim:
             await _victim_samples(victim, 5)()  # warm
