@@ -1,6 +1,8 @@
 """``kv_store read`` through MCP over streamable HTTP, beside ``GET /api/kv/{key}`` over
 HTTP, in the same run (SPEC §12): both served by uvicorn on loopback, one client each,
-requests interleaved so machine noise hits both alike.
+requests interleaved so machine noise hits both alike. Then one team's ``kv_bootstrap``
+(the victim) alone and beside 8 other clients of another team running 64-word memory
+searches, on the same MCP server: what one team's load costs another.
 """
 
 from __future__ import annotations
@@ -23,12 +25,17 @@ from django.db import connections
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from bench.memory_bench import _agent
+from bench.search_bench import VOCABULARY
+from bench.search_bench import _fill as _fill_searchable
 from kvstore import store
 from lens.models import ApiToken, Team
 
 _RUN = uuid.uuid4().hex[:8]
 ROOT = Path(__file__).resolve().parent.parent
 ROUNDS, PER_ROUND = 20, 10
+BUSY_CLIENTS, SEARCH_WORDS, MEMORIES = 8, 64, 20_000
+VICTIM_CALLS = 60
 _URL = re.compile(r"MCP server on (http://\S+/mcp)")
 
 
@@ -113,10 +120,65 @@ async def _measure(api_url: str, mcp_url: str, raw: str) -> tuple[list[float], l
     return api_samples, mcp_samples
 
 
+def _victim_samples(client: Client, count: int) -> Callable[[], Awaitable[list[float]]]:
+    async def measure() -> list[float]:
+        samples: list[float] = []
+
+        async def bootstrap() -> None:
+            result = await client.call_tool("kv_bootstrap", {})
+            assert not result.is_error
+
+        for _ in range(count):
+            await _timed(samples, bootstrap)
+        return samples
+
+    return measure
+
+
+async def _busy_neighbours(
+    mcp_url: str, victim_raw: str, busy_raw: str
+) -> tuple[list[float], list[float], int]:
+    """The victim's latencies alone, then beside BUSY_CLIENTS clients searching memories
+    back to back; and how many searches those ran meanwhile."""
+    query = " ".join(VOCABULARY[i * 7 % len(VOCABULARY)] for i in range(SEARCH_WORDS))
+    searches = 0
+    victim_headers = {"Authorization": f"Bearer {victim_raw}"}
+    async with httpx2.AsyncClient(headers=victim_headers, timeout=120) as http:
+        victim = Client(streamable_http_client(mcp_url, http_client=http))
+        async with victim:
+            await _victim_samples(victim, 5)()  # warm
+            alone = await _victim_samples(victim, VICTIM_CALLS)()
+            done = anyio.Event()
+
+            async def search_until_done() -> None:
+                nonlocal searches
+                headers = {"Authorization": f"Bearer {busy_raw}"}
+                async with httpx2.AsyncClient(headers=headers, timeout=120) as busy_http:
+                    client = Client(streamable_http_client(mcp_url, http_client=busy_http))
+                    async with client:
+                        while not done.is_set():
+                            arguments = {"agent": "searched", "query": query}
+                            result = await client.call_tool("memory_search", arguments)
+                            assert not result.is_error
+                            searches += 1
+
+            async with anyio.create_task_group() as group:
+                for _ in range(BUSY_CLIENTS):
+                    group.start_soon(search_until_done)
+                await anyio.sleep(1.0)  # all of them under way
+                beside = await _victim_samples(victim, VICTIM_CALLS)()
+                done.set()
+    return alone, beside, searches
+
+
 def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     team = Team.objects.create(slug=f"bench-mcp-{_RUN}", name="Bench MCP")
     _token, raw = ApiToken.objects.issue(team, name="bench")
     store.write(team, "must.bench", "Read me by name every session. " * 30)
+    store.write(team, "root", "Start here. " * 20)
+    busy_team = Team.objects.create(slug=f"bench-mcp-busy-{_RUN}", name="Bench MCP busy")
+    _busy_token, busy_raw = ApiToken.objects.issue(busy_team, name="bench")
+    _fill_searchable(_agent(busy_team, "searched").pk, MEMORIES)
     connections.close_all()  # the servers are other processes on the same database
     os.environ.setdefault("DEBUG", "1")
     log = Path(tempfile.mkdtemp(prefix="lens-mcp-bench-")) / "mcp.log"
@@ -125,6 +187,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     api_process = _serve_api(port)
     try:
         api_samples, mcp_samples = anyio.run(_measure, f"http://127.0.0.1:{port}", mcp_url, raw)
+        alone, beside, searches = anyio.run(_busy_neighbours, mcp_url, raw, busy_raw)
     finally:
         for process in (mcp_process, api_process):
             process.terminate()
@@ -141,6 +204,16 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
         f" MCP {statistics.quantiles(mcp_samples, n=10)[-1]:.2f} ms"
     )
 
+    alone_p50, beside_p50 = statistics.median(alone), statistics.median(beside)
+    print(
+        f"\nkv_bootstrap of one team through MCP, {VICTIM_CALLS} calls, alone and beside"
+        f" {BUSY_CLIENTS} clients of another team running {SEARCH_WORDS}-word memory_search"
+        f" over {MEMORIES:,} memories ({searches} searches meanwhile)"
+    )
+    report("victim kv_bootstrap p50, alone", alone_p50)
+    report(f"victim kv_bootstrap p50, beside {BUSY_CLIENTS} busy clients", beside_p50)
+    report("beside / alone", beside_p50 / alone_p50, unit="×")
+
 
 def cleanup() -> None:
-    Team.objects.filter(slug=f"bench-mcp-{_RUN}").delete()
+    Team.objects.filter(slug__in=[f"bench-mcp-{_RUN}", f"bench-mcp-busy-{_RUN}"]).delete()

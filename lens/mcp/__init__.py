@@ -2,8 +2,9 @@
 
 ``operations`` does each tool's work synchronously with the ORM, through the same
 functions and answer models as the JSON API; ``server`` declares the tools for the
-official ``mcp`` SDK, hops to Django's thread and turns domain errors into tool errors;
-``descriptions`` is what a model reads about each tool. ``manage.py mcp`` serves it.
+official ``mcp`` SDK, runs each call on a pool thread and turns domain errors into tool
+errors; ``stdio`` answers unreadable stdio lines; ``descriptions`` is what a model reads
+about each tool. ``manage.py mcp`` serves it.
 """
 
 from __future__ import annotations

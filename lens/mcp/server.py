@@ -1,34 +1,42 @@
 """The MCP server on the official SDK: five tools, bearer-token auth, the §8 envelope.
 
 Tools are declared with typed parameters, so each has a JSON schema (``kv_store``'s
-``command`` is an enum) and the SDK validates the arguments. Every call then hops to
-Django's thread (the ORM is synchronous), finds the calling token (``LENS_TOKEN`` on
-stdio, the request's bearer token over HTTP), runs ``operations`` for its team and
-answers with JSON text: the API's answer, or, as a tool error, the API's error envelope
-with the same code.
+``command`` is an enum) and the SDK validates the arguments. Every call then runs on a
+bounded pool of threads, each with its own database connection (the ORM is
+synchronous), for the calling token's team (``LENS_TOKEN`` on stdio, checked again on
+every call; over HTTP, the request's bearer token, checked once per request on a lane
+of its own), runs ``operations`` and answers with JSON text: the API's answer, or, as a
+tool error, the API's error envelope with the same code. Over stdio, a line that is not
+a JSON-RPC message is answered with a JSON-RPC error instead of being dropped.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import inspect
 import json
 import logging
 import socket
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
 import anyio
 import uvicorn
 from asgiref.sync import sync_to_async
+from django.conf import settings
 from django.db import close_old_connections
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.stdio import stdio_server
 from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 
 from kvstore.api import Page, ReadParams, WriteIn
@@ -36,8 +44,11 @@ from lens.apiauth import find_token
 from lens.apijson import iso_utc
 from lens.core.errors import DomainError, error_body, invalid_input
 from lens.core.text import unstorable_path
+from lens.envconf import env_int
 from lens.mcp import MCP_PATH, descriptions, operations
 from lens.mcp.operations import Command, validation_failure
+from lens.mcp.stdio import AnsweringUnreadable
+from lens.models import ApiToken
 from memory.api import ListParams
 
 NAME = "composition-lens"
@@ -50,18 +61,100 @@ _T = TypeVar("_T")
 # --- running Django code --------------------------------------------------------------
 
 
-async def in_django(function: Callable[..., _T], *args: Any) -> _T:
-    """Run ``function`` in Django's thread, with connections looked after as Django
-    does around a request: stale ones closed before, and after (``CONN_MAX_AGE``)."""
+# Calls run side by side on a bounded pool of threads, not on one shared thread: on one
+# thread, 8 clients running 64-word memory searches made another client's
+# `kv_bootstrap` go from 16 ms to 864 ms (p50), every call waiting for all those before
+# it. Each thread keeps its own connection (Django's are per thread), so a process holds
+# at most one per thread; PostgreSQL's own pool (DB_POOL=1) lends no more than its
+# `max_size`, so more threads than that would only wait for a connection.
+DEFAULT_THREADS = 8
+THREADS_VARIABLE = "MCP_THREADS"
+# One team's calls hold at most this many of them at once (default: half), so a team
+# that keeps them all busy still leaves threads for every other team: with all 8 held
+# by 8 clients' memory searches, another team's `kv_bootstrap` waited for one of them to
+# finish (p50 717 ms against 74 ms alone). Its other calls wait their turn without a
+# thread. Over stdio there is one team: it has them all.
+TEAM_THREADS_VARIABLE = "MCP_TEAM_THREADS"
+# Token checks (one indexed lookup each) have a lane of their own, so a flood of bad
+# tokens never takes a thread a tool call could use, and a valid request's check does
+# not wait behind slow tool calls.
+TOKEN_THREADS = 2
 
-    def call() -> _T:
-        close_old_connections()
+
+def tool_threads() -> int:
+    """How many tool calls run at once: ``MCP_THREADS`` (default 8), no more than the
+    database pool can lend connections to."""
+    wanted = env_int(THREADS_VARIABLE, DEFAULT_THREADS, minimum=1)
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+    if isinstance(pool, dict) and isinstance(pool.get("max_size"), int):
+        return min(wanted, pool["max_size"])
+    return wanted
+
+
+def team_threads(threads: int) -> int:
+    """How many of ``threads`` one team's calls may hold at once: ``MCP_TEAM_THREADS``
+    (default half, rounded up), at most all of them."""
+    return min(threads, env_int(TEAM_THREADS_VARIABLE, (threads + 1) // 2, minimum=1))
+
+
+class TeamShares:
+    """At most ``share`` calls of one team at once; its others wait here, in the event
+    loop, taking no thread. Only teams with calls in flight have an entry."""
+
+    def __init__(self, share: int) -> None:
+        self.share = share
+        self._teams: dict[int, _Share] = {}
+
+    @property
+    def busy_teams(self) -> int:
+        """How many teams have calls in flight (an entry each)."""
+        return len(self._teams)
+
+    @contextlib.asynccontextmanager
+    async def turn(self, team_id: int) -> AsyncIterator[None]:
+        entry = self._teams.setdefault(team_id, _Share(anyio.Semaphore(self.share)))
+        entry.calls += 1
         try:
-            return function(*args)
+            async with entry.semaphore:
+                yield
         finally:
-            close_old_connections()
+            entry.calls -= 1
+            if entry.calls == 0:
+                del self._teams[team_id]
 
-    return await sync_to_async(call, thread_sensitive=True)()
+
+@dataclass
+class _Share:
+    semaphore: anyio.Semaphore
+    calls: int = 0
+
+
+def _with_connections(function: Callable[..., _T], *args: Any) -> _T:
+    """``function``, with this thread's connections looked after as Django does around a
+    request: a stale or broken one closed before (a persistent one is health-checked
+    on its next use, CONN_HEALTH_CHECKS), and after; with ``CONN_MAX_AGE=0`` or the
+    pool that closes it (back to the pool), so an idle thread holds none."""
+    close_old_connections()
+    try:
+        return function(*args)
+    finally:
+        close_old_connections()
+
+
+class DjangoThreads:
+    """A bounded pool of threads that run Django code, each with its own connection.
+    Calls beyond its size wait for a thread, first come first served; a call whose
+    client has gone still finishes (a thread cannot be interrupted), so it is bounded
+    by the size too. Threads start on first use."""
+
+    def __init__(self, name: str, size: int) -> None:
+        self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"mcp-{name}")
+
+    async def run(self, function: Callable[..., _T], *args: Any) -> _T:
+        # asgiref carries the caller's context variables into the thread, as Django's own
+        # sync_to_async does (tracing spans among them).
+        call = functools.partial(_with_connections, function, *args)
+        return await sync_to_async(call, thread_sensitive=False, executor=self._executor)()
 
 
 # --- answers --------------------------------------------------------------------------
@@ -92,11 +185,17 @@ UNAUTHORIZED = error_body("unauthorized", "The API token is unknown or was revok
 INTERNAL_ERROR = error_body("internal_error", "An unexpected error occurred.")  # as the API
 
 
+# Who calls: over stdio the raw ``LENS_TOKEN``, looked up again on every call (so a
+# revoked token stops at once); over HTTP the token the request's bearer check found, a
+# moment earlier in the same request (one lookup per request, as the API does).
+Caller = ApiToken | str | None
+
+
 def run_operation(
-    operation: Callable[..., BaseModel], raw_token: str | None, arguments: dict[str, Any]
+    operation: Callable[..., BaseModel], caller: Caller, arguments: dict[str, Any]
 ) -> CallToolResult:
-    """``operation`` for the team of ``raw_token``, as a tool result (in Django's thread)."""
-    token = find_token(raw_token or "")
+    """``operation`` for the caller's team, as a tool result (in a pool thread)."""
+    token = caller if isinstance(caller, ApiToken) else find_token(caller or "")
     if token is None:
         return error_result(UNAUTHORIZED)
     try:
@@ -135,13 +234,21 @@ def _bounds(model: type[BaseModel], field: str) -> dict[str, Any]:
 
 # --- the server -----------------------------------------------------------------------
 
-TokenOfCall = Callable[[], str | None]
+TokenOfCall = Callable[[], Caller]
 
 
-def request_token() -> str | None:
-    """The bearer token of the HTTP request being served (checked by the verifier)."""
+class TeamAccessToken(AccessToken):
+    """The SDK's record of a verified bearer token, with the API token it is."""
+
+    api_token: ApiToken | None = Field(default=None, exclude=True)
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+
+def request_token() -> Caller:
+    """The API token the HTTP request being served was verified as (None: none was)."""
     access = get_access_token()
-    return access.token if access is not None else None
+    return access.api_token if isinstance(access, TeamAccessToken) else None
 
 
 class LensMCP(MCPServer[Any]):
@@ -153,6 +260,7 @@ class LensMCP(MCPServer[Any]):
         *,
         token_verifier: TokenVerifier | None = None,
         auth: AuthSettings | None = None,
+        threads: DjangoThreads | None = None,
     ) -> None:
         super().__init__(
             NAME,
@@ -163,6 +271,9 @@ class LensMCP(MCPServer[Any]):
             log_level="WARNING",
         )
         self._token_of_call = token_of_call
+        size = tool_threads()
+        self._threads = threads or DjangoThreads("tools", size)
+        self._shares = TeamShares(team_threads(size))
         self._parameters: dict[str, frozenset[str]] = {}
         _register_tools(self)
 
@@ -173,8 +284,24 @@ class LensMCP(MCPServer[Any]):
         self._parameters[fn.__name__] = frozenset(inspect.signature(fn).parameters)
 
     async def answer(self, operation: Callable[..., BaseModel], **arguments: Any) -> CallToolResult:
-        """Run ``operation`` for the calling token's team in Django's thread."""
-        return await in_django(run_operation, operation, self._token_of_call(), arguments)
+        """Run ``operation`` for the calling token's team on a pool thread, once the team
+        has a turn (over HTTP, where many teams share the pool)."""
+        caller = self._token_of_call()
+        if not isinstance(caller, ApiToken):
+            return await self._threads.run(run_operation, operation, caller, arguments)
+        async with self._shares.turn(caller.team_id):
+            return await self._threads.run(run_operation, operation, caller, arguments)
+
+    async def run_stdio_async(self) -> None:
+        """The SDK's stdio serving, with every line that is not a message answered with
+        a JSON-RPC error instead of dropped (``lens.mcp.stdio``)."""
+        async with stdio_server() as (read_stream, write_stream):
+            lowlevel = self._lowlevel_server
+            await lowlevel.run(
+                AnsweringUnreadable(read_stream, write_stream),
+                write_stream,
+                lowlevel.create_initialization_options(),
+            )
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -311,14 +438,25 @@ def serve_stdio(raw_token: str) -> None:
 
 
 class TeamTokenVerifier(TokenVerifier):
-    """Every HTTP request's bearer token: an API token of some team, not revoked."""
+    """Every HTTP request's bearer token: an API token of some team, not revoked. The
+    API's one-query check (``find_token``), on the token lane; nothing is cached, so a
+    revoked token is refused from the next request on."""
+
+    def __init__(self, threads: DjangoThreads | None = None) -> None:
+        self._threads = threads or DjangoThreads("tokens", TOKEN_THREADS)
 
     async def verify_token(self, token: str) -> AccessToken | None:
-        found = await in_django(find_token, token)
+        if not token.strip():
+            return None  # nothing to look up
+        found = await self._threads.run(find_token, token)
         if found is None:
             return None
-        return AccessToken(
-            token=token, client_id=f"lens-token-{found.pk}", scopes=[], subject=found.team.slug
+        return TeamAccessToken(
+            token=token,
+            client_id=f"lens-token-{found.pk}",
+            scopes=[],
+            subject=found.team.slug,
+            api_token=found,
         )
 
 

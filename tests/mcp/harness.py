@@ -148,13 +148,14 @@ def stdio_session(params: StdioServerParameters, errlog: TextIO) -> Client:
 URL_LINE = re.compile(r"MCP server on (http://\S+/mcp)")
 
 
-def start_http_server(database: str, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    """``manage.py mcp --http 127.0.0.1:0`` (a free port) and the URL it announces."""
+def start_http_server(database: str, log: Path, **env: str) -> tuple[subprocess.Popen[bytes], str]:
+    """``manage.py mcp --http 127.0.0.1:0`` (a free port) and the URL it announces;
+    ``env``: more of its environment."""
     with log.open("wb") as stderr:
         process = subprocess.Popen(
             [sys.executable, "manage.py", "mcp", "--http", "127.0.0.1:0"],
             cwd=ROOT,
-            env=server_env(database),
+            env=server_env(database, **env),
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
