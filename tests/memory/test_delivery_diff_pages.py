@@ -18,7 +18,7 @@ from memory.core.deliveries import DeliveryInput
 from memory.deliveries import deliver, delivery_diff, live_diff
 from memory.models import Delivery
 from tests.api_calls import ApiClient
-from tests.factories import create_agent, remember, sample_config
+from tests.factories import create_agent, memory_config, remember, sample_config
 from tests.pages import Dom, dom
 from tests.samples import fastest
 
@@ -160,6 +160,20 @@ def test_anonymous_visitors_are_sent_to_log_in_from_the_downloads(
 def test_unknown_deliveries_have_no_download(member_client: Client, bad: str) -> None:
     for url in (f"/deliveries/{bad}/diff/download/", f"/deliveries/{bad}/live/download/"):
         assert member_client.get(url).status_code == 404, url
+
+
+def test_a_download_link_into_the_users_other_team_works(
+    duo_client: Client, other_team: Team
+) -> None:
+    # duo works in acme; the link names a delivery of globex, duo's other team.
+    gizmo = create_agent(other_team, "gizmo", memory_config(name="Gizmo"))
+    earlier = delivered(gizmo)
+    remember(gizmo, "profile", "Works nights.", label="shift")
+    later = delivered(gizmo)
+    duo_client.get("/?team=acme", headers={"Sec-Fetch-Site": "same-origin"})
+    url = f"/deliveries/{later.id}/diff/download/?against={earlier.id}"
+    assert "+- **shift**: Works nights.\n" in downloaded(duo_client.get(url))
+    assert downloaded(duo_client.get(f"/deliveries/{earlier.id}/live/download/"))
 
 
 def test_a_download_against_another_agents_delivery_is_404(
