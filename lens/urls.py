@@ -35,7 +35,17 @@ urlpatterns = [
         delivery_views.delivery_diff_page,
         name="delivery-diff",
     ),
+    path(
+        "deliveries/<str:delivery_id>/diff/download/",
+        delivery_views.delivery_diff_download,
+        name="delivery-diff-download",
+    ),
     path("deliveries/<str:delivery_id>/live/", delivery_views.live_diff_page, name="delivery-live"),
+    path(
+        "deliveries/<str:delivery_id>/live/download/",
+        delivery_views.live_diff_download,
+        name="delivery-live-download",
+    ),
     path("approvals/", approval_views.queue, name="approvals"),
     path("approvals/bulk/", approval_views.decide_bulk, name="approvals-bulk"),
     path("approvals/impacts/", approval_views.impacts, name="approvals-impacts"),

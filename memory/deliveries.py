@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
@@ -112,34 +112,64 @@ def canonical_json(composition: Composition) -> str:
 
 
 def _store_composition(agent: Agent, composition: Composition, text: str) -> StoredComposition:
+    """The stored row of ``text``, created when there is none, and held until this
+    transaction ends so that no prune deletes it under the delivery about to use it.
+
+    Two deliveries of one new composition may both try to create it: the unique
+    (agent, digest) makes the second wait for the first to commit, then fail, and it
+    reads the row again. A prune may delete the row between two reads: it is created
+    again. Each turn of the loop ends in one of these, so it is short.
+    """
     digest = sha256_hex(text)
-    found = StoredComposition.objects.filter(agent=agent, digest=digest).first()
-    if found is not None:
-        return found
+    for _attempt in range(_INSERT_ATTEMPTS):
+        found = _held(agent, digest)
+        if found is not None:
+            return found
+        try:
+            with transaction.atomic():  # a savepoint: a clash leaves the rest intact
+                return _create(agent, composition, text, digest)
+        except IntegrityError:
+            continue
+    raise DeliveriesBusy("The agent is being delivered too often at once; try again.")
+
+
+def _held(agent: Agent, digest: str) -> StoredComposition | None:
+    """The stored row of ``digest``, locked against deletion until the transaction ends.
+
+    On PostgreSQL, FOR KEY SHARE: deliveries of one composition share it, and a prune's
+    FOR UPDATE on the row waits for them (and then sees their deliveries), or they wait
+    for the prune, and then find no row (READ COMMITTED skips a row deleted while it
+    waited). SQLite needs no lock: its transactions here take the database's one write
+    lock at BEGIN (IMMEDIATE), so a prune and a delivery never overlap.
+    """
+    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
+    table = StoredComposition._meta.db_table
+    found = StoredComposition.objects.raw(
+        f"SELECT * FROM {table} WHERE agent_id = %s AND digest = %s{lock}",
+        [agent.pk, digest],
+    )
+    return next(iter(found), None)
+
+
+def _create(agent: Agent, composition: Composition, text: str, digest: str) -> StoredComposition:
     memory_ids = _memory_ids(composition)
     prompt = composition.prompt.text
-    try:
-        # A concurrent delivery of the same new composition may insert it first; the
-        # savepoint lets this transaction carry on with that row.
-        with transaction.atomic():
-            stored = StoredComposition.objects.create(
-                agent=agent,
-                digest=digest,
-                body=zlib.compress(text.encode("utf-8"), _ZLIB_LEVEL),
-                prompt_sha256=sha256_hex(prompt),
-                chars=len(prompt),
-                tokens=composition.tokens.total,
-                sections=composition.counts.sections,
-                entries=composition.counts.entries,
-                memory_ids=" ".join(memory_ids),
-                created_at=timezone.now(),
-            )
-            CompositionMemory.objects.bulk_create(
-                [CompositionMemory(composition=stored, memory_id=mid) for mid in memory_ids],
-                batch_size=500,
-            )
-    except IntegrityError:
-        return StoredComposition.objects.get(agent=agent, digest=digest)
+    stored = StoredComposition.objects.create(
+        agent=agent,
+        digest=digest,
+        body=zlib.compress(text.encode("utf-8"), _ZLIB_LEVEL),
+        prompt_sha256=sha256_hex(prompt),
+        chars=len(prompt),
+        tokens=composition.tokens.total,
+        sections=composition.counts.sections,
+        entries=composition.counts.entries,
+        memory_ids=" ".join(memory_ids),
+        created_at=timezone.now(),
+    )
+    CompositionMemory.objects.bulk_create(
+        [CompositionMemory(composition=stored, memory_id=mid) for mid in memory_ids],
+        batch_size=500,
+    )
     return stored
 
 

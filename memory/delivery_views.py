@@ -11,10 +11,11 @@ from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.http import content_disposition_header
+from django.urls import reverse
+from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.http import require_GET
 
-from lens.core.diffs import diff_lines
+from lens.core.diffs import diff_excerpt
 from lens.http import PAGE_SIZE, AppRequest, find_linked, get_agent_for_user
 from lens.models import Agent, Team
 from lens.views import prompt_section_items
@@ -196,26 +197,34 @@ def _tip(memory_id: str, brief: dict[str, Any] | None, fate: Fate) -> str:
 
 
 def _diff_context(
-    agent: Agent, comparison: Comparison, before: Delivery | None, after: Delivery | None
+    agent: Agent,
+    comparison: Comparison,
+    before: Delivery | None,
+    after: Delivery | None,
+    download: str,
 ) -> dict[str, Any]:
     ids = [*comparison.added, *comparison.removed]
     briefs = briefs_of(ids)
+    # The page draws the diff's first lines only (``lens.core.diffs.PAGE_LINES``), and
+    # says how many more there are; ``download`` is the whole diff.
+    excerpt = diff_excerpt(comparison.diff)
     return {
         "agent": agent,
         "before": before,
         "after": after,
         "comparison": comparison,
-        "lines": diff_lines(comparison.diff),
+        "lines": excerpt.lines,
+        "excerpt": excerpt,
+        "download": download,
         "added": [{"id": mid, "brief": briefs.get(mid)} for mid in comparison.added],
         "removed": [{"id": mid, "brief": briefs.get(mid)} for mid in comparison.removed],
         "nav": "agents",
     }
 
 
-@require_GET
-@login_required
-def delivery_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
-    """``against`` (default: the previous delivery) → this delivery."""
+def _found_diff(request: AppRequest, delivery_id: str) -> tuple[DeliveryDiff, str | None]:
+    """The comparison a diff page or its download shows, and the ``against`` asked for;
+    404 for anyone but the members of the delivery's team."""
     against = request.GET.get("against") or None
 
     def find(team: Team) -> DeliveryDiff:
@@ -225,17 +234,55 @@ def delivery_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
             raise Http404("No such delivery") from None
 
     found = find_linked(request, "delivery", find, _holders(delivery_id), "agent__team")
+    return found, against
+
+
+def _download_url(name: str, delivery_id: str, against: str | None = None) -> str:
+    query = f"?{urlencode({'against': against})}" if against else ""
+    return reverse(name, args=[delivery_id]) + query
+
+
+@require_GET
+@login_required
+def delivery_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
+    """``against`` (default: the previous delivery) → this delivery."""
+    found, against = _found_diff(request, delivery_id)
     agent = get_agent_for_user(request, found.after.agent.slug)
-    context = _diff_context(agent, found.comparison, found.before, found.after)
+    download = _download_url("delivery-diff-download", found.after.id, against)
+    context = _diff_context(agent, found.comparison, found.before, found.after, download)
     return render(request, "memory/delivery_diff.html", context)
+
+
+@require_GET
+@login_required
+def delivery_diff_download(request: AppRequest, delivery_id: str) -> HttpResponse:
+    """The diff page's whole unified diff, as a text file."""
+    found, _against = _found_diff(request, delivery_id)
+    get_agent_for_user(request, found.after.agent.slug)
+    before = "none" if found.before is None else found.before.id
+    name = f"{found.after.agent.slug}-{before}-{found.after.id}.diff"
+    return _text_download(found.comparison.diff, name)
+
+
+def _live(request: AppRequest, delivery_id: str) -> tuple[Agent, Delivery, Comparison]:
+    delivery = get_delivery_for_user(request, delivery_id)
+    agent = get_agent_for_user(request, delivery.agent.slug)
+    return agent, delivery, live_diff(delivery, compose(agent))
 
 
 @require_GET
 @login_required
 def live_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
     """This delivery → the agent's live prompt: what the next delivery would change."""
-    delivery = get_delivery_for_user(request, delivery_id)
-    agent = get_agent_for_user(request, delivery.agent.slug)
-    comparison = live_diff(delivery, compose(agent))
-    context = _diff_context(agent, comparison, delivery, None)
+    agent, delivery, comparison = _live(request, delivery_id)
+    download = _download_url("delivery-live-download", delivery.id)
+    context = _diff_context(agent, comparison, delivery, None, download)
     return render(request, "memory/delivery_diff.html", context)
+
+
+@require_GET
+@login_required
+def live_diff_download(request: AppRequest, delivery_id: str) -> HttpResponse:
+    """The live diff page's whole unified diff, as a text file."""
+    _agent, delivery, comparison = _live(request, delivery_id)
+    return _text_download(comparison.diff, f"{delivery.agent.slug}-{delivery.id}-live.diff")

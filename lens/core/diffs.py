@@ -6,8 +6,10 @@ Every diff in the product comes from here, so its cost has one place to be bound
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Literal
 
+from lens.core.line_diffs import MAX_ROWS
 from lens.core.opcodes import bounded, coarse, grouped, opcodes
 
 WordOp = Literal["equal", "delete", "insert"]
@@ -18,6 +20,12 @@ CONTEXT = 3
 # loaded core). Two memories of 10,000 code points differing everywhere would otherwise
 # take minutes; a page of them shares a budget of its own on top (``memory.queue``).
 WORD_DIFF_BUDGET = 50_000
+# What a page draws of a unified diff: the first lines (as many as a key/value diff's
+# rows), and no more than this many characters of them; the rest is counted and the
+# whole diff is a download. Two prompts of 540,000 characters made of alternating
+# one-letter lines differ in 540,000 diff lines: drawn whole they made a 19 MB page.
+PAGE_LINES = MAX_ROWS
+PAGE_CHARS = 200_000
 
 
 def unified_diff(old: str, new: str, old_label: str, new_label: str) -> str:
@@ -57,8 +65,12 @@ def _range(start: int, stop: int) -> str:
 
 def diff_lines(diff: str) -> list[tuple[LineKind, str]]:
     """A unified diff's lines, each with what it is, for colouring."""
+    return _kinds(diff.splitlines())
+
+
+def _kinds(raw: Iterable[str]) -> list[tuple[LineKind, str]]:
     lines: list[tuple[LineKind, str]] = []
-    for line in diff.splitlines():
+    for line in raw:
         if line.startswith(("--- ", "+++ ")) and len(lines) < 2:
             lines.append(("file", line))
         elif line.startswith("@@"):
@@ -72,6 +84,38 @@ def diff_lines(diff: str) -> list[tuple[LineKind, str]]:
         else:
             lines.append(("context", line))
     return lines
+
+
+@dataclass(frozen=True)
+class DiffExcerpt:
+    """The first lines of a unified diff, for a page, and how many are left out."""
+
+    lines: list[tuple[LineKind, str]]
+    total: int  # lines in the whole diff
+
+    @property
+    def more(self) -> int:
+        return self.total - len(self.lines)
+
+
+def diff_excerpt(
+    diff: str, max_lines: int = PAGE_LINES, max_chars: int = PAGE_CHARS
+) -> DiffExcerpt:
+    """The first ``max_lines`` lines of ``diff``, fewer when they would pass
+    ``max_chars`` characters (at least one line: a prompt line is bounded by the
+    fields it comes from), coloured as ``diff_lines`` colours them.
+
+    Splitting is linear in the diff (one C-level pass); only what is kept is coloured.
+    """
+    every = diff.splitlines()
+    chars = 0
+    shown = 0
+    for line in every[:max_lines]:
+        chars += len(line)
+        if shown and chars > max_chars:
+            break
+        shown += 1
+    return DiffExcerpt(lines=_kinds(every[:shown]), total=len(every))
 
 
 def word_diff(old: str, new: str, budget: list[int] | None = None) -> list[tuple[WordOp, str]]:

@@ -9,9 +9,10 @@ import unicodedata
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from pydantic import BaseModel, ConfigDict, Field, StrictStr, field_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictStr, ValidationInfo, field_validator
 
 from lens.core.diffs import unified_diff
+from lens.core.identity import bidi_problem
 
 LABEL_MAX = 128
 # Categories refused in a session or model name: controls and line/paragraph breaks
@@ -31,6 +32,16 @@ def label_problem(value: str) -> str | None:
     return None
 
 
+def new_label_problem(value: str, what: str) -> str | None:
+    """Why ``value`` cannot name a new delivery's ``what`` (session or model), or None.
+
+    ``label_problem``, and no bidi control: they reorder what is displayed around them,
+    so a name holding one shows as another name (the rule memory labels follow). Only
+    new deliveries are held to it: filters still find deliveries recorded before it.
+    """
+    return label_problem(value) or bidi_problem(value, what)
+
+
 class DeliveryInput(BaseModel):
     """The body of ``POST …/deliveries``: both optional, each 1–128 code points."""
 
@@ -41,8 +52,8 @@ class DeliveryInput(BaseModel):
 
     @field_validator("session", "model")
     @classmethod
-    def _one_line_label(cls, value: str | None) -> str | None:
-        if value is not None and (problem := label_problem(value)) is not None:
+    def _one_line_label(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None and (problem := new_label_problem(value, info.field_name or "")):
             raise ValueError(problem)
         return value
 

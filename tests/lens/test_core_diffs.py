@@ -10,7 +10,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lens.core.diffs import WordOp, unified_diff, word_diff
+from lens.core.diffs import (
+    PAGE_CHARS,
+    PAGE_LINES,
+    WordOp,
+    diff_excerpt,
+    diff_lines,
+    unified_diff,
+    word_diff,
+)
 from tests.samples import fastest
 
 # Words never hold the separator, so a list of them joined by " " splits back into it.
@@ -206,3 +214,59 @@ def test_the_largest_payloads_diff_quickly(old: str, new: str) -> None:
     text, elapsed = fastest(lambda: unified_diff(old, new, "k@1", "k@2"))
     assert elapsed < 1.0, elapsed
     assert patched(old, text) == new
+
+
+# --- diff_excerpt: what a page draws of a unified diff ----------------------------------
+
+
+def numbered_diff(lines: int) -> str:
+    """A unified diff of ``lines`` lines: two file lines, a hunk, then added lines."""
+    body = "".join(f"+line {n}\n" for n in range(lines - 3))
+    return f"--- a\n+++ b\n@@ -0,0 +1,{lines - 3} @@\n{body}"
+
+
+@pytest.mark.parametrize("lines", [PAGE_LINES - 1, PAGE_LINES, PAGE_LINES + 1])
+def test_an_excerpt_holds_at_most_the_page_lines(lines: int) -> None:
+    diff = numbered_diff(lines)
+    excerpt = diff_excerpt(diff)
+    assert excerpt.total == lines
+    assert excerpt.lines == diff_lines(diff)[:PAGE_LINES]
+    assert excerpt.more == max(0, lines - PAGE_LINES)
+    assert [kind for kind, _text in excerpt.lines[:4]] == ["file", "file", "hunk", "add"]
+
+
+def test_an_excerpt_of_a_small_diff_is_the_whole_diff() -> None:
+    diff = unified_diff("one\ntwo\n", "one\n2\n", "k@1", "k@2")
+    excerpt = diff_excerpt(diff)
+    assert excerpt.lines == diff_lines(diff)
+    assert excerpt.more == 0
+    assert diff_excerpt("").lines == []
+    assert diff_excerpt("").more == 0
+
+
+def test_an_excerpt_stops_before_its_characters_run_out() -> None:
+    line = "+" + "x" * 999
+    diff = "".join(f"{line}\n" for _ in range(PAGE_CHARS // 1000 + 5))
+    excerpt = diff_excerpt(diff)
+    assert len(excerpt.lines) == PAGE_CHARS // 1000
+    assert sum(len(text) for _kind, text in excerpt.lines) == PAGE_CHARS
+    assert excerpt.more == 5
+    # One character more than fits: that line waits for the download.
+    excerpt = diff_excerpt(diff, max_chars=PAGE_CHARS - 1)
+    assert len(excerpt.lines) == PAGE_CHARS // 1000 - 1
+
+
+def test_an_excerpt_shows_a_first_line_longer_than_its_characters() -> None:
+    diff = "+" + "x" * (PAGE_CHARS + 10) + "\n+y\n"
+    excerpt = diff_excerpt(diff)
+    assert [text for _kind, text in excerpt.lines] == [diff.splitlines()[0]]
+    assert excerpt.more == 1
+
+
+def test_an_excerpt_of_540000_alternating_lines_is_quick() -> None:
+    old, new = "a\nb\n" * 135_000, "a\nc\n" * 135_000
+    diff = unified_diff(old, new, "k@1", "k@2")
+    excerpt, elapsed = fastest(lambda: diff_excerpt(diff))
+    assert excerpt.total == len(diff.splitlines()) > 540_000
+    assert len(excerpt.lines) == PAGE_LINES
+    assert elapsed < 0.5, elapsed

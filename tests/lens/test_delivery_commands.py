@@ -475,6 +475,24 @@ def test_prune_keeps_what_is_recent_enough(history: dict[str, Delivery]) -> None
     assert list(Delivery.objects.values_list("pk", flat=True)) == [history["now"].pk]
 
 
+@pytest.mark.parametrize("batch", [1, 2, 3])
+def test_prune_removes_unused_compositions_in_batches_of_any_size(
+    history: dict[str, Delivery], batch: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Two compositions go at --older-than 1: fewer, as many and more than a batch.
+    monkeypatch.setattr("memory.delivery_retention.PRUNE_BATCH", batch)
+    out = run("prune_deliveries", "--older-than", "1")
+    assert out.strip() == (
+        "Removed 3 deliveries older than 1 day and 2 compositions no delivery uses."
+    )
+    assert list(StoredComposition.objects.values_list("pk", flat=True)) == [
+        history["now"].composition_id
+    ]
+    assert set(CompositionMemory.objects.values_list("composition_id", flat=True)) == {
+        history["now"].composition_id
+    }
+
+
 def test_a_dry_run_says_what_would_go_and_removes_nothing(history: dict[str, Delivery]) -> None:
     before = row_counts()
     out = run("prune_deliveries", "--older-than", "30", "--dry-run")

@@ -13,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from lens.core.identity import BIDI_CONTROLS
 from memory.core.deliveries import (
     LABEL_MAX,
     Change,
@@ -104,6 +105,21 @@ def test_the_body_may_be_empty() -> None:
 def test_the_body_refuses_what_cannot_name_a_session_or_a_model(body: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
         DeliveryInput.model_validate(body)
+
+
+@pytest.mark.parametrize("control", sorted(BIDI_CONTROLS))
+@pytest.mark.parametrize("field", ["session", "model"])
+def test_a_bidi_control_cannot_name_a_new_session_or_model(field: str, control: str) -> None:
+    # The rule memory labels follow: a name holding one can display as another name.
+    for value in (f"a{control}b", control, f"gpt-4o{control}"):
+        with pytest.raises(ValidationError) as caught:
+            DeliveryInput.model_validate({field: value})
+        (error,) = caught.value.errors()
+        assert error["loc"] == (field,)
+        assert "bidirectional control" in error["msg"]
+        assert f"U+{ord(control):04X}" in error["msg"]
+        # A filter still finds deliveries recorded before the rule.
+        assert label_problem(value) is None
 
 
 # --- sha256_hex ---------------------------------------------------------------------------

@@ -166,6 +166,9 @@ BAD_BODIES = {
     "U+2028": '{"model": "x\\u2028y"}',
     "U+2029": '{"session": "x\\u2029"}',
     "a lone surrogate": '{"session": "\\ud800"}',
+    "a bidi override": '{"session": "a\\u202eb"}',
+    "a bidi isolate": '{"model": "gpt\\u2066x\\u2069"}',
+    "a right-to-left mark": '{"model": "\\u200f"}',
     "a number": '{"session": 7}',
     "a float": '{"model": 1.5}',
     "a boolean": '{"model": true}',
@@ -200,6 +203,15 @@ def test_a_label_refusal_says_which_field_and_why(api: ApiClient, wren: Agent) -
     assert error["code"] == "invalid_request"
     assert "model" in str(error)
     assert "128" in str(error)
+
+
+@pytest.mark.parametrize("field", ["session", "model"])
+def test_a_bidi_refusal_says_which_field_and_why(api: ApiClient, wren: Agent, field: str) -> None:
+    error = assert_error(api.post(URL, {field: "a\u202eb"}), 422, "invalid_request")
+    assert field in str(error)
+    assert "bidirectional control" in str(error)
+    assert "U+202E" in str(error)
+    assert delivery_rows() == (0, 0, 0)
 
 
 def test_an_unknown_agent_is_not_found_and_nothing_is_recorded(api: ApiClient, wren: Agent) -> None:
