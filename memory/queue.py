@@ -25,7 +25,7 @@ from lens.models import Agent, SectionDeclaration, Team
 from memory.core.impact import Baseline, Impact
 from memory.core.routing import PlacedRecord
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
-from memory.queries import placed_records
+from memory.queries import Reopening, latest_reopenings, placed_records
 from memory.registry import get_spec
 
 # Steps every word diff on one page may spend together (``lens.core.diffs.word_diff``):
@@ -85,6 +85,8 @@ class QueueRow:
     section: BackgroundSection | None  # its section as declared now (None: undeclared)
     replaces: Replaces | None
     impact: Impact | None  # None for a row without a placement
+    # Who put it back in the queue, when and why (None: it waits since it was saved).
+    reopened: Reopening | None = None
 
     @property
     def section_title(self) -> str | None:
@@ -110,7 +112,7 @@ def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
         for agent in {p.agent for p in promotions}
         if agent.pk in backgrounds
     }
-    savers = _savers(p.record_id for p in promotions)  # 1 query
+    savers, reopened = _stories(p.record_id for p in promotions)  # 1 query
     older_places = _older_places(promotions)  # 1 query
     word_budget = [PAGE_WORD_BUDGET]
     rows = []
@@ -130,6 +132,7 @@ def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
                 section=section,
                 replaces=_replaces(promotion, section, older_places, word_budget),
                 impact=impact,
+                reopened=reopened.get(record.pk),
             )
         )
     return rows
@@ -142,13 +145,22 @@ def _backgrounds(agent_ids: Iterable[int]) -> dict[int, Background]:
     return {agent.pk: background_of(agent) for agent in agents}
 
 
-def _savers(record_ids: Iterable[str]) -> dict[str, str]:
-    """Who saved each record: its ``saved`` event's actor (a user, a token, the system)."""
-    return dict(
-        MemoryEvent.objects.filter(
-            record_id__in=list(record_ids), kind=EventKind.SAVED
-        ).values_list("record_id", "actor")
-    )
+def _stories(record_ids: Iterable[str]) -> tuple[dict[str, str], dict[str, Reopening]]:
+    """Who saved each record (its ``saved`` event's actor: a user, a token, the system)
+    and, for a record a reviewer reopened, its latest reopening (one query)."""
+    events = MemoryEvent.objects.filter(
+        record_id__in=list(record_ids), kind__in=(EventKind.SAVED, EventKind.REOPENED)
+    ).order_by("at", "id")
+    savers: dict[str, str] = {}
+    reopens = []
+    for record_id, kind, actor, at, detail in events.values_list(
+        "record_id", "kind", "actor", "at", "detail"
+    ):
+        if kind == EventKind.SAVED:
+            savers[record_id] = actor
+        else:
+            reopens.append((record_id, actor, at, detail))
+    return savers, latest_reopenings(reopens)
 
 
 def _candidate(promotion: Promotion) -> PlacedRecord:
