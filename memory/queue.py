@@ -22,7 +22,7 @@ from lens.core.background import Background, BackgroundSection
 from lens.core.diffs import WordOp, word_diff
 from lens.core.text import value_text
 from lens.models import Agent, SectionDeclaration, Team
-from memory.core.impact import Baseline, Impact
+from memory.core.impact import Baseline, Impact, Withdrawal, record_words
 from memory.core.routing import PlacedRecord
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
 from memory.queries import Reopening, latest_reopenings, placed_records
@@ -214,3 +214,45 @@ def _replaces(
             older.content,
         )
     return None
+
+
+@dataclass(frozen=True)
+class RevokePreview:
+    """What revoking a memory would do, for its confirmation page and the words after."""
+
+    withdrawal: Withdrawal
+    older: str | None  # the memory it replaced at the same address, named (stays out)
+
+    @property
+    def sentences(self) -> list[str]:
+        return self.withdrawal.sentences(self.older)
+
+
+def revoke_preview(record: MemoryRecord) -> RevokePreview:
+    """What revoking ``record`` would do to its agent's prompt now (a handful of queries
+    and one fold of the agent's approved memories, as composing the prompt costs)."""
+    agent = record.agent
+    background = _backgrounds([agent.pk]).get(agent.pk, Background())
+    baseline = Baseline.of(
+        background,
+        placed_records([agent.pk]).of(agent.pk),
+        get_spec(agent.routing_spec),
+        settings.MEMORY_OVERLAY_BUDGET_CHARS,
+    )
+    withdrawal = baseline.withdrawal(record.pk)
+    gone, older = withdrawal.record, record.supersedes
+    if gone is None or older is None:
+        return RevokePreview(withdrawal, None)
+    place = Promotion.objects.filter(record_id=older.pk).values_list("section", "key").first()
+    if place != (gone.section, gone.key):
+        return RevokePreview(withdrawal, None)  # it replaced a memory held elsewhere
+    named = PlacedRecord(
+        older.pk,
+        older.kind,
+        older.content,
+        older.created_at,
+        gone.section,
+        gone.key,
+        label=older.label,
+    )
+    return RevokePreview(withdrawal, record_words(named))
