@@ -189,7 +189,7 @@ class Baseline:
             leaving=leaving,
             takes_place=tuple(p for p in arrived if (p.section, p.key) == address),
             brought_in=tuple(p for p in arrived if (p.section, p.key) != address),
-            freed=self.used - report.stats.chars_used.get("background", 0),
+            freed=entry_cost(record, self.spec),
             section=_section(self.background, record.section),
             lines=_window(lines),
             line_count=sum(1 for line in lines if line.state != "leaves"),
@@ -254,7 +254,7 @@ class Withdrawal:
     leaving: str  # that line ("" when it is not in the prompt)
     takes_place: tuple[PlacedRecord, ...]  # out now, at its address once it is revoked
     brought_in: tuple[PlacedRecord, ...]  # out now (over budget), in once it is revoked
-    freed: int  # characters of the memory budget its revocation frees
+    freed: int  # characters of the memory budget its line takes, freed by revoking it
     section: BackgroundSection | None  # its section as declared now
     lines: tuple[PreviewLine | Gap, ...]
     line_count: int  # entry lines of the section once revoked

@@ -24,7 +24,16 @@ from memory.decisions import (
     undo_many,
 )
 from memory.models import EventKind, MemoryEvent, PromotionStatus
-from tests.factories import HTMX, in_prompt, many_pending, post_bulk, post_decision, promotion_of
+from tests.factories import (
+    HTMX,
+    in_prompt,
+    many_pending,
+    post_bulk,
+    post_decision,
+    preference,
+    promotion_of,
+    race,
+)
 from tests.pages import (
     Element,
     alerts,
@@ -232,3 +241,40 @@ def test_a_single_decision_names_its_memory_and_shows_its_deadline(
     assert until.get("datetime") == (decided_at + timedelta(seconds=30)).isoformat()
     assert page.one("data-undo-count").squashed == "30"
     assert promotion_of(record_id).status == PromotionStatus.APPROVED
+
+
+# --- edges --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_bulk_undo_racing_a_revoke_lets_exactly_one_land_on_the_contested_row(
+    wren: Agent, reviewer: User, rhea: User
+) -> None:
+    for round_ in range(4):
+        ids = many_pending(wren, 3, prefix=f"r{round_}-")
+        at = timezone.now()
+        decide_many(wren.team, ids, True, Actor.for_user(reviewer), now=at)
+
+        def act(i: int, ids: list[str] = ids, at: Any = at) -> Any:
+            if i == 0:
+                return undo_many(wren.team, ids, Actor.for_user(reviewer), "approved", at)
+            return revoke(ids[1], Actor.for_user(rhea), "race")
+
+        undone, revoked = race(2, act)
+        contested = promotion_of(ids[1]).status
+        assert (ids[1] in undone.undone) == (contested == PromotionStatus.PENDING)
+        assert (ids[1] in undone.refused) == (contested == PromotionStatus.REVOKED)
+        assert statuses([ids[0], ids[2]]) == ["pending", "pending"]
+        landed = MemoryEvent.objects.filter(record_id=ids[1], kind=EventKind.REVOKED).count()
+        assert landed == (contested == PromotionStatus.REVOKED), revoked
+
+
+def test_a_notice_names_a_huge_memory_in_a_few_words(reviewer_client: Client, wren: Agent) -> None:
+    ids = [
+        preference(wren, "word " * 1990 + "\n\n# not a heading", label=f"huge{i}") for i in range(4)
+    ]
+    page = fragment(post_bulk(reviewer_client, "approve", ids))
+    said = page.one("data-bulk-notice").squashed
+    assert len(said) < 300
+    assert said.endswith("…” and 1 more.")
+    assert "\n" not in page.one("data-bulk-notice").text
