@@ -49,6 +49,7 @@ urlpatterns = [
     path("approvals/", approval_views.queue, name="approvals"),
     path("approvals/bulk/", approval_views.decide_bulk, name="approvals-bulk"),
     path("approvals/impacts/", approval_views.impacts, name="approvals-impacts"),
+    path("approvals/undo/", approval_views.undo_bulk, name="approvals-undo-bulk"),
     path("approvals/<str:record_id>/decide/", approval_views.decide_one, name="approvals-decide"),
     path("approvals/<str:record_id>/undo/", approval_views.undo_one, name="approvals-undo"),
     path("memories/", memory_views.memory_list, name="memory-list"),

@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
+from django.db.models.functions import Substr
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 from django.utils.http import urlencode
-from django.utils.text import Truncator
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from lens.actors import Actor
 from lens.http import (
@@ -32,6 +34,8 @@ from lens.http import (
     use_form_team,
 )
 from lens.models import Team
+from memory.core.explain import stop
+from memory.core.impact import NAME_CHARS, named
 from memory.core.records import is_record_id
 from memory.decisions import (
     AddressTaken,
@@ -45,11 +49,26 @@ from memory.decisions import (
     reopen,
     revoke,
     undo,
+    undo_many,
     undo_seconds,
 )
-from memory.forms import BulkDecisionForm, DecisionForm, ReasonForm, UndoForm
+from memory.forms import (
+    BulkDecisionForm,
+    ConfirmForm,
+    DecisionForm,
+    ReasonForm,
+    UndoForm,
+    UndoManyForm,
+)
 from memory.models import MemoryRecord, Promotion, PromotionStatus
-from memory.queue import guarded_sections, pending, queue_rows, team_agents, with_row_relations
+from memory.queue import (
+    guarded_sections,
+    pending,
+    queue_rows,
+    revoke_preview,
+    team_agents,
+    with_row_relations,
+)
 
 # Without JavaScript the queue offers Undo for the reviewer's last decision, kept here.
 LAST_DECISION = "approvals_last_decision"
@@ -117,12 +136,66 @@ def _undo_last(request: AppRequest) -> dict[str, Any] | None:
     if not isinstance(last, dict):
         return None
     moment = parse_datetime(str(last.get("at", "")))
-    if moment is None:
+    ids = last.get("ids")
+    if moment is None or not isinstance(ids, list) or not ids:
         return None
-    left = undo_seconds() - (timezone.now() - moment).total_seconds()
+    query = _filter_query(request)
+    return _undo_offer(
+        [str(i) for i in ids],
+        str(last.get("decided", "")),
+        moment,
+        str(last.get("what", "")),
+        bulk=bool(last.get("bulk")),
+        query=f"?{query}" if query else "",
+    )
+
+
+def _undo_offer(
+    ids: Sequence[str],
+    decided: str,
+    at: datetime,
+    what: str,
+    *,
+    bulk: bool,
+    query: str = "",
+) -> dict[str, Any] | None:
+    """An Undo button for a decision of a moment ago, with its deadline (the server
+    enforces it: ``memory.decisions.undo``); None once the window has passed."""
+    until = at + timedelta(seconds=undo_seconds())
+    left = math.ceil((until - timezone.now()).total_seconds())
     if left <= 0:
         return None
-    return {**last, "seconds": int(left)}
+    action = reverse("approvals-undo-bulk") if bulk else reverse("approvals-undo", args=[ids[0]])
+    return {
+        "ids": list(ids),
+        "bulk": bulk,
+        "decided": decided,
+        "at": at.isoformat(),
+        "until": until,
+        "seconds": left,
+        "what": what,
+        "action": action + query,
+    }
+
+
+# A notice names the first few memories of a bulk decision, then how many more.
+NAMED_IN_NOTICE = 3
+
+
+def _names(record_ids: Sequence[str]) -> str:
+    """“a”, “b”, “c” and 4 more: the memories of a bulk decision, named (one query)."""
+    shown = list(record_ids[:NAMED_IN_NOTICE])
+    rows = MemoryRecord.objects.filter(pk__in=shown).values_list(
+        "pk", "label", Substr("content", 1, NAME_CHARS * 2)
+    )
+    words = {pk: named(label, head) for pk, label, head in rows}
+    text = ", ".join(words.get(pk, pk) for pk in shown)
+    more = len(record_ids) - len(shown)
+    return f"{text} and {more} more" if more > 0 else text
+
+
+def _memories(count: int) -> str:
+    return f"{count} memor{'y' if count == 1 else 'ies'}"
 
 
 @require_GET
@@ -198,28 +271,37 @@ def decide_one(request: AppRequest, record_id: str) -> HttpResponse:
         return HttpResponse(form.first_error(), status=400)
     actor = Actor.for_user(request.user)
     result = decide(record.pk, form.approve, actor, form.note, team=team)
-    undoable: dict[str, str] | None = None
+    offer: dict[str, Any] | None = None
     if isinstance(result, AlreadyDecided):
         notice, outcome = result.notice, "stale"
     else:
         verb = "Approved" if form.approve else "Rejected"
-        notice = f"{verb} by {actor.label}" + (f": {form.note}" if form.note else ".")
+        what = named(record.label, record.content)
+        notice = f"{verb} by {actor.label}: {what}{stop(what)}"
+        if form.note:
+            notice += f" Reason: {form.note}"
         outcome = "approved" if form.approve else "rejected"
         if result is not None and result.promotion.decided_at is not None:
-            undoable = {
-                "id": record.pk,
-                "decided": outcome,
-                "at": result.promotion.decided_at.isoformat(),
-                "what": record.label or Truncator(record.content).chars(60),
-            }
+            offer = _undo_offer([record.pk], outcome, result.promotion.decided_at, what, bulk=False)
     if request.htmx:
-        return _decided_row(
-            request, record, team, notice, outcome, undo=undoable, undo_seconds=undo_seconds()
-        )
+        return _decided_row(request, record, team, notice, outcome, undo=offer)
     (messages.warning if outcome == "stale" else messages.success)(request, notice)
-    if undoable is not None:
-        request.session[LAST_DECISION] = undoable
+    _remember(request, offer)
     return _back_to_queue(request, team)
+
+
+def _remember(request: AppRequest, offer: dict[str, Any] | None) -> None:
+    """Keep the decision for the queue's Undo without JavaScript (the session holds
+    plain values)."""
+    if offer is not None:
+        keep = ("ids", "bulk", "decided", "at", "what")
+        request.session[LAST_DECISION] = {k: offer[k] for k in keep}
+
+
+def _forget(request: AppRequest, record_ids: Sequence[str]) -> None:
+    last = request.session.get(LAST_DECISION)
+    if isinstance(last, dict) and set(last.get("ids") or ()) & set(record_ids):
+        del request.session[LAST_DECISION]
 
 
 @require_POST
@@ -244,9 +326,8 @@ def undo_one(request: AppRequest, record_id: str) -> HttpResponse:
             return _decided_row(request, record, team, exc.message, decided, undo_refused=True)
         messages.warning(request, exc.message)
         return _back_to_queue(request, team)
-    last = request.session.get(LAST_DECISION)
-    if isinstance(last, dict) and last.get("id") == record.pk:
-        del request.session[LAST_DECISION]
+    _forget(request, [record.pk])
+    what = named(record.label, record.content)
     if request.htmx:
         row = with_row_relations(Promotion.objects.filter(pk=promotion.pk)).get()
         context = {
@@ -256,7 +337,7 @@ def undo_one(request: AppRequest, record_id: str) -> HttpResponse:
             "pending_count": pending_count(team),
         }
         return render(request, "memory/approvals.html#restored", context)
-    messages.success(request, "Undone: the memory waits for approval again.")
+    messages.success(request, f"Undone: {what} waits for approval again.")
     return _back_to_queue(request, team)
 
 
@@ -268,21 +349,27 @@ def decide_bulk(request: AppRequest) -> HttpResponse:
         return team
     require_reviewer(request, team)
     form = BulkDecisionForm(request.POST)
-    error, notice = None, ""
+    error, notice, offer = None, "", None
     if not form.is_valid():
         error = form.first_error()
     else:
         try:
             actor = Actor.for_user(request.user)
             ids = form.cleaned_data["selected"]
-            done = decide_many(team, ids, form.approve, actor, form.note)
+            at = timezone.now()
+            done = decide_many(team, ids, form.approve, actor, form.note, now=at)
         except NotAllPending as exc:
             error = exc.message
         else:
-            verb = "Approved" if form.approve else "Rejected"
-            notice = f"{verb} {len(done)} memor{'y' if len(done) == 1 else 'ies'}."
+            verb, outcome = ("Approved", "approved") if form.approve else ("Rejected", "rejected")
+            names = _names(done)
+            notice = f"{verb} {_memories(len(done))}: {names}{stop(names)}"
+            query = _filter_query(request)
+            offer = _undo_offer(
+                done, outcome, at, names, bulk=True, query=f"?{query}" if query else ""
+            )
     if request.htmx:
-        extra = {"bulk_error": error} if error else {"bulk_notice": notice}
+        extra = {"bulk_error": error} if error else {"bulk_notice": notice, "bulk_undo": offer}
         return render(
             request, "memory/approvals.html#results", _queue_context(request, team, **extra)
         )
@@ -290,7 +377,58 @@ def decide_bulk(request: AppRequest) -> HttpResponse:
         messages.error(request, error)
     else:
         messages.success(request, notice)
+        _remember(request, offer)
     return _back_to_queue(request, team)
+
+
+@require_POST
+@login_required
+def undo_bulk(request: AppRequest) -> HttpResponse:
+    """Take back the reviewer's own bulk decision of a moment ago: its rows wait again,
+    except those changed since (the notice names them and why)."""
+    team = _form_team(request)
+    if isinstance(team, HttpResponse):
+        return team
+    require_reviewer(request, team)
+    form = UndoManyForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("Undo needs the decision it takes back.", status=400)
+    data = form.cleaned_data
+    ids = [i for i in data["ids"] if is_record_id(i)]
+    try:
+        result = undo_many(team, ids, Actor.for_user(request.user), data["decided"], data["at"])
+    except UndoRefused as exc:
+        notice, error = "", exc.message
+    else:
+        _forget(request, ids)
+        notice = (
+            f"Undone: {_memories(len(result.undone))} ({_names(result.undone)}) "
+            f"{'waits' if len(result.undone) == 1 else 'wait'} for approval again."
+            if result.undone
+            else ""
+        )
+        error = _refusals(result.refused)
+    if request.htmx:
+        extra = {"bulk_notice": notice, "bulk_error": error}
+        return render(
+            request, "memory/approvals.html#results", _queue_context(request, team, **extra)
+        )
+    if notice:
+        messages.success(request, notice)
+    if error:
+        messages.warning(request, error)
+    return _back_to_queue(request, team)
+
+
+def _refusals(refused: dict[str, UndoRefused]) -> str:
+    """Why some rows of a bulk undo still stand, bounded like the notice's names."""
+    if not refused:
+        return ""
+    ids = list(refused)
+    first = refused[ids[0]].message
+    return f"{_memories(len(ids))} could not be undone ({_names(ids)}): {first}" + (
+        " (and the like for the others)" if len(ids) > 1 else ""
+    )
 
 
 def _page_decision(
@@ -335,14 +473,53 @@ def reopen_one(request: AppRequest, record_id: str) -> HttpResponse:
     )
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
 def revoke_one(request: AppRequest, record_id: str) -> HttpResponse:
-    """Take a composed memory out of the prompt (its status becomes ``revoked``)."""
-    return _page_decision(
-        request,
-        record_id,
-        revoke,
-        "Only an approved memory can be revoked.",
-        "Revoked by {actor}: it left the prompt.",
-    )
+    """Take a composed memory out of the prompt (its status becomes ``revoked``), from a
+    confirmation page that shows what leaves the prompt and what, if anything, takes
+    its place. Only a post of that page (``confirm``) revokes; any other post or a GET
+    shows the page and changes nothing."""
+    if request.method == "GET":
+        record = get_record_for_user(request, record_id)
+        require_reviewer(request, require_team(request))
+        return _confirm_revoke(request, record, "")
+    team = _form_team(request, queue_page=False)
+    if isinstance(team, HttpResponse):
+        return team
+    record = get_record_for_user(request, record_id)
+    require_reviewer(request, team)
+    form = ConfirmForm(request.POST)
+    if not form.is_valid():
+        return HttpResponse("The reason is too long.", status=400)
+    note = form.cleaned_data["reason"]
+    if not form.cleaned_data["confirm"]:
+        return _confirm_revoke(request, record, note)
+    preview = revoke_preview(record)
+    actor = Actor.for_user(request.user)
+    result = revoke(record.pk, actor, note, team=team)
+    if isinstance(result, AlreadyDecided):
+        messages.warning(request, f"Only an approved memory can be revoked. {result.notice}")
+    elif result is not None:
+        what = named(record.label, record.content)
+        said = " ".join(preview.sentences) if preview.withdrawal.composed else ""
+        messages.success(request, f"Revoked by {actor.label}: {what} left the prompt. {said}")
+    detail = reverse("memory-detail", args=[record.pk])
+    return redirect(f"{detail}?{urlencode({'team': team.slug})}")
+
+
+def _confirm_revoke(request: AppRequest, record: MemoryRecord, note: str) -> HttpResponse:
+    """The confirmation page: what revoking would do now, and the form that does it."""
+    promotion = getattr(record, "promotion", None)
+    approved = promotion is not None and promotion.status == PromotionStatus.APPROVED
+    preview = revoke_preview(record) if approved else None
+    context = {
+        "record": record,
+        "agent": record.agent,
+        "what": named(record.label, record.content),
+        "preview": preview,
+        "approved": approved,
+        "reason": note,
+        "nav": "memories",
+    }
+    return render(request, "memory/revoke_confirm.html", context)

@@ -132,14 +132,21 @@ class NotAllPending(DomainError):
 
 @transaction.atomic
 def decide_many(
-    team: Team, record_ids: Sequence[str], approve: bool, actor: Actor, note: str = ""
+    team: Team,
+    record_ids: Sequence[str],
+    approve: bool,
+    actor: Actor,
+    note: str = "",
+    *,
+    now: datetime | None = None,
 ) -> list[str]:
-    """Decide every listed pending promotion of ``team`` in one transaction, or none.
+    """Decide every listed pending promotion of ``team`` in one transaction, or none, at
+    the moment ``now`` (default: now), which an undo of the whole decision names.
 
     Raises NotAllPending (and changes nothing) when any of them is not pending.
     """
     ids = list(dict.fromkeys(record_ids))
-    at = timezone.now()
+    at = now or timezone.now()
     status = PromotionStatus.APPROVED if approve else PromotionStatus.REJECTED
     rows = Promotion.objects.filter(
         pk__in=ids, agent__in=_agents_of(team), status=PromotionStatus.PENDING
@@ -227,8 +234,10 @@ def reopen(
 
 # --- undo ------------------------------------------------------------------------------
 
-# How long a reviewer may take a decision back from the queue (the setting UNDO_SECONDS).
-DEFAULT_UNDO_SECONDS = 10
+# How long a reviewer may take a decision back from the queue (the setting UNDO_SECONDS):
+# long enough to read the notice naming what was decided, and to notice a slip after
+# the next row or two.
+DEFAULT_UNDO_SECONDS = 30
 
 
 def undo_seconds() -> int:
@@ -358,3 +367,80 @@ def _changed_since(promotion: Promotion) -> str:
         return "it was reopened meanwhile and waits for approval again; nothing was changed."
     who = promotion.decided_by.get_username() if promotion.decided_by else "the system"
     return f"it was {promotion.status} by {who} meanwhile; nothing was changed."
+
+
+# A bulk decision is taken back whole or row by row: at most this many rows at once
+# (a page of the queue holds 50).
+UNDO_MANY_MAX = 200
+
+
+@dataclass(frozen=True)
+class UndoneMany:
+    """What taking back a bulk decision did: the rows that wait again, and the ones that
+    could not (each with why; nothing changed for them)."""
+
+    undone: list[str]
+    refused: dict[str, UndoRefused]
+
+
+def undo_many(
+    team: Team,
+    record_ids: Sequence[str],
+    actor: Actor,
+    decided: str,
+    decided_at: datetime,
+    *,
+    now: datetime | None = None,
+) -> UndoneMany:
+    """Put the rows of a bulk decision ``actor`` took at ``decided_at`` back to pending.
+
+    Each row is undone as ``undo`` would (same person, same moment, within the window,
+    unchanged since, address still free). When every row qualifies, one conditional
+    UPDATE does it; otherwise each row is tried on its own and the ones refused say why.
+    """
+    ids = list(dict.fromkeys(record_ids))[:UNDO_MANY_MAX]
+    at = now or timezone.now()
+    if decided not in UNDOABLE:
+        raise DecisionChanged(f"Only an approval or a rejection can be undone, not {decided!r}.")
+    if actor.user is None:
+        raise NotYourDecision("Only the person who decided can undo a decision.")
+    window = timedelta(seconds=undo_seconds())
+    rows = Promotion.objects.filter(
+        pk__in=ids,
+        agent__in=_agents_of(team),
+        status=decided,
+        decided_by=actor.user,
+        decided_at=decided_at,
+        decided_at__gte=at - window,
+    )
+    try:
+        with transaction.atomic():
+            changed = rows.update(
+                status=PromotionStatus.PENDING, decided_by=None, decided_at=None, decision_note=""
+            )
+            if changed != len(ids):
+                raise _NotWhole
+            agent_ids = dict(
+                Promotion.objects.filter(pk__in=ids).values_list("record_id", "agent_id")
+            )
+            MemoryEvent.objects.bulk_create(
+                new_event(rid, agent_ids[rid], EventKind.REOPENED, actor, at, undone=decided)
+                for rid in ids
+            )
+            return UndoneMany(ids, {})
+    except (_NotWhole, IntegrityError):
+        pass  # rolled back: each row on its own says what stops it
+    undone: list[str] = []
+    refused: dict[str, UndoRefused] = {}
+    for record_id in ids:
+        try:
+            undo(record_id, actor, decided, decided_at, team=team, now=at)
+        except UndoRefused as exc:
+            refused[record_id] = exc
+        else:
+            undone.append(record_id)
+    return UndoneMany(undone, refused)
+
+
+class _NotWhole(Exception):
+    """Some row of a bulk undo no longer qualifies: roll the whole UPDATE back."""

@@ -27,8 +27,14 @@ from lens.models import Agent
 from memory.core.explain import UNREADABLE, UNROUTED, Explanation, Facts, explain
 from memory.core.overlay import apply_memory_overlay, entry_cost
 from memory.core.routing import PlacedRecord
-from memory.models import MemoryRecord, Promotion, PromotionStatus
-from memory.queries import SNIPPET_CHARS, placed_records
+from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
+from memory.queries import (
+    SNIPPET_CHARS,
+    Reopening,
+    latest_reopenings,
+    placed_records,
+    reopenings,
+)
 from memory.registry import get_spec
 
 # Up to this many ids, rows are looked up by id; past it, by agent and kept in Python
@@ -66,7 +72,7 @@ def explain_agent(
     """Every memory of ``agent`` (only ``record_ids`` when given): in the prompt of
     ``composition`` (``memory.composition.compose(agent)``), or why not.
 
-    Reads at most four queries whatever the number of memories.
+    Reads at most five queries whatever the number of memories.
     """
     wanted = None if record_ids is None else set(record_ids)
     rows = _rows(agent, wanted)
@@ -218,6 +224,7 @@ class _Context:
         self.newer = self._newer()
         self.briefs = self._briefs(self.winners.values())
         self.costs = self._costs()
+        self.reopened = self._reopened()
 
     def _of(self, reason: str) -> list[str]:
         return [memory_id for memory_id, r in self.reasons.items() if r == reason]
@@ -263,6 +270,19 @@ class _Context:
             return {}
         records = MemoryRecord.objects.filter(agent=self.agent, pk__in=ids)
         return {pk: _words(label, head) for pk, _pk, label, head in _brief_rows(records, "pk")}
+
+    def _reopened(self) -> dict[str, Reopening]:
+        """Who reopened each waiting memory that a reviewer put back in the queue (one
+        query, skipped when none waits)."""
+        waiting = self._of("awaiting-approval")
+        if len(waiting) <= _BY_ID_UP_TO:
+            return reopenings(waiting)
+        events = MemoryEvent.objects.filter(agent=self.agent, kind=EventKind.REOPENED)
+        found = latest_reopenings(
+            events.order_by("at", "id").values_list("record_id", "actor", "at", "detail")
+        )
+        wanted = set(waiting)
+        return {memory_id: found[memory_id] for memory_id in found.keys() & wanted}
 
     def _costs(self) -> dict[str, int]:
         """The characters each over-budget memory's line needs (one query, skipped when
@@ -333,7 +353,15 @@ class _Context:
             case "spec-declined":
                 return {"spec_key": row.spec_key, "spec_version": row.spec_version}
             case "awaiting-approval":
-                return {"since": row.promoted_at}
+                again = self.reopened.get(row.memory_id)
+                if again is None:
+                    return {"since": row.promoted_at}
+                return {
+                    "since": again.at,
+                    "reopened_by": again.by,
+                    "reopened_at": again.at,
+                    "note": again.note,
+                }
             case "rejected" | "revoked":
                 return {
                     "decided_by": row.decided_by,

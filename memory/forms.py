@@ -80,6 +80,27 @@ class UndoForm(forms.Form):
         return moment
 
 
+class UndoManyForm(UndoForm):
+    """Which bulk decision the Undo button takes back: its rows, outcome and moment."""
+
+    ids = forms.CharField(max_length=20_000)
+
+    def clean_at(self) -> datetime:
+        moment = super().clean_at()
+        if moment is None:
+            raise forms.ValidationError("at is required to undo a bulk decision")
+        return moment
+
+    def clean_ids(self) -> list[str]:
+        return [i for i in self.cleaned_data["ids"].split(",") if i]
+
+
+class ConfirmForm(ReasonForm):
+    """A revoke is done only from its confirmation page, which posts ``confirm``."""
+
+    confirm = forms.BooleanField(required=False)
+
+
 class TryMemoryForm(forms.Form):
     """The lens's "Try a memory": a save's body, previewed (nothing is saved).
 

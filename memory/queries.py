@@ -276,3 +276,38 @@ def unreadable_memories() -> list[str]:
         for record_id, kind, length, tags, label in rows.iterator(chunk_size=2000)
         if stored_problem(kind, length, tags or [], label) is not None
     ]
+
+
+@dataclass(frozen=True)
+class Reopening:
+    """Who put a memory back into the approval queue, when, and why."""
+
+    by: str  # as events name actors
+    at: datetime
+    note: str
+
+
+def latest_reopenings(
+    events: Iterable[tuple[str, str, datetime, Any]],
+) -> dict[str, Reopening]:
+    """Each record's latest reopening among ``events`` ((record id, actor, at, detail) of
+    ``reopened`` events, oldest first). An undo is not a reopening: it puts the row back
+    as it was before the decision it takes back, which the reopening before it (if any)
+    still explains."""
+    found: dict[str, Reopening] = {}
+    for record_id, actor, at, detail in events:
+        details = detail if isinstance(detail, dict) else {}
+        if "undone" not in details:
+            found[record_id] = Reopening(actor, at, str(details.get("reason", "")))
+    return found
+
+
+def reopenings(record_ids: Iterable[str]) -> dict[str, Reopening]:
+    """The latest reopening of each of ``record_ids`` that was reopened (one query)."""
+    ids = list(record_ids)
+    if not ids:
+        return {}
+    events = MemoryEvent.objects.filter(record_id__in=ids, kind=EventKind.REOPENED).order_by(
+        "at", "id"
+    )
+    return latest_reopenings(events.values_list("record_id", "actor", "at", "detail"))

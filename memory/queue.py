@@ -24,10 +24,10 @@ from lens.core.background import Background, BackgroundSection
 from lens.core.diffs import WordOp, word_diff
 from lens.core.text import value_text
 from lens.models import Agent, SectionDeclaration, Team
-from memory.core.impact import Baseline, Impact
+from memory.core.impact import Baseline, Impact, Withdrawal, record_words
 from memory.core.routing import PlacedRecord
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
-from memory.queries import placed_records
+from memory.queries import Reopening, latest_reopenings, placed_records
 from memory.registry import get_spec
 
 # Steps every word diff on one page may spend together (``lens.core.diffs.word_diff``):
@@ -121,6 +121,8 @@ class QueueRow:
     section: BackgroundSection | None  # its section as declared now (None: undeclared)
     replaces: Replaces | None
     impact: Impact | None  # None for a row without a placement
+    # Who put it back in the queue, when and why (None: it waits since it was saved).
+    reopened: Reopening | None = None
 
     @property
     def section_title(self) -> str | None:
@@ -146,7 +148,7 @@ def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
         for agent in {p.agent for p in promotions}
         if agent.pk in backgrounds
     }
-    savers = _savers(p.record_id for p in promotions)  # 1 query
+    savers, reopened = _stories(p.record_id for p in promotions)  # 1 query
     older_places = _older_places(promotions)  # 1 query
     word_budget = [PAGE_WORD_BUDGET]
     rows = []
@@ -166,6 +168,7 @@ def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
                 section=section,
                 replaces=_replaces(promotion, section, older_places, word_budget),
                 impact=impact,
+                reopened=reopened.get(record.pk),
             )
         )
     return rows
@@ -178,13 +181,22 @@ def _backgrounds(agent_ids: Iterable[int]) -> dict[int, Background]:
     return {agent.pk: background_of(agent) for agent in agents}
 
 
-def _savers(record_ids: Iterable[str]) -> dict[str, str]:
-    """Who saved each record: its ``saved`` event's actor (a user, a token, the system)."""
-    return dict(
-        MemoryEvent.objects.filter(
-            record_id__in=list(record_ids), kind=EventKind.SAVED
-        ).values_list("record_id", "actor")
-    )
+def _stories(record_ids: Iterable[str]) -> tuple[dict[str, str], dict[str, Reopening]]:
+    """Who saved each record (its ``saved`` event's actor: a user, a token, the system)
+    and, for a record a reviewer reopened, its latest reopening (one query)."""
+    events = MemoryEvent.objects.filter(
+        record_id__in=list(record_ids), kind__in=(EventKind.SAVED, EventKind.REOPENED)
+    ).order_by("at", "id")
+    savers: dict[str, str] = {}
+    reopens = []
+    for record_id, kind, actor, at, detail in events.values_list(
+        "record_id", "kind", "actor", "at", "detail"
+    ):
+        if kind == EventKind.SAVED:
+            savers[record_id] = actor
+        else:
+            reopens.append((record_id, actor, at, detail))
+    return savers, latest_reopenings(reopens)
 
 
 def _candidate(promotion: Promotion) -> PlacedRecord:
@@ -238,3 +250,45 @@ def _replaces(
             older.content,
         )
     return None
+
+
+@dataclass(frozen=True)
+class RevokePreview:
+    """What revoking a memory would do, for its confirmation page and the words after."""
+
+    withdrawal: Withdrawal
+    older: str | None  # the memory it replaced at the same address, named (stays out)
+
+    @property
+    def sentences(self) -> list[str]:
+        return self.withdrawal.sentences(self.older)
+
+
+def revoke_preview(record: MemoryRecord) -> RevokePreview:
+    """What revoking ``record`` would do to its agent's prompt now (a handful of queries
+    and one fold of the agent's approved memories, as composing the prompt costs)."""
+    agent = record.agent
+    background = _backgrounds([agent.pk]).get(agent.pk, Background())
+    baseline = Baseline.of(
+        background,
+        placed_records([agent.pk]).of(agent.pk),
+        get_spec(agent.routing_spec),
+        settings.MEMORY_OVERLAY_BUDGET_CHARS,
+    )
+    withdrawal = baseline.withdrawal(record.pk)
+    gone, older = withdrawal.record, record.supersedes
+    if gone is None or older is None:
+        return RevokePreview(withdrawal, None)
+    place = Promotion.objects.filter(record_id=older.pk).values_list("section", "key").first()
+    if place != (gone.section, gone.key):
+        return RevokePreview(withdrawal, None)  # it replaced a memory held elsewhere
+    named = PlacedRecord(
+        older.pk,
+        older.kind,
+        older.content,
+        older.created_at,
+        gone.section,
+        gone.key,
+        label=older.label,
+    )
+    return RevokePreview(withdrawal, record_words(named))

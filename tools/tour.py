@@ -106,6 +106,9 @@ def stops() -> list[Stop]:
         )
         if record is not None:
             found.append(Stop(f"memory-{status.value}", f"/memories/{record.pk}/"))
+            if status == PromotionStatus.APPROVED:
+                # Revoke's confirmation page: what would leave the prompt.
+                found.append(Stop("memory-revoke", f"/memories/{record.pk}/revoke/"))
     found.append(Stop("kv", "/kv/"))
     # A key with history, showing the diff of its last change.
     key = (

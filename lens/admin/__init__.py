@@ -28,6 +28,7 @@ from lens.admin.forms import (
     SectionFormSet,
     SectionRowForm,
 )
+from lens.admin.line_breaks import AsTypedFields, LineBreaksAdmin
 from lens.admin.ordering import MOVE_FIELD, OrderedRowsAdmin
 from lens.admin.row_names import NamedRowsInline
 from lens.auth_views import ThrottledAdminLogin
@@ -60,7 +61,7 @@ def section_change_url(section_pk: int) -> str:
     return reverse("admin:lens_sectiondeclaration_change", args=[section_pk])
 
 
-class AuthoredEntryInline(NamedRowsInline):
+class AuthoredEntryInline(AsTypedFields, NamedRowsInline):
     model = AuthoredEntry
     form = AuthoredEntryForm
     formset = EntryFormSet
@@ -68,7 +69,7 @@ class AuthoredEntryInline(NamedRowsInline):
     ordering = ["position", "id"]
 
 
-class SectionDeclarationInline(NamedRowsInline):
+class SectionDeclarationInline(AsTypedFields, NamedRowsInline):
     model = SectionDeclaration
     form = SectionRowForm
     formset = SectionFormSet
@@ -99,7 +100,7 @@ class SectionDeclarationInline(NamedRowsInline):
         )
 
 
-class CapabilityInline(admin.StackedInline):
+class CapabilityInline(AsTypedFields, admin.StackedInline):
     model = Capability
     form = CapabilityForm
     formset = CapabilityFormSet
@@ -108,7 +109,7 @@ class CapabilityInline(admin.StackedInline):
     ordering = ["position", "id"]
 
 
-class AwarenessSourceInline(NamedRowsInline):
+class AwarenessSourceInline(AsTypedFields, NamedRowsInline):
     model = AwarenessSource
     form = AwarenessForm
     formset = AwarenessFormSet
@@ -118,7 +119,7 @@ class AwarenessSourceInline(NamedRowsInline):
 
 
 @admin.register(Agent)
-class AgentAdmin(OrderedRowsAdmin):
+class AgentAdmin(LineBreaksAdmin, OrderedRowsAdmin):
     form = AgentForm
     list_display = ["name", "slug", "team", "routing_spec", "updated_at"]
     list_filter = ["team"]
@@ -158,7 +159,7 @@ def _preset_action(spec: Preset) -> Any:
 
 
 @admin.register(SectionDeclaration)
-class SectionDeclarationAdmin(OrderedRowsAdmin):
+class SectionDeclarationAdmin(LineBreaksAdmin, OrderedRowsAdmin):
     form = SectionDeclarationForm
     list_display = ["section_id", "title", "promotion", "agent", "position"]
     list_filter = ["promotion", "agent__team"]
@@ -206,14 +207,14 @@ class SectionDeclarationAdmin(OrderedRowsAdmin):
         return response
 
 
-class MembershipInline(NamedRowsInline):
+class MembershipInline(AsTypedFields, NamedRowsInline):
     model = Membership
     fields = ["user", "role"]
     extra = 1
     autocomplete_fields = ["user"]
 
 
-class ApiTokenInline(NamedRowsInline):
+class ApiTokenInline(AsTypedFields, NamedRowsInline):
     model = ApiToken
     fields = ["name", "prefix", "created_at", "revoked_at"]
     readonly_fields = ["prefix", "created_at"]
@@ -225,7 +226,7 @@ class ApiTokenInline(NamedRowsInline):
 
 
 @admin.register(Team)
-class TeamAdmin(admin.ModelAdmin):
+class TeamAdmin(LineBreaksAdmin):
     list_display = ["slug", "name", "created_at"]
     search_fields = ["slug", "name"]
     inlines = [MembershipInline, ApiTokenInline]

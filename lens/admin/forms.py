@@ -224,8 +224,12 @@ class AuthoredEntryForm(OrderedForm):
     """Edits a scalar value as text plus a type, instead of raw JSON."""
 
     value_type = forms.ChoiceField(label="Type", choices=VALUE_TYPES, initial="text")
+    # Not trimmed: a text value is stored as typed (numbers and booleans are parsed).
     value_text = forms.CharField(
-        label="Value", required=False, widget=forms.Textarea(attrs={"rows": 2, "cols": 40})
+        label="Value",
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 40}),
     )
 
     class Meta:

@@ -42,6 +42,18 @@ def value_text(value: str | int | float | bool) -> str:
     return value
 
 
+def normalise_line_breaks(text: str) -> str:
+    """``text`` with every CR LF pair and every lone CR turned into LF.
+
+    Browsers submit a textarea's line breaks as CR LF (the HTML form-submission rule)
+    whatever the page showed, so text stored as typed in a form needs this to read as
+    it did: a form saved unchanged then changes nothing.
+    """
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 

@@ -122,7 +122,10 @@ class Facts:
     # rejected, revoked: who decided (None: unknown), when, and their reason.
     decided_by: str | None = None
     decided_at: datetime | None = None
-    note: str = ""
+    note: str = ""  # the decision's reason; awaiting-approval: the reopening's
+    # awaiting-approval after a reviewer reopened it: who, and when (None: never reopened).
+    reopened_by: str | None = None
+    reopened_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -289,13 +292,26 @@ def _earned(facts: Facts) -> list[Piece]:
 
 
 def _awaiting(facts: Facts) -> list[Piece]:
-    since = f" since {utc(facts.since)}" if facts.since else ""
-    pieces = [
-        Piece(
-            f"Waiting for approval{since}: {_section(facts)} is a guarded section, where a "
-            "person approves each memory."
-        )
-    ]
+    if facts.reopened_at is not None:
+        # Reopening puts a memory back in the queue whatever its section's tier: an auto
+        # section's memory waits for a person too, so the tier explains nothing here.
+        who = facts.reopened_by or "a reviewer"
+        note = quoted(facts.note, 200)
+        why = f" ({note})" if facts.note.strip() else ""
+        pieces = [
+            Piece(
+                f"Reopened by {who} on {utc(facts.reopened_at)}{why}; waits for a "
+                "reviewer's decision."
+            )
+        ]
+    else:
+        since = f" since {utc(facts.since)}" if facts.since else ""
+        pieces = [
+            Piece(
+                f"Waiting for approval{since}: {_section(facts)} is a guarded section, "
+                "where a person approves each memory."
+            )
+        ]
     if facts.agent:
         pieces += [
             Piece(" "),

@@ -26,6 +26,7 @@ from lens.core.background import Background, BackgroundEntry, BackgroundSection,
 from lens.core.identity import key_skeleton
 from lens.core.render import entry_line
 from lens.core.report import DropReason
+from lens.core.text import collapse
 from memory.core.overlay import apply_memory_overlay, entry_cost
 from memory.core.routing import PlacedRecord, RoutingSpec
 
@@ -162,6 +163,38 @@ class Baseline:
             return self._impact(candidate, self.holders, small)
         return self._impact(candidate, self.contenders)
 
+    def withdrawal(self, record_id: str) -> Withdrawal:
+        """What revoking the approved memory ``record_id`` would do: one fold of every
+        other approved record, compared with the fold now."""
+        record = self.by_id.get(record_id)
+        if record is None or record_id not in self.composed:
+            return Withdrawal(record, False, "", (), (), 0, None, (), 0)
+        others = [p for p in self.placed if p.id != record_id]
+        folded, report = apply_memory_overlay(self.background, others, self.spec, self.budget)
+        after = _composed_ids(folded)
+        arrived = [self.by_id[i] for i in sorted(after - self.composed) if i in self.by_id]
+        address = (record.section, record.key)
+        before = _section(self.folded, record.section)
+        leaving = (
+            next((self._line(e) for e in before.entries if record_id in e.memory_ids), "")
+            if before is not None
+            else ""
+        )
+        lines = _withdrawal_lines(
+            before, _section(folded, record.section), record, self.composed, self.by_id, self._line
+        )
+        return Withdrawal(
+            record=record,
+            composed=True,
+            leaving=leaving,
+            takes_place=tuple(p for p in arrived if (p.section, p.key) == address),
+            brought_in=tuple(p for p in arrived if (p.section, p.key) != address),
+            freed=entry_cost(record, self.spec),
+            section=_section(self.background, record.section),
+            lines=_window(lines),
+            line_count=sum(1 for line in lines if line.state != "leaves"),
+        )
+
     def _fold(self, candidate: PlacedRecord, others: tuple[PlacedRecord, ...]) -> _Folded:
         folded, report = apply_memory_overlay(
             self.background, [*others, candidate], self.spec, self.budget
@@ -209,6 +242,72 @@ class Baseline:
             lines=_window(lines),
             line_count=sum(1 for line in lines if line.state != "leaves"),
         )
+
+
+@dataclass(frozen=True)
+class Withdrawal:
+    """What revoking one approved memory would do to the prompt: the line that leaves,
+    what (if anything) takes its place, and what the characters it frees bring back."""
+
+    record: PlacedRecord | None  # the memory as placed (None: it is not approved)
+    composed: bool  # its line is in the prompt now
+    leaving: str  # that line ("" when it is not in the prompt)
+    takes_place: tuple[PlacedRecord, ...]  # out now, at its address once it is revoked
+    brought_in: tuple[PlacedRecord, ...]  # out now (over budget), in once it is revoked
+    freed: int  # characters of the memory budget its line takes, freed by revoking it
+    section: BackgroundSection | None  # its section as declared now
+    lines: tuple[PreviewLine | Gap, ...]
+    line_count: int  # entry lines of the section once revoked
+
+    def sentences(self, older: str | None = None) -> list[str]:
+        """What revoking does, in words. ``older``: the words naming the memory this
+        one replaced at the same address, which stays out (superseding is final)."""
+        if self.record is None or not self.composed:
+            return ["It is not in the prompt now, so the prompt does not change."]
+        where = self.section.title if self.section is not None else self.record.section
+        said = [f"Its line leaves {where}: {quote_line(self.leaving)}"]
+        if self.takes_place:
+            names = ", ".join(record_words(p) for p in self.takes_place)
+            said.append(f"{names} takes its place at “{self.record.key}”.")
+        else:
+            said.append(f"Nothing takes its place at “{self.record.key}”.")
+        if older is not None:
+            said.append(
+                f"{older}, which it replaced, does not come back: a replaced memory stays "
+                "out of the prompt."
+            )
+        if self.brought_in:
+            names = ", ".join(record_words(p) for p in self.brought_in[:5])
+            more = len(self.brought_in) - 5
+            tail = f" and {more} more" if more > 0 else ""
+            said.append(
+                f"The {self.freed:,} characters it frees let {names}{tail} back in "
+                "(they were over the memory budget)."
+            )
+        return said
+
+
+# Memories are named in a sentence by this many characters of their label and content.
+NAME_CHARS = 60
+
+
+def record_words(record: PlacedRecord) -> str:
+    """A memory named in a sentence: “label: content”, on one line, cut."""
+    return named(record.label, record.content)
+
+
+def named(label: str | None, content: str) -> str:
+    """The words naming a memory in a sentence: “label: content”, on one line, cut."""
+    return quote_line(f"{label}: {content}" if label else content, NAME_CHARS)
+
+
+def quote_line(text: str, limit: int | None = None) -> str:
+    """``text`` on one line in quotes, cut past ``limit`` (a preview line's length)."""
+    limit = PREVIEW_LINE_MAX if limit is None else limit
+    line = " ".join(collapse(text).split())
+    if len(line) > limit:
+        line = line[: limit - 1].rstrip() + "…"
+    return f"“{line}”"
 
 
 @dataclass(frozen=True)
@@ -278,6 +377,33 @@ def _section_lines(
             line = PreviewLine(line_of(entry), "leaves", entry.memory_ids[0])
             memory.append((_order(entry, candidate, by_id), line))
     # Memory entries follow the authored ones, oldest first, as the fold orders them.
+    memory.sort(key=lambda item: item[0])
+    return lines + [line for _order_key, line in memory]
+
+
+def _withdrawal_lines(
+    before: BackgroundSection | None,
+    after: BackgroundSection | None,
+    gone: PlacedRecord,
+    composed_now: frozenset[str],
+    by_id: dict[str, PlacedRecord],
+    line_of: Callable[[BackgroundEntry], str],
+) -> list[PreviewLine]:
+    """The section's entry lines once ``gone`` is revoked: its own line kept in its place
+    (``leaves``), the lines that come back marked ``new``."""
+    lines: list[PreviewLine] = []
+    memory: list[tuple[tuple[float, str], PreviewLine]] = []
+    for entry in after.entries if after is not None else ():
+        if not entry.memory_ids:
+            lines.append(PreviewLine(line_of(entry), "authored"))
+            continue
+        state: LineState = "memory" if composed_now.issuperset(entry.memory_ids) else "new"
+        line = PreviewLine(line_of(entry), state, entry.memory_ids[0])
+        memory.append((_order(entry, gone, by_id), line))
+    for entry in before.entries if before is not None else ():
+        if gone.id in entry.memory_ids:
+            line = PreviewLine(line_of(entry), "leaves", gone.id)
+            memory.append((_order(entry, gone, by_id), line))
     memory.sort(key=lambda item: item[0])
     return lines + [line for _order_key, line in memory]
 

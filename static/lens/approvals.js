@@ -146,7 +146,7 @@
   document.addEventListener("htmx:beforeRequest", (event) => {
     const form = event.detail.elt;
     if (!(form instanceof HTMLFormElement)) return;
-    if (form.id === "bulk") bulkSent = true;
+    if (form.id === "bulk" || form.id === "bulk-undo") bulkSent = true;
     const row = form.closest(ROW);
     if (!row) return;
     const undoing = form.classList.contains("undo-form")
@@ -200,15 +200,23 @@
   // --- after a swap ----------------------------------------------------------------------
 
   function undoTimer(form) {
+    // The server wrote the seconds left and the deadline (and refuses an Undo after it);
+    // this counts them down and takes the button away when they are gone.
     const seconds = Number(form.dataset.undoSeconds);
     if (!Number.isFinite(seconds) || form.dataset.timed) return;
     form.dataset.timed = "true";
-    setTimeout(() => {
+    const end = Date.now() + Math.max(0, seconds) * 1000;
+    const count = form.querySelector("[data-undo-count]");
+    const tick = setInterval(() => {
+      const left = Math.max(0, Math.round((end - Date.now()) / 1000));
+      if (count && document.contains(count)) count.textContent = String(left);
+      if (left > 0 && document.contains(form)) return;
+      clearInterval(tick);
       const row = form.closest(ROW);
       const hadFocus = form.contains(document.activeElement);
       form.hidden = true;
       if (hadFocus) setCurrent(row || null);
-    }, Math.max(0, seconds) * 1000);
+    }, 1000);
   }
 
   function focusAfter(decided) {
@@ -268,8 +276,9 @@
       setCurrent(elt);
     } else if (elt.matches("#queue") && bulkSent) {
       bulkSent = false;
-      const notice = elt.querySelector(".alert");
-      if (notice) announce(notice.textContent.trim());
+      const notice = elt.querySelector("[data-bulk-notice], .alert-error");
+      const undo = elt.querySelector("#bulk-undo");
+      if (notice) announce(`${notice.textContent.trim()}${undo ? " Press u to undo." : ""}`);
       const first = rows().find(isPending);
       if (first) setCurrent(first);
       else document.getElementById("queue-heading")?.focus();

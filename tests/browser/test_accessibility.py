@@ -79,6 +79,7 @@ def test_the_tour_visits_every_kind_of_page(db: None) -> None:
         "memories",
         "memories-search",
         "memory-approved",
+        "memory-revoke",
         "memory-pending",
         "memory-rejected",
         "kv",

@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
+from lens.agents import config_of
+from lens.demo.agents import COMPANION
 from lens.models import Agent, Team
+from memory.composition import compose
 from tests.factories import create_agent, login, make_user, sample_config
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -123,3 +126,23 @@ def test_the_arrows_work_without_javascript(live_server: Any, browser: Any) -> N
         assert section_ids(page)[:3] == ["user_profile", "section_0", "ground_rules"]
     finally:
         context.close()
+
+
+def test_saving_wren_unchanged_keeps_her_prompt_identical(live_server: Any, page: Any) -> None:
+    # Chromium submits the textareas' line breaks as CR LF: they must come back as LF.
+    team = Team.objects.create(slug="acme", name="Acme")
+    make_user("root", team, is_staff=True, is_superuser=True)
+    agent = create_agent(team, "wren", COMPANION)
+    before = (config_of(agent).model_dump_json(), compose(agent).prompt.text)
+    manual = Agent.objects.get(pk=agent.pk).manual
+    assert "\n" in manual
+
+    login(page, live_server.url, "root")
+    page.goto(f"{live_server.url}/admin/lens/agent/{agent.pk}/change/")
+    page.locator("input[name=_save]").first.click()
+    page.wait_for_url(f"{live_server.url}/admin/lens/agent/")
+
+    agent = Agent.objects.get(pk=agent.pk)
+    assert agent.manual == manual
+    assert len(agent.manual) == len(manual)
+    assert (config_of(agent).model_dump_json(), compose(agent).prompt.text) == before

@@ -144,7 +144,9 @@ def test_rejecting_one_row_sends_its_reason(live_server: Any, page: Any) -> None
 
     decided = page.locator(f'li[data-promotion-id="{memory_id}"][data-decision="rejected"]')
     decided.wait_for()
-    assert decided.inner_text().startswith(f"Rejected by rhea: {reason}")
+    assert decided.inner_text().startswith(
+        f"Rejected by rhea: “units: Imperial units.” Reason: {reason}"
+    )
     page.locator("#pending-count", has_text="1").wait_for()
     assert page.evaluate("window.__marker") == 1
     assert status_of(memory_id) == "rejected"
@@ -260,7 +262,7 @@ def test_the_queue_works_without_javascript(live_server: Any, browser: Any) -> N
         back = re.compile(rf"{re.escape(base)}/approvals/\?team=[a-z0-9-]+$")
         with page.expect_navigation(url=back):
             row(page, approve_id).get_by_role("button", name="Approve", exact=True).click()
-        assert "Approved by rhea." in page.locator(".flash").inner_text()
+        assert "Approved by rhea: “theme: Dark theme.”" in page.locator(".flash").inner_text()
         assert row(page, approve_id).count() == 0
         assert page.locator("li[data-promotion-id]").count() == 3
         assert pending_total(page) == 3
@@ -271,7 +273,9 @@ def test_the_queue_works_without_javascript(live_server: Any, browser: Any) -> N
         target.get_by_role("textbox", name="Reason for rejecting", exact=True).fill(reason)
         with page.expect_navigation(url=back):
             target.get_by_role("button", name="Reject", exact=True).click()
-        assert f"Rejected by rhea: {reason}" in page.locator(".flash").inner_text()
+        assert f"Rejected by rhea: “units: Imperial.” Reason: {reason}" in (
+            page.locator(".flash").inner_text()
+        )
         assert row(page, reject_id).count() == 0
         assert status_of(reject_id) == "rejected"
         assert Promotion.objects.get(pk=reject_id).decision_note == reason
@@ -283,11 +287,22 @@ def test_the_queue_works_without_javascript(live_server: Any, browser: Any) -> N
         assert all(boxes.nth(i).is_checked() for i in range(2))
         with page.expect_navigation(url=back):
             page.get_by_role("button", name="Approve selected", exact=True).click()
-        assert "Approved 2 memories." in page.locator(".flash").inner_text()
+        assert "Approved 2 memories: “language: Polish.”, “tone: Brief.”" in (
+            page.locator(".flash").inner_text()
+        )
         assert page.locator("li[data-promotion-id]").count() == 0
         assert "Nothing to review" in page.locator("#queue").inner_text()
         assert pending_total(page) == 0
         assert [status_of(i) for i in bulk_ids] == ["approved", "approved"]
+
+        # The bulk decision can be taken back from the queue, without JavaScript too.
+        offer = page.locator(".undo-last")
+        assert "possible for" in offer.inner_text()
+        with page.expect_navigation(url=back):
+            offer.get_by_role("button", name="Undo").click()
+        assert "Undone: 2 memories" in page.locator(".flash").inner_text()
+        assert page.locator("li[data-promotion-id]").count() == 2
+        assert [status_of(i) for i in bulk_ids] == ["pending", "pending"]
     finally:
         context.close()
 
@@ -328,7 +343,7 @@ def test_a_reviewer_approves_with_the_keyboard_alone_and_focus_moves_to_the_next
     assert page.evaluate("document.activeElement.dataset.promotionId") == second
     assert "is-current" in (row(page, second).get_attribute("class") or "")
     page.wait_for_function(
-        "() => document.getElementById('queue-announcer').textContent.includes('Approved by rhea.')"
+        "() => document.getElementById('queue-announcer').textContent.includes('Approved by rhea:')"
     )
     assert status_of(first) == "approved"
     assert status_of(second) == status_of(third) == "pending"
@@ -377,7 +392,7 @@ def test_a_reviewer_rejects_with_a_reason_from_the_keyboard(live_server: Any, pa
 
     decided = page.locator(f'[data-promotion-id="{second}"][data-decision="rejected"]')
     decided.wait_for()
-    assert "Rejected by rhea: a jk x u? — not what they said" in decided.inner_text()
+    assert "Reason: a jk x u? — not what they said" in decided.inner_text()
     wait_for_focus_in(page, third)
     assert status_of(second) == "rejected"
     assert Promotion.objects.get(pk=second).decision_note == "a jk x u? — not what they said"
@@ -493,3 +508,79 @@ def test_approving_refreshes_what_the_agent_s_other_rows_say(
     assert preview.get_attribute("open") is not None
     assert preview.locator('[data-line="leaves"]').inner_text().endswith("- **aa**: Preference aa.")
     wait_for_focus_in(page, second)
+
+
+def test_a_bulk_decision_names_its_memories_and_u_takes_it_back(
+    live_server: Any, page: Any
+) -> None:
+    first, second, third = three_pending_on_the_queue(live_server, page)
+    page.locator("[data-select-all]").check()
+    page.get_by_role("button", name="Reject selected", exact=True).click()
+
+    notice = page.locator("[data-bulk-notice]")
+    notice.wait_for()
+    assert notice.inner_text() == (
+        "Rejected 3 memories: “theme: Dark theme, always.”, “units: Metric units.”, "
+        "“greeting: No small talk before 9.”"
+    )
+    page.wait_for_function(
+        "() => document.getElementById('queue-announcer').textContent.includes('Press u to undo')"
+    )
+    assert [status_of(i) for i in (first, second, third)] == ["rejected"] * 3
+    # The deadline is on the page, and counts down.
+    count = page.locator("#bulk-undo [data-undo-count]")
+    assert int(count.inner_text()) >= 29
+    page.wait_for_function(
+        "() => Number(document.querySelector('#bulk-undo [data-undo-count]').textContent) <= 28"
+    )
+    assert page.locator("#bulk-undo [data-undo-until]").get_attribute("datetime")
+
+    page.keyboard.press("u")
+    page.locator("[data-bulk-notice]", has_text="Undone: 3 memories").wait_for()
+    assert page.locator("li[data-promotion-id]:not([data-decision])").count() == 3
+    page.locator("#pending-count", has_text="3").wait_for()
+    assert [status_of(i) for i in (first, second, third)] == ["pending"] * 3
+
+    # The Undo button does the same.
+    page.locator("[data-select-all]").check()
+    page.get_by_role("button", name="Approve selected", exact=True).click()
+    page.locator("[data-bulk-notice]", has_text="Approved 3 memories").wait_for()
+    page.locator("#bulk-undo").get_by_role("button", name="Undo").click()
+    page.locator("[data-bulk-notice]", has_text="Undone: 3 memories").wait_for()
+    assert [status_of(i) for i in (first, second, third)] == ["pending"] * 3
+
+
+def test_revoke_asks_first_with_the_impact_and_then_says_what_happened(
+    live_server: Any, page: Any
+) -> None:
+    _team, agent = set_up("rhea")
+    denver = save_memory(agent, MemoryInput(kind="profile", content="Denver", label="city"), SYSTEM)
+    assert isinstance(denver, Saved)
+    lisbon = save_memory(
+        agent,
+        MemoryInput(kind="profile", content="Lisbon", label="city", supersedes=denver.id),
+        SYSTEM,
+    )
+    assert isinstance(lisbon, Saved)
+    base = live_server.url
+    login(page, base, "rhea")
+    page.goto(f"{base}/memories/{lisbon.id}/")
+    page.get_by_role("button", name="Revoke", exact=True).click()
+
+    page.wait_for_url(re.compile(rf"{re.escape(base)}/memories/{lisbon.id}/revoke/"))
+    impact = page.locator("[data-revoke-impact]")
+    assert "Its line leaves About the User: “- **city**: Lisbon”" in impact.inner_text()
+    assert "Nothing takes its place at “city”." in impact.inner_text()
+    assert "“city: Denver”, which it replaced, does not come back" in impact.inner_text()
+    assert status_of(lisbon.id) == "approved"  # asking changed nothing
+    page.get_by_role("textbox", name="Reason").fill("Moved again")
+    page.get_by_role("button", name="Revoke it").click()
+
+    page.wait_for_url(re.compile(rf"{re.escape(base)}/memories/{lisbon.id}/\?team=acme$"))
+    flash = page.locator(".flash").inner_text()
+    assert "Revoked by rhea: “city: Lisbon” left the prompt." in flash
+    assert "Nothing takes its place" in flash
+    assert status_of(lisbon.id) == "revoked"
+    assert status_of(denver.id) == "superseded"
+    page.goto(f"{base}/agents/wren/")
+    assert not any("city" in text for text in page.locator("[data-source]").all_inner_texts())

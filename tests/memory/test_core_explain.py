@@ -4,6 +4,7 @@ naming what keeps the memory out, with links where it names another page.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -184,6 +185,30 @@ def test_awaiting_approval_names_the_section_since_when_and_links_the_queue() ->
     )
     assert found.links == (Link("approvals", "wren"),)
     assert found.tone == "wait"
+
+
+def test_a_reopened_memory_says_who_reopened_it_and_when_not_its_tier() -> None:
+    facts = Facts(
+        "m1",
+        reason="awaiting-approval",
+        agent="wren",
+        section="user_profile",
+        section_title="About the User",
+        tier="auto",
+        since=WHEN,
+        reopened_by="rhea",
+        reopened_at=WHEN,
+        note="asked again\nby the user",
+    )
+    found = explain(facts)
+    assert found.sentence.startswith(
+        "Reopened by rhea on 2025-06-01 14:03 UTC (“asked again by the user”); "
+        "waits for a reviewer's decision. Review it in the approval queue"
+    )
+    assert "guarded" not in found.sentence
+    assert found.links == (Link("approvals", "wren"),)
+    unexplained = explain(replace(facts, reopened_by=None, note=""))
+    assert unexplained.sentence.startswith("Reopened by a reviewer on 2025-06-01 14:03 UTC;")
 
 
 @pytest.mark.parametrize(("reason", "verb"), [("rejected", "Rejected"), ("revoked", "Revoked")])

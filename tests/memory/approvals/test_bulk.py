@@ -51,7 +51,9 @@ def test_bulk_approve_decides_every_selected_row_and_nothing_else(
 
     response = post_bulk(reviewer_client, "approve", [*ids, convention, ids[0]])
     page = fragment(response)
-    assert page.one("role", "status").squashed == "Approved 4 memories."
+    assert page.one("role", "status").squashed == (
+        "Approved 4 memories: “p0: Preference number 0.”, “p1: Preference number 1.”, “p2: Preference number 2.” and 1 more."
+    )
     assert queue_row_ids(page) == [left]
     assert oob_count(page) == 1
 
@@ -74,7 +76,10 @@ def test_bulk_reject_stores_the_reason_on_every_row(
 ) -> None:
     ids = many_pending(wren, 2)
     page = fragment(post_bulk(reviewer_client, "reject", ids, reason="duplicates"))
-    assert page.one("role", "status").squashed == "Rejected 2 memories."
+    assert (
+        page.one("role", "status").squashed
+        == "Rejected 2 memories: “p0: Preference number 0.”, “p1: Preference number 1.”"
+    )
     for record_id in ids:
         row = promotion_of(record_id)
         assert (row.status, row.decision_note) == (PromotionStatus.REJECTED, "duplicates")
@@ -90,7 +95,9 @@ def test_without_javascript_bulk_redirects_back_with_a_message(
     response = post_bulk(reviewer_client, "approve", [record_id], htmx=False, query="?agent=wren")
     assert response.status_code == 302
     assert response["Location"] == "/approvals/?team=acme&agent=wren"
-    assert "Approved 1 memory." in alerts(dom(reviewer_client.get(response["Location"])))
+    assert "Approved 1 memory: “p0: Preference number 0.”" in alerts(
+        dom(reviewer_client.get(response["Location"]))
+    )
     assert promotion_of(record_id).status == PromotionStatus.APPROVED
 
 
@@ -183,7 +190,9 @@ def test_bulk_approving_sixty_rows_creates_sixty_events_and_empties_the_queue(
     ids = many_pending(wren, 60)
     assert pending_count(wren.team) == 60
     page = fragment(post_bulk(reviewer_client, "approve", ids))
-    assert page.one("role", "status").squashed == "Approved 60 memories."
+    notice = page.one("role", "status").squashed
+    assert notice.startswith("Approved 60 memories: “p0: Preference number 0.”, ")
+    assert notice.endswith(" and 57 more.")
     assert oob_count(page) == 0
     assert queue_row_ids(page) == []
     assert pending_count(wren.team) == 0

@@ -52,7 +52,7 @@ def test_approving_with_htmx_swaps_the_row_and_composes_the_memory(
     assert decided.tag == "li"
     assert decided.get("data-promotion-id") == record_id
     assert decided.get("data-decision") == "approved"
-    assert "Approved by mira." in decided.squashed
+    assert "Approved by mira: “drink: Tea, never coffee.”" in decided.squashed
     assert oob_count(page) == 1
 
     row = promotion_of(record_id)
@@ -80,7 +80,7 @@ def test_rejecting_with_a_reason_drops_the_memory_as_rejected(
     page = fragment(response)
     decided = page.one("data-promotion-id", record_id)
     assert decided.get("data-decision") == "rejected"
-    assert "Rejected by mira: not useful" in decided.squashed
+    assert "Rejected by mira: “jokes: Wants daily jokes.” Reason: not useful" in decided.squashed
     assert oob_count(page) == 0
 
     row = promotion_of(record_id)
@@ -99,7 +99,10 @@ def test_rejecting_with_a_reason_drops_the_memory_as_rejected(
 def test_rejecting_without_a_reason_stores_none(reviewer_client: Client, wren: Agent) -> None:
     record_id = preference(wren, "Wants daily jokes.", label="jokes")
     decided = fragment(post_decision(reviewer_client, record_id, "reject", reason=""))
-    assert "Rejected by mira." in decided.one("data-promotion-id").squashed
+    assert (
+        "Rejected by mira: “jokes: Wants daily jokes.” Open"
+        in decided.one("data-promotion-id").squashed
+    )
     assert promotion_of(record_id).decision_note == ""
     assert MemoryEvent.objects.get(record_id=record_id, kind=EventKind.REJECTED).detail == {}
 
@@ -114,7 +117,7 @@ def test_without_javascript_deciding_redirects_back_to_the_queue_with_a_message(
     assert response.status_code == 302
     assert response["Location"] == "/approvals/?team=acme"
     page = dom(reviewer_client.get(response["Location"]))
-    assert "Approved by mira." in alerts(page)
+    assert "Approved by mira: “drink: Tea, never coffee.”" in alerts(page)
     assert queue_row_ids(page) == [rejected]
 
     # The filters of the page the form was on are kept.
@@ -124,7 +127,7 @@ def test_without_javascript_deciding_redirects_back_to_the_queue_with_a_message(
     assert response.status_code == 302
     assert response["Location"] == "/approvals/?team=acme&agent=wren"
     page = dom(reviewer_client.get(response["Location"]))
-    assert "Rejected by mira: too noisy" in alerts(page)
+    assert "Rejected by mira: “jokes: Wants daily jokes.” Reason: too noisy" in alerts(page)
     assert queue_row_ids(page) == []
     assert promotion_of(approved).status == PromotionStatus.APPROVED
     assert promotion_of(rejected).status == PromotionStatus.REJECTED
@@ -154,7 +157,8 @@ def test_the_decide_and_bulk_urls_refuse_get(reviewer_client: Client, wren: Agen
     record_id = preference(wren, "Tea, never coffee.", label="drink")
     assert reviewer_client.get(f"/approvals/{record_id}/decide/").status_code == 405
     assert reviewer_client.get("/approvals/bulk/").status_code == 405
-    assert reviewer_client.get(f"/memories/{record_id}/revoke/").status_code == 405
+    # A GET of revoke is its confirmation page: it changes nothing.
+    assert reviewer_client.get(f"/memories/{record_id}/revoke/").status_code == 200
     assert reviewer_client.post("/approvals/").status_code == 405
     assert promotion_of(record_id).status == PromotionStatus.PENDING
 
@@ -176,7 +180,7 @@ def test_revoking_an_approved_memory_takes_it_out_of_the_prompt(
     assert buttons(revoke_form) == ["Revoke"]
 
     response = reviewer_client.post(
-        f"/memories/{record_id}/revoke/", {"team": "acme", "reason": "outdated"}
+        f"/memories/{record_id}/revoke/", {"team": "acme", "reason": "outdated", "confirm": "on"}
     )
     assert response.status_code == 302
     assert response["Location"] == f"/memories/{record_id}/?team=acme"
@@ -210,7 +214,10 @@ def test_an_auto_promoted_memory_can_be_revoked_too(reviewer_client: Client, wre
     record_id = remember(wren, "profile", "Mira", label="name")
     assert in_prompt(wren, record_id)
     assert (
-        reviewer_client.post(f"/memories/{record_id}/revoke/", {"team": "acme"}).status_code == 302
+        reviewer_client.post(
+            f"/memories/{record_id}/revoke/", {"team": "acme", "confirm": "on"}
+        ).status_code
+        == 302
     )
     assert not in_prompt(wren, record_id)
     assert decisions(record_id) == [(record_id, "revoked", "mira")]
@@ -229,7 +236,9 @@ def test_revoking_a_memory_that_is_not_approved_changes_nothing(
         decide(record_id, False, Actor.for_user(rhea))
     before = decisions(record_id)
 
-    response = reviewer_client.post(f"/memories/{record_id}/revoke/", {"team": "acme"}, follow=True)
+    response = reviewer_client.post(
+        f"/memories/{record_id}/revoke/", {"team": "acme", "confirm": "on"}, follow=True
+    )
     assert response.status_code == 200
     shown = alerts(dom(response))
     assert any("Only an approved memory can be revoked" in m for m in shown), shown

@@ -47,6 +47,39 @@ def test_a_candidate_that_fits_is_composed_and_previewed_in_its_place() -> None:
     assert (impact.section_title, impact.tier) == ("Notes", "auto")
 
 
+def test_withdrawing_a_memory_shows_its_line_leaving_and_what_the_freed_budget_brings_back() -> (
+    None
+):
+    first, second = placed("m1", seconds=1), placed("m2", seconds=2)
+    cost = line_cost("m1", "content of m1")
+    base = Baseline.of(NOTES, [first, second], None, cost)  # room for the newer only
+    gone = base.withdrawal("m2")
+    assert (gone.composed, gone.leaving, gone.takes_place) == (
+        True,
+        "- **m2**: content of m2",
+        (),
+    )
+    assert [p.id for p in gone.brought_in] == ["m1"]
+    assert gone.freed == cost
+    assert gone.lines == (
+        PreviewLine("- **rule**: Be kind.", "authored"),
+        PreviewLine("- **m1**: content of m1", "new", "m1"),
+        PreviewLine("- **m2**: content of m2", "leaves", "m2"),
+    )
+    assert gone.line_count == 2
+    assert gone.sentences()[0] == "Its line leaves Notes: “- **m2**: content of m2”"
+    assert gone.sentences()[1] == "Nothing takes its place at “m2”."
+    assert gone.sentences()[2] == (
+        f"The {cost} characters it frees let “content of m1” back in (they were over the "
+        "memory budget)."
+    )
+    # A memory not in the prompt: nothing changes, and it says so.
+    assert base.withdrawal("m1").sentences() == [
+        "It is not in the prompt now, so the prompt does not change."
+    ]
+    assert base.withdrawal("nope").composed is False
+
+
 def test_a_newer_candidate_pushes_the_oldest_memory_out_when_the_budget_is_full() -> None:
     first, second = placed("m1", seconds=1), placed("m2", seconds=2)
     cost = line_cost("m1", "content of m1")

@@ -163,7 +163,10 @@ def test_reviewers_revoking_one_memory_at_once_revoke_it_once(
     decide(record_id, True, Actor.for_user(reviewer))
     clients = [logged_in(user) for user in (reviewer, rhea, reviewer, rhea)]
     answers = race(
-        len(clients), lambda i: clients[i].post(f"/memories/{record_id}/revoke/", {"team": "acme"})
+        len(clients),
+        lambda i: clients[i].post(
+            f"/memories/{record_id}/revoke/", {"team": "acme", "confirm": "on"}
+        ),
     )
     assert [r.status_code for r in answers] == [302] * 4
     landed = decisions(record_id)

@@ -13,9 +13,10 @@ from django.test import Client
 
 from lens.actors import Actor
 from lens.models import Agent
+from memory.core.explain import utc
 from memory.core.records import MemoryInput
-from memory.decisions import AddressTaken, Decided, decide, reopen, revoke
-from memory.models import EventKind, PromotionStatus
+from memory.decisions import AddressTaken, Decided, decide, reopen, revoke, undo
+from memory.models import EventKind, MemoryEvent, PromotionStatus
 from memory.saving import Conflict, Saved, save_memory
 from tests.factories import (
     drop_reason,
@@ -26,7 +27,7 @@ from tests.factories import (
     race,
     remember,
 )
-from tests.pages import alerts, buttons, dom
+from tests.pages import alerts, approval_queue, buttons, dom, queue_rows, with_class
 
 pytestmark = pytest.mark.django_db
 
@@ -136,3 +137,73 @@ def test_reopen_racing_a_save_to_the_same_address_lets_exactly_one_hold_it(
         ]
         assert sum(holders) == 1, (reopened, saved)
         assert isinstance(reopened, AddressTaken) or isinstance(saved, Conflict)
+
+
+# --- what a reopened memory says about itself --------------------------------------------
+
+
+def _why(client: Client, path: str, memory_id: str) -> str:
+    """The words a page says about ``memory_id``: the lens's drop, or the memory page."""
+    page = dom(client.get(path))
+    if path.startswith("/agents/"):
+        (why,) = with_class(page.one("data-memory-id", memory_id, tag="li"), "drop-why")
+        return why.squashed
+    return page.one("data-memory-why").squashed
+
+
+def test_a_reopened_memory_of_an_auto_section_says_who_reopened_it_and_when(
+    reviewer_client: Client, wren: Agent, rhea: User
+) -> None:
+    # About the User is an auto section: its memories are approved by the system, so only
+    # a reopening makes one wait, and the section's tier explains nothing.
+    record_id = remember(wren, "profile", "Lives in Lisbon.", label="city")
+    assert promotion_of(record_id).tier == "auto"
+    revoke(record_id, Actor.for_user(rhea), "moved")
+    result = reopen(record_id, Actor.for_user(rhea), "asked again")
+    assert isinstance(result, Decided)
+    at = MemoryEvent.objects.get(record_id=record_id, kind=EventKind.REOPENED).at
+    assert at > promotion_of(record_id).promoted_at
+
+    for path in ("/agents/wren/", f"/memories/{record_id}/"):
+        why = _why(reviewer_client, path, record_id)
+        assert why.startswith(f"Reopened by rhea on {utc(at)} (“asked again”);"), why
+        assert "waits for a reviewer's decision" in why
+        assert "guarded section" not in why
+    facts = dom(reviewer_client.get(f"/memories/{record_id}/")).one("data-reopened")
+    assert facts.squashed.endswith(
+        f"rhea, {at:%Y-%m-%d %H:%M:%S}: asked again · waits for a reviewer's decision"
+    )
+
+    row = queue_rows(approval_queue(reviewer_client))[record_id]
+    (said,) = with_class(row, "queue-reopened")
+    assert said.get("data-reopened-by") == "rhea"
+    assert "Reopened by rhea" in said.squashed
+    assert "“asked again”; waits for a reviewer's decision" in said.squashed
+    assert "whatever its section's tier" in said.squashed
+
+
+def test_undoing_a_decision_on_a_reopened_memory_keeps_its_reopening(
+    reviewer_client: Client, wren: Agent, reviewer: User, rhea: User
+) -> None:
+    record_id = preference(wren, "Tea.", label="drink")
+    decide(record_id, False, Actor.for_user(rhea))
+    reopen(record_id, Actor.for_user(rhea))
+    result = decide(record_id, True, Actor.for_user(reviewer))
+    assert isinstance(result, Decided)
+    undo(record_id, Actor.for_user(reviewer), "approved", result.promotion.decided_at)
+    assert _why(reviewer_client, "/agents/wren/", record_id).startswith("Reopened by rhea on ")
+
+
+def test_a_memory_never_reopened_still_waits_since_it_was_saved(
+    reviewer_client: Client, wren: Agent, reviewer: User
+) -> None:
+    record_id = preference(wren, "Tea.", label="drink")
+    result = decide(record_id, True, Actor.for_user(reviewer))
+    assert isinstance(result, Decided)
+    undo(record_id, Actor.for_user(reviewer), "approved", result.promotion.decided_at)
+    since = utc(promotion_of(record_id).promoted_at)
+    why = _why(reviewer_client, f"/memories/{record_id}/", record_id)
+    assert why.startswith(f"Waiting for approval since {since}: User Preferences is a guarded")
+    assert (
+        with_class(queue_rows(approval_queue(reviewer_client))[record_id], "queue-reopened") == []
+    )

@@ -49,6 +49,7 @@ from tests.pages import (
     buttons,
     dom,
     fragment,
+    inside,
     oob_count,
     queue_rows,
     with_class,
@@ -133,13 +134,14 @@ def test_undo_is_refused_once_the_window_has_passed(
     assert undone.status == PromotionStatus.PENDING
 
 
-def test_the_default_window_is_ten_seconds(wren: Agent, reviewer: User) -> None:
+def test_the_default_window_is_thirty_seconds(wren: Agent, reviewer: User) -> None:
     record_id = preference(wren, "Tea, never coffee.", label="drink")
     at = decided(record_id, False, reviewer)
-    with pytest.raises(UndoExpired):
-        undo(record_id, Actor.for_user(reviewer), "rejected", at, now=at + timedelta(seconds=11))
+    with pytest.raises(UndoExpired) as late:
+        undo(record_id, Actor.for_user(reviewer), "rejected", at, now=at + timedelta(seconds=31))
+    assert "30 seconds" in late.value.message
     assert undo(
-        record_id, Actor.for_user(reviewer), "rejected", at, now=at + timedelta(seconds=9)
+        record_id, Actor.for_user(reviewer), "rejected", at, now=at + timedelta(seconds=29)
     ).status == (PromotionStatus.PENDING)
 
 
@@ -287,7 +289,7 @@ def test_a_decided_row_offers_undo_and_undo_brings_the_pending_row_back(
     (form,) = [e for e in notice.descendants() if e.tag == "form"]
     assert form.get("action") == form.get("hx-post") == f"/approvals/{record_id}/undo/"
     assert form.get("hx-target") == "closest li"
-    assert form.get("data-undo-seconds") == "10"
+    assert form.get("data-undo-seconds") == "30"
     fields = undo_fields(form)
     assert fields["decided"] == "approved"
     assert fields["at"] == promotion_of(record_id).decided_at.isoformat()  # type: ignore[union-attr]
@@ -337,16 +339,17 @@ def test_without_javascript_the_queue_offers_undo_for_the_last_decision(
     assert response["Location"] == "/approvals/?team=acme&agent=wren"
     page = approval_queue(reviewer_client, "?agent=wren")
     (box,) = with_class(page, "undo-last")
-    assert box.get("action") == f"/approvals/{record_id}/undo/?agent=wren"
-    assert "You rejected “drink”." in box.squashed
+    (form,) = inside(box, "form")
+    assert form.get("action") == f"/approvals/{record_id}/undo/?agent=wren"
+    assert "You rejected “drink: Tea, never coffee.”" in box.squashed
     assert buttons(box) == ["Undo"]
     assert list(queue_rows(page)) == [waiting]
 
-    response = post_undo(reviewer_client, record_id, undo_fields(box), htmx=False)
+    response = post_undo(reviewer_client, record_id, undo_fields(form), htmx=False)
     assert response.status_code == 302
     assert response["Location"] == "/approvals/?team=acme"
     page = dom(reviewer_client.get(response["Location"]))
-    assert any("Undone" in message for message in alerts(page))
+    assert "Undone: “drink: Tea, never coffee.” waits for approval again." in alerts(page)
     assert list(queue_rows(page)) == [record_id, waiting]
     assert with_class(page, "undo-last") == []
 
