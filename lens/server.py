@@ -1,25 +1,33 @@
-"""The production server: Granian in WSGI mode (``python -m lens.server``, what ``make
-serve`` runs; ``--dev`` is ``make run``'s configuration).
+"""The production server: Granian, Django behind its ASGI interface (``python -m
+lens.server``, what ``make serve`` runs; ``--dev`` is ``make run``'s configuration).
 
 Why Granian. Its connections live in Rust (tokio): reading a request's headers and body
 and writing the answer hold no Python thread, so a client that stalls, trickles its
 headers or body a byte at a time, or never reads the answer costs the server a socket
 and a timer, never one of the few threads that run Django. gunicorn's ``gthread``
 reads headers on a Python thread with no timeout: 120 connections that sent half a
-request and then nothing took ``make serve`` offline. Measured on one 2-core machine
-in one run (``make bench-http``; SQLite, ``GET /api/kv/<key>``, access logs off, every
-client on the same cores as the server):
+request and then nothing took ``make serve`` offline. Granian's WSGI mode still reads a
+body on the request's thread (with no timeout, by design), so Django is served through
+Granian's ASGI interface with the body read first (``lens/buffered.py``).
 
-    server                            1 client p50   wrk 8 conns   victim p50 beside
-                                                                  120 stalled conns
-    gunicorn lingering gthread 4 x 2  see bench      see bench     timeouts (2 of 5 answered)
-    Granian WSGI 2 x 2                see bench      see bench     answered all
+Measured on one 2-core machine in one run (``make bench-http``, ``bench/servers.py``;
+``GET /api/kv/<key>``, access logs off, the clients on the same cores):
 
-(The table in docs and README's Performance section carries the current figures.)
+    server                        db      1 client p50   wrk 8 conns   victim beside
+                                                                       120 stalled conns
+    gunicorn gthread 4 x 2        SQLite  2.23 ms        853/s         no answer
+    Granian WSGI 2 x 2            SQLite  1.45 ms        1,476/s       p50 1.7 ms
+    Granian ASGI + body first     SQLite  2.78 ms        1,026/s       p50 2.5 ms
+    gunicorn gthread 4 x 2        PG      3.41 ms        565/s         no answer
+    Granian WSGI 2 x 2            PG      2.95 ms        725/s         p50 2.0 ms
+    Granian ASGI + body first     PG      3.50 ms        580/s         p50 2.6 ms
+
+Granian's WSGI mode is faster, but two clients trickling bodies take a process of two
+threads offline; the body-first front costs one more hand-off between threads.
 
 Every setting below can be changed from the environment; defaults are for a 2-core
 machine. Python runs one thread at a time per process, so processes (``WEB_CONCURRENCY``)
-use the cores and a second blocking thread per process (``SERVER_THREADS``) overlaps
+use the cores and a second request thread per process (``SERVER_THREADS``) overlaps
 waits on the database.
 """
 
