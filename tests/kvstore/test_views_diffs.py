@@ -23,9 +23,11 @@ from tests.samples import fastest
 
 pytestmark = pytest.mark.django_db
 
-# Generous for a loaded CI machine: the diff itself is bounded to a fraction of this.
-# Each timing is the fastest of a few runs (``fastest``).
-WORST_SECONDS = 1.0
+# Generous for a loaded CI machine: the diff itself is bounded to a fraction of this
+# (the largest page takes ~0.3 s alone; the unbounded diff took minutes). Each timing is
+# the fastest of a few runs (``fastest``); the suite's other worker may be running a
+# test that starts servers of its own, which took the fastest run to 1.06 s.
+WORST_SECONDS = 1.5
 
 # Two 9,000-line versions of 100 repeated lines, shuffled differently.
 SHUFFLED_OLD = "\n".join(str(i % 100) for i in range(9000))

@@ -15,6 +15,7 @@ import pytest
 from lens import buffered
 from lens.buffered import BufferedWsgi, Message, wsgi_environ
 from lens.forwarded import TrustedProxies, behind_proxy
+from tests.event_loops import run_async
 
 Environ = dict[str, Any]
 
@@ -65,7 +66,7 @@ def run(
     async def send(message: Message) -> None:
         sent.append(message)
 
-    asyncio.run(app(request, receive, send))
+    run_async(app, request, receive, send)
     return sent
 
 

@@ -32,6 +32,7 @@ from mcp_types import CallToolResult
 from kvstore import store
 from lens.mcp.server import TOKEN_THREADS, TeamShares
 from lens.models import ApiToken, Team
+from tests.event_loops import run_async
 from tests.mcp.harness import (
     ROOT,
     TIMEOUT,
@@ -247,7 +248,7 @@ def test_one_teams_calls_take_turns_within_its_share() -> None:
                 group.start_soon(call, 1)
             group.start_soon(call, 2)
 
-    anyio.run(main)
+    run_async(main)
     assert most == {1: 2, 2: 1}
     assert shares.busy_teams == 0
 
