@@ -165,12 +165,13 @@ def seed(env: dict[str, str]) -> dict[str, str]:
 
 
 @contextmanager
-def serve(env: dict[str, str], scratch: Path) -> Iterator[int]:
-    """``make serve`` exactly as a deployment runs it, on a free loopback port."""
-    port = free_port()
-    log = (scratch / f"serve-{port}.log").open("w")
+def running(command: list[str], port: int, env: dict[str, str], scratch: Path) -> Iterator[int]:
+    """``command``, which listens on ``port``, in a process group of its own once
+    ``/healthz`` answers; stopped with SIGTERM (SIGKILL after 30 s)."""
+    name = Path(command[0]).name
+    log = (scratch / f"{name}-{port}.log").open("w")
     process = subprocess.Popen(
-        ["make", "-s", "serve", "HOST=127.0.0.1", f"PORT={port}"],
+        command,
         cwd=ROOT,
         env=env,
         stdout=log,
@@ -178,7 +179,7 @@ def serve(env: dict[str, str], scratch: Path) -> Iterator[int]:
         start_new_session=True,
     )
     try:
-        wait_until(lambda: get_status(port, "/healthz") == 200, "make serve", 120)
+        wait_until(lambda: get_status(port, "/healthz") == 200, " ".join(command[:2]), 120)
         yield port
     finally:
         os.killpg(process.pid, signal.SIGTERM)
@@ -188,6 +189,14 @@ def serve(env: dict[str, str], scratch: Path) -> Iterator[int]:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()
         log.close()
+
+
+@contextmanager
+def serve(env: dict[str, str], scratch: Path) -> Iterator[int]:
+    """``make serve`` exactly as a deployment runs it, on a free loopback port."""
+    port = free_port()
+    with running(["make", "-s", "serve", "HOST=127.0.0.1", f"PORT={port}"], port, env, scratch):
+        yield port
 
 
 # --- the calls -----------------------------------------------------------------------

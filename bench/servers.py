@@ -17,10 +17,8 @@ from __future__ import annotations
 import http.client
 import os
 import shutil
-import signal
 import socket
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -29,16 +27,14 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from bench.http import (
-    ROOT,
     calls,
     free_port,
-    get_status,
     postgres_answers,
+    running,
     scratch_database,
     seed,
     serve,
     server_env,
-    wait_until,
     wrk,
 )
 from bench.http_load import Call, load
@@ -77,32 +73,14 @@ def started(command: str, args: list[str], env: dict[str, str], scratch: Path) -
     """``command`` from the virtualenv on a free port, on a database ``make serve``
     prepared (migrated, static files collected)."""
     port = free_port()
-    log = (scratch / f"{command}-{port}.log").open("w")
     binary = str(Path(sys.executable).with_name(command))
     bind = (
         ["--bind", f"127.0.0.1:{port}"]
         if command == "gunicorn"
         else ["--host", "127.0.0.1", "--port", str(port)]
     )
-    process = subprocess.Popen(
-        [binary, *bind, *args],
-        cwd=ROOT,
-        env={**env, "DB_POOL": "1"},
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    try:
-        wait_until(lambda: get_status(port, "/healthz") == 200, command, 120)
+    with running([binary, *bind, *args], port, {**env, "DB_POOL": "1"}, scratch):
         yield port
-    finally:
-        os.killpg(process.pid, signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.pid, signal.SIGKILL)
-            process.wait()
-        log.close()
 
 
 def victim(port: int) -> tuple[float | None, int, int]:

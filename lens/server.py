@@ -36,6 +36,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from granian.constants import HTTPModes, Interfaces
 from granian.http import HTTP1Settings
@@ -55,7 +56,9 @@ ACCESS_LOG = '%(addr)s "%(method)s %(path)s %(protocol)s" %(status)d %(dt_ms).2f
 HEADER_READ_TIMEOUT_MS = 10_000
 
 
-def production() -> MPServer:
+def _server(**settings: Any) -> MPServer:
+    """What both configurations share: Django behind Granian's ASGI interface, HTTP/1.1
+    on ``HOST:PORT``, the header deadline and the access log's format."""
     return MPServer(
         "lens.served:application",
         address=env_str("HOST", "127.0.0.1"),
@@ -63,12 +66,19 @@ def production() -> MPServer:
         interface=Interfaces.ASGINL,
         http=HTTPModes.http1,
         websockets=False,
-        workers=env_int("WEB_CONCURRENCY", 2, minimum=1),
-        backlog=env_int("SERVER_BACKLOG", 1024, minimum=128),
         http1_settings=HTTP1Settings(header_read_timeout=HEADER_READ_TIMEOUT_MS),
         log_level=LogLevels.info,
-        log_access=env_bool("ACCESS_LOG", default=True),
         log_access_format=ACCESS_LOG,
+        working_dir=ROOT,
+        **settings,
+    )
+
+
+def production() -> MPServer:
+    return _server(
+        workers=env_int("WEB_CONCURRENCY", 2, minimum=1),
+        backlog=env_int("SERVER_BACKLOG", 1024, minimum=128),
+        log_access=env_bool("ACCESS_LOG", default=True),
         # A worker that dies is replaced; each is recycled after WORKERS_LIFETIME seconds
         # (a new one starts first, the old one finishes its requests) or once it holds
         # more than WORKERS_MAX_RSS MiB, which bounds what any slow leak can take.
@@ -79,7 +89,6 @@ def production() -> MPServer:
         # SIGTERM: stop accepting, finish what is running, then exit; a worker that has
         # not finished after 30 s is killed.
         workers_kill_timeout=30,
-        working_dir=ROOT,
     )
 
 
@@ -87,22 +96,12 @@ def development() -> MPServer:
     """``make run``: DEBUG on, one process whose code reloads when a file changes."""
     # htmx sends a page's requests in parallel.
     os.environ.setdefault("SERVER_THREADS", "4")
-    return MPServer(
-        "lens.served:application",
-        address=env_str("HOST", "127.0.0.1"),
-        port=env_int("PORT", 8000, minimum=1),
-        interface=Interfaces.ASGINL,
-        http=HTTPModes.http1,
-        websockets=False,
+    return _server(
         workers=1,
-        http1_settings=HTTP1Settings(header_read_timeout=HEADER_READ_TIMEOUT_MS),
-        log_level=LogLevels.info,
         log_access=True,
-        log_access_format=ACCESS_LOG,
         reload=True,
         reload_paths=[ROOT / name for name in ("lens", "memory", "kvstore", "templates")],
         reload_ignore_dirs=["__pycache__", "migrations"],
-        working_dir=ROOT,
     )
 
 
