@@ -51,6 +51,7 @@ from tests.mcp.harness import (
 pytestmark = pytest.mark.django_db(transaction=True)
 
 THREADS = 4  # the server's MCP_THREADS here
+SERVER_APP_NAME = "lens-mcp-under-test"
 SHARE = 2  # what one team may hold of them (half, by default)
 HOLD = 8.0  # seconds the held write lasts at most; a call served at once takes well under
 PROMPT = HOLD / 2  # what "at once" must beat: a call queued behind the held one waits ~HOLD
@@ -61,7 +62,10 @@ UNISSUED = "cl_" + "A" * 43
 @pytest.fixture(scope="module")
 def pool_url(mcp_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     log = tmp_path_factory.mktemp("mcp") / "pool.log"
-    process, url = start_http_server(mcp_database, log, MCP_THREADS=str(THREADS))
+    # libpq names the server's connections, so they can be told from the suite's own.
+    process, url = start_http_server(
+        mcp_database, log, MCP_THREADS=str(THREADS), PGAPPNAME=SERVER_APP_NAME
+    )
     yield url
     stop(process)
 
@@ -280,7 +284,8 @@ def test_the_server_holds_no_more_connections_than_threads(ours: McpTools, world
     with connection.cursor() as cursor:
         cursor.execute(
             "SELECT count(*) FROM pg_stat_activity"
-            " WHERE datname = current_database() AND pid <> pg_backend_pid()"
+            " WHERE datname = current_database() AND application_name = %s",
+            [SERVER_APP_NAME],
         )
         (others,) = cursor.fetchone()
     assert 1 <= others <= THREADS + TOKEN_THREADS
