@@ -1,6 +1,6 @@
 """The tool catalogue as a model and a reader see it, without a server process: every
-tool named on the MCP page of the manual, descriptions that guide without leaking where a memory goes,
-and the arguments refused before any tool runs.
+tool named on the manual's MCP page (docs/mcp.md), descriptions that guide without
+leaking where a memory goes, and the arguments refused before any tool runs.
 """
 
 from __future__ import annotations
@@ -17,12 +17,11 @@ from lens.mcp.server import LensMCP, refused_arguments
 from tests.event_loops import run_async
 from tests.mcp.harness import ROOT, TOOL_NAMES
 
+MCP_PAGE = ROOT / "docs" / "mcp.md"
+
 
 def catalogue() -> list[Tool]:
     return run_async(LensMCP(lambda: None).list_tools)
-
-
-MCP_PAGE = ROOT / "docs" / "mcp.md"
 
 
 def unnamed_tools(page: str, names: set[str]) -> set[str]:
