@@ -352,12 +352,12 @@ def test_serve_logs_each_request_with_its_time(served: Served) -> None:
     assert "private" not in log  # query strings (searches) stay out of the log
 
 
-def test_every_setting_read_from_the_environment_is_in_the_readme() -> None:
+def test_every_setting_read_from_the_environment_is_in_the_configuration_table() -> None:
     # The settings, and what the production server reads for itself.
     sources = [ROOT / "lens" / name for name in ("settings.py", "served.py", "server.py")]
     pattern = r'(?:env_\w+|_int|environ\.get)\(\s*"([A-Z][A-Z0-9_]*)"'
     names = {name for path in sources for name in re.findall(pattern, path.read_text())}
     assert {"DEBUG", "HTTPS", "DB_POOL", "CSRF_TRUSTED_ORIGINS", "SERVER_THREADS"} <= names
-    readme = (ROOT / "README.md").read_text()
-    table = readme.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "operations-and-security.md").read_text()
+    table = page.split("## Configuration", 1)[1].split("\n## ", 1)[0]
     assert sorted(name for name in names if f"`{name}`" not in table) == []

@@ -1,6 +1,6 @@
 """The tool catalogue as a model and a reader see it, without a server process: every
-tool named in the README, descriptions that guide without leaking where a memory goes,
-and the arguments refused before any tool runs.
+tool named on the manual's MCP page (docs/mcp.md), descriptions that guide without
+leaking where a memory goes, and the arguments refused before any tool runs.
 """
 
 from __future__ import annotations
@@ -17,33 +17,35 @@ from lens.mcp.server import LensMCP, refused_arguments
 from tests.event_loops import run_async
 from tests.mcp.harness import ROOT, TOOL_NAMES
 
+MCP_PAGE = ROOT / "docs" / "mcp.md"
+
 
 def catalogue() -> list[Tool]:
     return run_async(LensMCP(lambda: None).list_tools)
 
 
-def unnamed_tools(readme: str, names: set[str]) -> set[str]:
-    """The tools the README never names (in backticks, as code)."""
-    return {name for name in names if f"`{name}`" not in readme}
+def unnamed_tools(page: str, names: set[str]) -> set[str]:
+    """The tools the page never names (in backticks, as code)."""
+    return {name for name in names if f"`{name}`" not in page}
 
 
-def test_every_tool_is_named_in_the_readme() -> None:
+def test_every_tool_is_named_on_the_mcp_page() -> None:
     names = {tool.name for tool in catalogue()}
     assert names == TOOL_NAMES
-    assert unnamed_tools((ROOT / "README.md").read_text(), names) == set()
+    assert unnamed_tools(MCP_PAGE.read_text(), names) == set()
 
 
-def test_the_readme_check_catches_a_missing_tool() -> None:
-    readme = "Tools: `memory_save`, `memory_search`, `memory_recall`, `kv_store`."
-    assert unnamed_tools(readme, TOOL_NAMES) == {"kv_bootstrap"}
+def test_the_mcp_page_check_catches_a_missing_tool() -> None:
+    page = "Tools: `memory_save`, `memory_search`, `memory_recall`, `kv_store`."
+    assert unnamed_tools(page, TOOL_NAMES) == {"kv_bootstrap"}
 
 
-def test_the_readme_says_how_to_register_the_server() -> None:
-    readme = (ROOT / "README.md").read_text()
-    assert "LENS_TOKEN=" in readme
-    assert "manage.py mcp" in readme
-    assert "http://127.0.0.1:8001/mcp" in readme
-    assert "Authorization: Bearer" in readme
+def test_the_mcp_page_says_how_to_register_the_server() -> None:
+    page = MCP_PAGE.read_text()
+    assert "LENS_TOKEN=" in page
+    assert "manage.py mcp" in page
+    assert "http://127.0.0.1:8001/mcp" in page
+    assert "Authorization: Bearer" in page
 
 
 # Words that would tell a model where (or whether) a saved memory ends up.
