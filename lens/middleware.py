@@ -16,8 +16,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonR
 from django.template import loader
 from django.utils.cache import patch_cache_control
 
-from lens.apierrors import body_too_large, error_body, from_domain
-from lens.core.errors import invalid_input
+from lens.apierrors import body_too_large, from_domain
+from lens.core.errors import error_body, invalid_input
 from lens.core.raw_input import Problem, form_problem, multipart_problem, path_problem
 from lens.core.text import unstorable
 

@@ -28,7 +28,9 @@ def raw_rows(queryset: QuerySet[Any, Any]) -> list[tuple[Any, ...]]:
         return []
     with connections[queryset.db].cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.fetchall()
+        # Both backends' default row factory makes each row a tuple.
+        rows: list[tuple[Any, ...]] = cursor.fetchall()
+        return rows
 
 
 def aware(value: datetime | str) -> datetime:

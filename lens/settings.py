@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import dj_database_url
+import django_stubs_ext
 from django.core.exceptions import ImproperlyConfigured
 
 from lens.envconf import (
@@ -20,6 +21,10 @@ from lens.envconf import (
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
+
+# Django's admin, form and formset classes take their model as a type parameter
+# (``admin.ModelAdmin[Agent]``) for mypy; this lets them be subscripted at run time too.
+django_stubs_ext.monkeypatch()
 
 DEBUG = env_bool("DEBUG", default=False)
 

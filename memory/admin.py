@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.contrib import admin
 from django.contrib.admin.views.main import ChangeList
+from django.db import models
 from django.http import HttpRequest
 
 from memory.models import MemoryEvent, MemoryRecord, Promotion
@@ -14,8 +15,10 @@ from memory.models import MemoryEvent, MemoryRecord, Promotion
 if TYPE_CHECKING:
     from django.contrib.admin.filters import _ListFilterChoices
 
+_M = TypeVar("_M", bound=models.Model)
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+
+class ReadOnlyAdmin(admin.ModelAdmin[_M]):
     def has_add_permission(self, request: HttpRequest) -> bool:
         return False
 
@@ -23,7 +26,7 @@ class ReadOnlyAdmin(admin.ModelAdmin):
         return False
 
 
-class PromotionInline(admin.StackedInline):
+class PromotionInline(admin.StackedInline[Promotion, MemoryRecord]):
     model = Promotion
     can_delete = False
     readonly_fields = [f.name for f in Promotion._meta.fields]
@@ -32,7 +35,7 @@ class PromotionInline(admin.StackedInline):
         return False
 
 
-class EventInline(admin.TabularInline):
+class EventInline(admin.TabularInline[MemoryEvent, MemoryRecord]):
     model = MemoryEvent
     can_delete = False
     readonly_fields = ("kind", "actor", "detail", "at")
@@ -44,7 +47,7 @@ class EventInline(admin.TabularInline):
 
 
 @admin.register(MemoryRecord)
-class MemoryRecordAdmin(ReadOnlyAdmin):
+class MemoryRecordAdmin(ReadOnlyAdmin[MemoryRecord]):
     list_display = ["id", "agent", "kind", "label", "created_at"]
     list_filter = ["kind", "agent__team"]
     list_select_related = ["agent"]
@@ -64,7 +67,7 @@ class ReasonFilter(admin.AllValuesFieldListFilter):
 
 
 @admin.register(Promotion)
-class PromotionAdmin(ReadOnlyAdmin):
+class PromotionAdmin(ReadOnlyAdmin[Promotion]):
     list_display = ["record", "agent", "section", "key", "status", "reason", "tier", "promoted_at"]
     list_filter = ["status", ("reason", ReasonFilter), "tier"]
     list_select_related = ["agent", "record"]

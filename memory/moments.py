@@ -14,7 +14,8 @@ def after_newest(rows: QuerySet[Any], field: str) -> datetime:
     not moved past it (or stepped back): one index lookup on ``field``'s index.
     """
     now = timezone.now()
-    newest = rows.order_by(f"-{field}").values_list(field, flat=True).first()
+    # ``field`` is a timestamp column of ``rows``' model (named at run time).
+    newest: datetime | None = rows.order_by(f"-{field}").values_list(field, flat=True).first()
     if newest is not None and now <= newest:
         return newest + timedelta(microseconds=1)
     return now

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from django.test import Client
 
 if TYPE_CHECKING:
+    from django.db.models import Model
     from django.forms.models import BaseInlineFormSet
 
     from lens.models import Agent, SectionDeclaration
@@ -364,11 +365,13 @@ def row_of(data: FormData, prefix: str, field: str, value: str) -> int:
     raise AssertionError(f"no {prefix} row with {field}={value!r}")
 
 
-def formset(response: Any, prefix: str) -> BaseInlineFormSet:
+def formset(response: Any, prefix: str) -> BaseInlineFormSet[Model, Model]:
     """The inline formset ``prefix`` of an admin page's answer, as the view built it."""
     for inline in response.context["inline_admin_formsets"]:
         if inline.formset.prefix == prefix:
-            return inline.formset
+            # Rows of whichever model the inline edits, under one of its parent.
+            found: BaseInlineFormSet[Model, Model] = inline.formset
+            return found
     raise AssertionError(f"no {prefix} formset")
 
 

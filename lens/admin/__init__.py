@@ -61,7 +61,9 @@ def section_change_url(section_pk: int) -> str:
     return reverse("admin:lens_sectiondeclaration_change", args=[section_pk])
 
 
-class AuthoredEntryInline(AsTypedFields, NamedRowsInline):
+class AuthoredEntryInline(
+    AsTypedFields[AuthoredEntry], NamedRowsInline[AuthoredEntry, SectionDeclaration]
+):
     model = AuthoredEntry
     form = AuthoredEntryForm
     formset = EntryFormSet
@@ -69,7 +71,9 @@ class AuthoredEntryInline(AsTypedFields, NamedRowsInline):
     ordering = ["position", "id"]
 
 
-class SectionDeclarationInline(AsTypedFields, NamedRowsInline):
+class SectionDeclarationInline(
+    AsTypedFields[SectionDeclaration], NamedRowsInline[SectionDeclaration, Agent]
+):
     model = SectionDeclaration
     form = SectionRowForm
     formset = SectionFormSet
@@ -100,7 +104,7 @@ class SectionDeclarationInline(AsTypedFields, NamedRowsInline):
         )
 
 
-class CapabilityInline(AsTypedFields, admin.StackedInline):
+class CapabilityInline(AsTypedFields[Capability], admin.StackedInline[Capability, Agent]):
     model = Capability
     form = CapabilityForm
     formset = CapabilityFormSet
@@ -109,7 +113,9 @@ class CapabilityInline(AsTypedFields, admin.StackedInline):
     ordering = ["position", "id"]
 
 
-class AwarenessSourceInline(AsTypedFields, NamedRowsInline):
+class AwarenessSourceInline(
+    AsTypedFields[AwarenessSource], NamedRowsInline[AwarenessSource, Agent]
+):
     model = AwarenessSource
     form = AwarenessForm
     formset = AwarenessFormSet
@@ -119,7 +125,7 @@ class AwarenessSourceInline(AsTypedFields, NamedRowsInline):
 
 
 @admin.register(Agent)
-class AgentAdmin(LineBreaksAdmin, OrderedRowsAdmin):
+class AgentAdmin(LineBreaksAdmin[Agent], OrderedRowsAdmin[Agent]):
     form = AgentForm
     list_display = ["name", "slug", "team", "routing_spec", "updated_at"]
     list_filter = ["team"]
@@ -159,7 +165,9 @@ def _preset_action(spec: Preset) -> Any:
 
 
 @admin.register(SectionDeclaration)
-class SectionDeclarationAdmin(LineBreaksAdmin, OrderedRowsAdmin):
+class SectionDeclarationAdmin(
+    LineBreaksAdmin[SectionDeclaration], OrderedRowsAdmin[SectionDeclaration]
+):
     form = SectionDeclarationForm
     list_display = ["section_id", "title", "promotion", "agent", "position"]
     list_filter = ["promotion", "agent__team"]
@@ -207,14 +215,14 @@ class SectionDeclarationAdmin(LineBreaksAdmin, OrderedRowsAdmin):
         return response
 
 
-class MembershipInline(AsTypedFields, NamedRowsInline):
+class MembershipInline(AsTypedFields[Membership], NamedRowsInline[Membership, Team]):
     model = Membership
     fields = ["user", "role"]
     extra = 1
     autocomplete_fields = ["user"]
 
 
-class ApiTokenInline(AsTypedFields, NamedRowsInline):
+class ApiTokenInline(AsTypedFields[ApiToken], NamedRowsInline[ApiToken, Team]):
     model = ApiToken
     fields = ["name", "prefix", "created_at", "revoked_at"]
     readonly_fields = ["prefix", "created_at"]
@@ -226,7 +234,7 @@ class ApiTokenInline(AsTypedFields, NamedRowsInline):
 
 
 @admin.register(Team)
-class TeamAdmin(LineBreaksAdmin):
+class TeamAdmin(LineBreaksAdmin[Team]):
     list_display = ["slug", "name", "created_at"]
     search_fields = ["slug", "name"]
     inlines = [MembershipInline, ApiTokenInline]

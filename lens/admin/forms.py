@@ -8,11 +8,12 @@ refuse, and a refusal names the value at fault on the row that holds it.
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Any
+from typing import Any, TypeVar
 
 from django import forms
 from django.contrib.admin.widgets import AdminTextareaWidget
 from django.core.validators import MaxLengthValidator
+from django.db import models
 from pydantic import ValidationError as PydanticValidationError
 
 from lens.admin.ordering import OrderedForm, OrderedFormSet
@@ -21,6 +22,9 @@ from lens.core.config import PROSE_MAX, name_problem, prose_problem
 from lens.core.identity import key_skeleton
 from lens.models import Agent, AuthoredEntry, AwarenessSource, Capability, SectionDeclaration
 from memory.registry import UnknownRoutingSpec, check_spec_key, specs
+
+_Row = TypeVar("_Row", bound=models.Model)
+_Parent = TypeVar("_Parent", bound=models.Model)
 
 
 def _first_message(error: PydanticValidationError) -> str:
@@ -55,7 +59,7 @@ def _check_name(form: forms.BaseForm, what: str) -> None:
 # --- rows with a unique name -------------------------------------------------------------
 
 
-class UniqueNamesFormSet(OrderedFormSet):
+class UniqueNamesFormSet(OrderedFormSet[_Row, _Parent]):
     """Refuses duplicates of ``unique_field`` among the rows being kept: the row at fault
     carries the error on its field, and the summary above the rows names the value."""
 
@@ -69,7 +73,7 @@ class UniqueNamesFormSet(OrderedFormSet):
     def clean(self) -> None:
         # Before the model formset's own unique check, whose message ("Please correct
         # the duplicate data for ...") does not name the duplicate.
-        rows: dict[str, list[tuple[str, forms.ModelForm[Any]]]] = defaultdict(list)
+        rows: dict[str, list[tuple[str, forms.ModelForm[_Row]]]] = defaultdict(list)
         for form in self.forms:
             data = getattr(form, "cleaned_data", None)
             if data and not data.get("DELETE") and self.unique_field in data:
@@ -98,7 +102,7 @@ class UniqueNamesFormSet(OrderedFormSet):
         return f"duplicate {self.label} {name!r}{same}"
 
 
-class UniqueInDatabaseFormSet(UniqueNamesFormSet):
+class UniqueInDatabaseFormSet(UniqueNamesFormSet[_Row, _Parent]):
     """For fields with a database unique constraint: lets rows swap or reuse values.
 
     Django saves inline rows one at a time, so swapping two ids (or renaming a row to
@@ -107,7 +111,7 @@ class UniqueInDatabaseFormSet(UniqueNamesFormSet):
     (the admin's save is one transaction, so nobody sees them).
     """
 
-    def save_existing_objects(self, commit: bool = True) -> list[Any]:
+    def save_existing_objects(self, commit: bool = True) -> list[_Row]:
         if commit:
             deleted = self.deleted_forms
             moving = [
@@ -119,39 +123,39 @@ class UniqueInDatabaseFormSet(UniqueNamesFormSet):
             model = self.model
             assert model is not None  # inlineformset_factory always sets it
             for pk in moving:
-                model.objects.filter(pk=pk).update(**{self.unique_field: f"~{pk}"})
+                model._default_manager.filter(pk=pk).update(**{self.unique_field: f"~{pk}"})
         return super().save_existing_objects(commit)
 
 
-class SectionFormSet(UniqueInDatabaseFormSet):
+class SectionFormSet(UniqueInDatabaseFormSet[SectionDeclaration, Agent]):
     unique_field = "section_id"
     label = "section id"
     same = staticmethod(lambda text: text)
 
 
-class EntryFormSet(UniqueInDatabaseFormSet):
+class EntryFormSet(UniqueInDatabaseFormSet[AuthoredEntry, SectionDeclaration]):
     unique_field = "key"
     label = "entry key"
 
 
-class CapabilityFormSet(UniqueNamesFormSet):
+class CapabilityFormSet(UniqueNamesFormSet[Capability, Agent]):
     label = "capability name"
 
 
-class AwarenessFormSet(UniqueNamesFormSet):
+class AwarenessFormSet(UniqueNamesFormSet[AwarenessSource, Agent]):
     label = "awareness source name"
 
 
 # --- rows ------------------------------------------------------------------------------
 
 
-class SectionRowForm(OrderedForm):
+class SectionRowForm(OrderedForm[SectionDeclaration]):
     class Meta:
         model = SectionDeclaration
         fields = ["section_id", "title", "promotion", "position"]
 
 
-class CapabilityForm(OrderedForm):
+class CapabilityForm(OrderedForm[Capability]):
     class Meta:
         model = Capability
         fields = ["name", "description", "position"]
@@ -163,7 +167,7 @@ class CapabilityForm(OrderedForm):
         _check_name(self, "capability name")
 
 
-class AwarenessForm(OrderedForm):
+class AwarenessForm(OrderedForm[AwarenessSource]):
     class Meta:
         model = AwarenessSource
         fields = ["name", "description", "access_method", "position"]
@@ -220,7 +224,7 @@ def _parse_value(kind: str, text: str) -> str | int | float | bool:
     return text
 
 
-class AuthoredEntryForm(OrderedForm):
+class AuthoredEntryForm(OrderedForm[AuthoredEntry]):
     """Edits a scalar value as text plus a type, instead of raw JSON."""
 
     value_type = forms.ChoiceField(label="Type", choices=VALUE_TYPES, initial="text")
@@ -284,7 +288,7 @@ def routing_spec_choices(current: str | None) -> list[tuple[str, str]]:
     return choices
 
 
-class AgentForm(forms.ModelForm):
+class AgentForm(forms.ModelForm[Agent]):
     routing_spec = RoutingSpecField(
         label="Routing spec",
         required=False,
@@ -336,7 +340,7 @@ class AgentForm(forms.ModelForm):
         return name
 
 
-class SectionDeclarationForm(forms.ModelForm):
+class SectionDeclarationForm(forms.ModelForm[SectionDeclaration]):
     """A section on its own page: its id must stay unique among its agent's sections
     (the rows of the agent's page check each other; this checks the stored ones)."""
 

@@ -8,7 +8,7 @@ form and every inline formset read it, so no admin form or inline can miss it.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from django import forms
 from django.contrib import admin
@@ -16,6 +16,8 @@ from django.db import models
 from django.http import HttpRequest, HttpResponse, QueryDict
 
 from lens.core.text import normalise_line_breaks
+
+_M = TypeVar("_M", bound=models.Model)
 
 
 def normalised(data: QueryDict) -> QueryDict:
@@ -27,7 +29,7 @@ def normalised(data: QueryDict) -> QueryDict:
     return copy
 
 
-class AsTypedFields(admin.options.BaseModelAdmin):
+class AsTypedFields(admin.options.BaseModelAdmin[_M]):
     """Multi-line text fields keep their leading and trailing whitespace (Django's
     form fields strip it): a manual ending in a line break keeps it when saved."""
 
@@ -40,7 +42,7 @@ class AsTypedFields(admin.options.BaseModelAdmin):
         return field
 
 
-class LineBreaksAdmin(AsTypedFields, admin.ModelAdmin):
+class LineBreaksAdmin(AsTypedFields[_M], admin.ModelAdmin[_M]):
     """A ModelAdmin whose add and change pages store text as typed (SPEC §9)."""
 
     def changeform_view(

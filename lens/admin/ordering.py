@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from django import forms
 from django.contrib import admin
+from django.db import models
 from django.forms.formsets import DELETION_FIELD_NAME
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -26,6 +27,10 @@ MOVE_FIELD = "_move"
 # "<formset prefix>-<row index>:<up|down>", the value of a move button.
 _MOVE_VALUE = re.compile(r"^(?P<prefix>[\w-]+)-(?P<index>\d+):(?P<direction>up|down)$")
 _ROW_NAME = re.compile(r"-(\d+)-position$")
+
+_M = TypeVar("_M", bound=models.Model)
+_Row = TypeVar("_Row", bound=models.Model)
+_Parent = TypeVar("_Parent", bound=models.Model)
 
 
 def parse_move(value: str | None) -> tuple[str, int, int] | None:
@@ -67,7 +72,7 @@ class PositionWidget(forms.NumberInput):
         )
 
 
-class OrderedForm(forms.ModelForm):
+class OrderedForm(forms.ModelForm[_M]):
     """A row with a ``position``: blank on a new row, which then goes last."""
 
     position = forms.IntegerField(
@@ -82,7 +87,7 @@ class OrderedForm(forms.ModelForm):
             self.initial["position"] = None
 
 
-class OrderedFormSet(BaseInlineFormSet):
+class OrderedFormSet(BaseInlineFormSet[_Row, _Parent]):
     """Numbers the kept rows 0, 1, 2… by the positions submitted (ties and blanks keep
     the rows' order on the page), after applying a move button's swap."""
 
@@ -96,7 +101,7 @@ class OrderedFormSet(BaseInlineFormSet):
             and not (self.can_delete and form.cleaned_data.get(DELETION_FIELD_NAME))
         ]
 
-        def submitted(item: tuple[int, forms.ModelForm[Any]]) -> tuple[float, int]:
+        def submitted(item: tuple[int, forms.ModelForm[_Row]]) -> tuple[float, int]:
             index, form = item
             position = form.cleaned_data.get("position")
             return (math.inf if position is None else position, index)
@@ -112,13 +117,15 @@ class OrderedFormSet(BaseInlineFormSet):
                     ordered[at], ordered[to] = ordered[to], ordered[at]
         for rank, form in enumerate(ordered):
             form.cleaned_data["position"] = rank
-            form.instance.position = rank
+            # Every ordered model has a ``position`` field, but no common base declares it.
+            row: Any = form.instance
+            row.position = rank
             if rank != form.initial.get("position") and "position" not in form.changed_data:
                 # An untouched row that moved must still be saved (and logged).
                 form.changed_data.append("position")
 
 
-class OrderedRowsAdmin(admin.ModelAdmin):
+class OrderedRowsAdmin(admin.ModelAdmin[_M]):
     """A ModelAdmin with ordered inlines: a move button saves and comes back. (The
     arrows' script and styles are on every admin page: ``templates/admin/base_site.html``.)"""
 

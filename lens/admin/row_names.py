@@ -9,16 +9,20 @@ numbers the rows again when one is added, removed or moved.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from django import forms
 from django.contrib import admin
 from django.contrib.admin.widgets import RelatedFieldWidgetWrapper
+from django.db import models
 from django.forms.models import BaseInlineFormSet
 from django.http import HttpRequest
 
 # The parts of a split date and time field, in the order its boxes show.
 _SPLIT_PARTS = ("date", "time")
+
+_Row = TypeVar("_Row", bound=models.Model)
+_Parent = TypeVar("_Parent", bound=models.Model)
 
 
 def row_name(column: str, index: int | None) -> str:
@@ -49,16 +53,16 @@ def name_row_controls(form: forms.BaseForm, index: int | None) -> None:
             widget.attrs["aria-label"] = row_name(column, index)
 
 
-class NamedRowsFormSet(BaseInlineFormSet):
+class NamedRowsFormSet(BaseInlineFormSet[_Row, _Parent]):
     """An inline formset whose rows' controls are named by column and row."""
 
-    def add_fields(self, form: forms.ModelForm[Any], index: int | None) -> None:
+    def add_fields(self, form: forms.ModelForm[_Row], index: int | None) -> None:
         # After the formset's own fields (Delete, the parent's key) are added.
         super().add_fields(form, index)
         name_row_controls(form, index)
 
 
-class NamedRowsInline(admin.TabularInline):
+class NamedRowsInline(admin.TabularInline[_Row, _Parent]):
     """A tabular inline whose formset, whatever class it is, names its rows' controls."""
 
     def get_formset(self, request: HttpRequest, obj: Any = None, **kwargs: Any) -> Any:

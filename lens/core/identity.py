@@ -23,7 +23,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-import icu  # type: ignore[import-untyped]
+import icu  # type: ignore[import-untyped]  # PyICU publishes no type stubs
 
 # Bidirectional controls: they reorder what is displayed around them, so a name holding
 # one can show as another name. Refused (not removed) wherever a name is given: the

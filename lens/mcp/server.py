@@ -86,8 +86,9 @@ def tool_threads() -> int:
     database pool can lend connections to."""
     wanted = env_int(THREADS_VARIABLE, DEFAULT_THREADS, minimum=1)
     pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
-    if isinstance(pool, dict) and isinstance(pool.get("max_size"), int):
-        return min(wanted, pool["max_size"])
+    size = pool.get("max_size") if isinstance(pool, dict) else None
+    if isinstance(size, int):
+        return min(wanted, size)
     return wanted
 
 

@@ -124,7 +124,8 @@ class OverlayPlan(BaseModel):
 
 
 def spec_key_source(spec: RoutingSpec, record: RoutableRecord) -> KeySource:
-    hook = getattr(spec, "key_source", None)
+    # The optional hook's declared signature (the class docstring above).
+    hook: Callable[[RoutableRecord], KeySource] | None = getattr(spec, "key_source", None)
     if hook is not None:
         return hook(record)
     return "label" if record.label else "content"

@@ -36,10 +36,11 @@ def big_agent() -> Agent:
 
 
 def section_ids(page: Any) -> list[str]:
-    return page.eval_on_selector_all(
+    ids: list[str] = page.eval_on_selector_all(
         "#sections-group tr.form-row:not(.empty-form) td.field-section_id input",
         "els => els.map(el => el.value)",
     )
+    return ids
 
 
 def stored_order(agent: Agent) -> list[str]:

@@ -58,9 +58,10 @@ def row(page: Any, memory_id: str) -> Any:
 
 def focused_row(page: Any) -> str | None:
     """The row holding focus (the row itself or anything in it), by its promotion id."""
-    return page.evaluate(
+    promotion_id: str | None = page.evaluate(
         "() => document.activeElement.closest('li[data-promotion-id]')?.dataset.promotionId ?? null"
     )
+    return promotion_id
 
 
 def wait_for_focus_in(page: Any, memory_id: str) -> None:
@@ -80,7 +81,7 @@ def status_of(memory_id: str) -> str:
 
 def open_queue(live_server: Any, page: Any, username: str) -> str:
     """Log ``username`` in and open the approval queue; returns the server's address."""
-    base = live_server.url
+    base: str = live_server.url
     login(page, base, username)
     page.goto(f"{base}/approvals/")
     return base

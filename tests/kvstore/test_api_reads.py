@@ -179,7 +179,7 @@ def test_history_pages_with_limit_offset_and_next_offset(api: ApiClient) -> None
     kv_write_versions(api, "paged", *[f"v{n}" for n in range(1, 8)])
 
     def page(query: str) -> dict[str, Any]:
-        body = api.get(kv_url("paged", f"/history?{query}")).json()
+        body: dict[str, Any] = api.get(kv_url("paged", f"/history?{query}")).json()
         assert body["total_versions"] == 7
         return body
 

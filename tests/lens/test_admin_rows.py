@@ -78,7 +78,10 @@ def test_a_new_row_reusing_a_declared_id_is_the_one_marked(
     response = admin_client.post(admin_agent_url(agent), data)
     sections = formset(response, "sections")
     declared = next(
-        i for i, form in enumerate(sections.forms) if form.instance.section_id == "ground_rules"
+        i
+        for i, form in enumerate(sections.forms)
+        if isinstance(form.instance, SectionDeclaration)
+        and form.instance.section_id == "ground_rules"
     )
     assert sections.errors[row] == {"section_id": ["duplicate section id 'ground_rules'"]}
     assert sections.errors[declared] == {}

@@ -23,7 +23,13 @@ renderer = ApiRenderer()
 
 
 def render(data: Any) -> bytes | str:
-    return renderer.render(None, data, response_status=200)  # type: ignore[arg-type]  # the renderer never reads the request
+    # orjson's bytes, or the standard encoder's text when orjson refuses the data.
+    rendered: bytes | str = renderer.render(
+        None,  # type: ignore[arg-type]  # the renderer never reads the request
+        data,
+        response_status=200,
+    )
+    return rendered
 
 
 def standard(data: Any) -> str:

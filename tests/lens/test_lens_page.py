@@ -5,6 +5,7 @@ the "memory only" filter, the memory budget, and fragment tooltips that tell pro
 from __future__ import annotations
 
 import re
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -64,7 +65,7 @@ def in_a_section(element: Element) -> bool:
     return False
 
 
-def utc(moment: Any) -> str:
+def utc(moment: datetime) -> str:
     return moment.strftime("%Y-%m-%d %H:%M UTC")
 
 

@@ -227,7 +227,8 @@ class McpTools:
         return self.portal.call(self.client.list_tools).tools
 
     def call(self, name: str, **arguments: Any) -> CallToolResult:
-        return self.portal.call(self.client.call_tool, name, arguments)
+        result: CallToolResult = self.portal.call(self.client.call_tool, name, arguments)
+        return result
 
     def ok(self, name: str, **arguments: Any) -> Any:
         """The JSON answer of a call that must succeed."""

@@ -32,7 +32,7 @@ WHEN = datetime(2025, 6, 1, 14, 3, 59, tzinfo=UTC)
 
 
 def said(**facts: object) -> str:
-    return explain(Facts("m1", **facts)).sentence  # type: ignore[arg-type]
+    return explain(Facts("m1", **facts)).sentence  # type: ignore[arg-type]  # each test's own fields
 
 
 # --- the vocabulary -------------------------------------------------------------------

@@ -292,7 +292,9 @@ def test_a_decided_row_offers_undo_and_undo_brings_the_pending_row_back(
     assert form.get("data-undo-seconds") == "30"
     fields = undo_fields(form)
     assert fields["decided"] == "approved"
-    assert fields["at"] == promotion_of(record_id).decided_at.isoformat()  # type: ignore[union-attr]
+    decided_at = promotion_of(record_id).decided_at
+    assert decided_at is not None
+    assert fields["at"] == decided_at.isoformat()
 
     response = post_undo(reviewer_client, record_id, fields)
     restored = fragment(response)
