@@ -43,7 +43,7 @@ run: $(STAMP)
 
 # Production: Granian (lens/server.py) with DEBUG off; static files hashed,
 # compressed and served by WhiteNoise. On PostgreSQL each process keeps a connection pool
-# (DB_POOL=0 turns it off). Needs SECRET_KEY and ALLOWED_HOSTS (README, Running in production).
+# (DB_POOL=0 turns it off). Needs SECRET_KEY and ALLOWED_HOSTS (docs/operations-and-security.md).
 serve: export DEBUG = 0
 serve: export DB_POOL ?= 1
 serve: $(STAMP)

@@ -100,7 +100,7 @@ def write(team: Team, key: str, payload: str, if_version: int | None = None) -> 
 
 
 # The write path as plain SQL: the ORM's query building cost several times the two
-# statements it ran (agents write keys every session; see README, Performance).
+# statements it ran (agents write keys every session; see docs/performance.md).
 _BUMP_KEY = (
     f"INSERT INTO {Key._meta.db_table} "
     '(team_id, "key", latest_version, latest_written_at, latest_runes, created_at) '

@@ -1,4 +1,4 @@
-"""Imports run one way (README, Layout): pure cores ← lens ← memory, kvstore ← outer layer.
+"""Imports run one way (docs/architecture.md): pure cores ← lens ← memory, kvstore ← outer layer.
 
 Every module of the three packages gets a layer from its name alone, and each import it
 makes (anywhere in the file: top level, inside functions, behind TYPE_CHECKING) must
