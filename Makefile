@@ -33,15 +33,15 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e ".[dev]"
 	touch $(STAMP)
 
-# The production server (Granian, lens/server.py) in a development configuration: DEBUG
+# The production server (Granian, lens/serving/server.py) in a development configuration: DEBUG
 # on, one process that reloads on code changes, static files from the source tree.
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --no-input -v0
 	HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py seed_demo
 	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C to stop; code changes reload)"
-	HOST=$(HOST) PORT=$(PORT) exec $(BIN)/python -m lens.server --dev
+	HOST=$(HOST) PORT=$(PORT) exec $(BIN)/python -m lens.serving.server --dev
 
-# Production: Granian (lens/server.py) with DEBUG off; static files hashed,
+# Production: Granian (lens/serving/server.py) with DEBUG off; static files hashed,
 # compressed and served by WhiteNoise. On PostgreSQL each process keeps a connection pool
 # (DB_POOL=0 turns it off). Needs SECRET_KEY and ALLOWED_HOSTS (docs/operations-and-security.md).
 serve: export DEBUG = 0
@@ -51,7 +51,7 @@ serve: $(STAMP)
 	@test -n "$$ALLOWED_HOSTS" || { echo "make serve: set ALLOWED_HOSTS (comma-separated host names this server answers to)"; exit 1; }
 	$(BIN)/python manage.py migrate --no-input -v1
 	$(BIN)/python manage.py collectstatic --no-input -v0
-	HOST=$(HOST) PORT=$(PORT) exec $(BIN)/python -m lens.server
+	HOST=$(HOST) PORT=$(PORT) exec $(BIN)/python -m lens.serving.server
 
 chromium:
 	@if [ ! -x "$(CHROMIUM)" ]; then \

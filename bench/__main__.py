@@ -27,7 +27,7 @@ from django.test.utils import setup_test_environment  # noqa: E402
 def main() -> int:
     call_command("migrate", verbosity=0)
     setup_test_environment()
-    from lens.runtime import tune_gc
+    from lens.serving.runtime import tune_gc
 
     tune_gc()  # as lens/wsgi.py does once the application is loaded
     from bench import (

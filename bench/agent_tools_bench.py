@@ -14,7 +14,7 @@ from bench.delivery_bench import _big_agent
 from kvstore import store
 from kvstore.bootstrap import bootstrap
 from lens.models import Team
-from memory.agents import store_agent
+from memory.configuring import store_agent
 from memory.core.records import MemoryInput
 from memory.preview import preview_save
 

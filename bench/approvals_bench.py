@@ -22,9 +22,9 @@ from bench.memory_bench import SECTIONS, _agent, _fill, stored_row
 from lens.actors import SYSTEM
 from lens.core.background import Background
 from lens.core.config import AgentConfig
-from lens.http import TEAM_FIELD
 from lens.models import Agent, Membership, Team
-from memory.agents import store_agent
+from lens.web.pages.toolkit import TEAM_FIELD
+from memory.configuring import store_agent
 from memory.models import (
     EventKind,
     MemoryEvent,

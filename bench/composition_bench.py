@@ -19,12 +19,12 @@ from bench.data import big_memory_config
 from bench.lens_bench import save_planned
 from lens.actors import SYSTEM
 from lens.agents import config_of, forget_validated, get_agent, load_entry_values
-from lens.api import api
-from lens.compression import LEVEL, MIN_BYTES
 from lens.models import Agent, ApiToken, Team
 from lens.rows import decode_values
-from memory.agents import store_agent
+from lens.serving.compression import LEVEL, MIN_BYTES
+from lens.web.api.root import api
 from memory.composition import compose
+from memory.configuring import store_agent
 
 _RUN = uuid.uuid4().hex[:8]
 

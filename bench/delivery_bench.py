@@ -23,10 +23,10 @@ from lens.core import token_counts
 from lens.core.background import Background, BackgroundSection
 from lens.core.token_counts import count_tokens
 from lens.models import Agent, ApiToken, Membership, Team
-from memory.agents import store_agent
 from memory.composition import compose
+from memory.configuring import store_agent
 from memory.core.deliveries import DeliveryInput
-from memory.deliveries import deliver, shaped_by
+from memory.deliveries.ledger import deliver, shaped_by
 from memory.models import Delivery, MemoryRecord
 
 _RUN = uuid.uuid4().hex[:8]

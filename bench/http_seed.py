@@ -29,7 +29,7 @@ from kvstore import store  # noqa: E402
 from lens.actors import Actor  # noqa: E402
 from lens.core.config import AgentConfig  # noqa: E402
 from lens.models import ApiToken, Membership, Role, Team  # noqa: E402
-from memory.agents import store_agent  # noqa: E402
+from memory.configuring import store_agent  # noqa: E402
 
 TEAM = "bench"
 BIG = "big"

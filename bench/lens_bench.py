@@ -23,8 +23,8 @@ from lens.agents import with_config
 from lens.core.background import Background
 from lens.core.config import AgentConfig
 from lens.models import Agent, Membership, Team
-from memory.agents import store_agent
 from memory.composition import compose
+from memory.configuring import store_agent
 from memory.core.records import MemoryInput
 from memory.decisions import decide
 from memory.saving import Saved, save_memory

@@ -20,7 +20,7 @@ from lens.core.background import Background
 from lens.core.config import AgentConfig
 from lens.models import Agent, ApiToken, Team
 from memory import search
-from memory.agents import store_agent
+from memory.configuring import store_agent
 from memory.core.overlay import apply_memory_overlay
 from memory.core.records import MemoryInput
 from memory.core.routing import PlacedRecord, placement_key

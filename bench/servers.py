@@ -2,7 +2,7 @@
 bench-http`` prints it first; ``python -m bench.servers`` alone).
 
 For each database: ``make serve`` as it is now (Granian's ASGI interface in front of
-Django's WSGI handler, ``lens/server.py``), Granian's own WSGI mode in the same shape
+Django's WSGI handler, ``lens/serving/server.py``), Granian's own WSGI mode in the same shape
 (2 processes of 2 threads; it reads bodies on the request's thread, which is what the
 ASGI front avoids), and the server ``make serve`` ran before, gunicorn's ``gthread`` in
 its shape then (4 processes of 2 threads; its lingering worker is gone), each on the

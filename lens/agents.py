@@ -1,6 +1,6 @@
 """Agents between the ORM and the pure core: find, load and write authored configurations.
 
-Storing a config through an operation goes through ``memory.agents.store_agent``, which
+Storing a config through an operation goes through ``memory.configuring.store_agent``, which
 also checks the routing spec the config names (specs belong to memory).
 """
 
@@ -236,7 +236,7 @@ def config_of(agent: Agent) -> AgentConfig:
 @transaction.atomic
 def write_config(team: Team, slug: str, config: AgentConfig) -> tuple[Agent, bool]:
     """Create or replace an agent's whole authored configuration, all or nothing
-    (the slug and the routing spec are checked by ``memory.agents.store_agent``).
+    (the slug and the routing spec are checked by ``memory.configuring.store_agent``).
 
     Declarations are rewritten wholesale; promotion rows refer to sections by their
     string id, so nothing that memory decided is lost when declarations change.

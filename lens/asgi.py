@@ -6,7 +6,7 @@ import os
 
 from django.core.asgi import get_asgi_application
 
-from lens.runtime import prepare_process
+from lens.serving.runtime import prepare_process
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
 # Under ASGI each request's synchronous code runs on a thread of its own, so a connection

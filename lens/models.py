@@ -222,7 +222,7 @@ class AuthoredEntry(models.Model):
 
 
 class LoginFailure(models.Model):
-    """One failed sign-in for a username, kept for the login throttle (lens/throttle.py).
+    """One failed sign-in for a username, kept for the login throttle (lens/serving/throttle.py).
 
     In the database so that every server process counts the same failures; rows older
     than the throttle's window are pruned as new ones arrive.

@@ -52,18 +52,19 @@ INSTALLED_APPS = [
     "lens",
     "memory",
     "kvstore",
+    "lens.web",  # every page, API router, admin class, MCP tool and command
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    "lens.middleware.SecurityHeadersMiddleware",
+    "lens.serving.middleware.SecurityHeadersMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
-    "lens.middleware.ApiMiddleware",
-    "lens.compression.ApiCompressionMiddleware",  # large API JSON answers, gzipped
+    "lens.serving.middleware.ApiMiddleware",
+    "lens.serving.compression.ApiCompressionMiddleware",  # large API JSON answers, gzipped
     # Before the session is read: a cookie is one of the inputs it checks.
-    "lens.middleware.InputGuardMiddleware",
+    "lens.serving.middleware.InputGuardMiddleware",
     # API requests leave the chain here for their view; what follows serves pages.
-    "lens.middleware.ApiBypassMiddleware",
+    "lens.serving.middleware.ApiBypassMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -73,7 +74,7 @@ MIDDLEWARE = [
     "django_htmx.middleware.HtmxMiddleware",
 ]
 
-ROOT_URLCONF = "lens.urls"
+ROOT_URLCONF = "lens.web.urls"
 WSGI_APPLICATION = "lens.wsgi.application"
 ASGI_APPLICATION = "lens.asgi.application"
 
@@ -87,7 +88,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "lens.context_processors.current_team",
+                "lens.web.pages.team_context.current_team",
             ],
         },
     }
@@ -140,7 +141,7 @@ elif _pooled:
         **_db.get("OPTIONS", {}),
         "pool": {
             "min_size": env_int("DB_POOL_MIN_SIZE", 2, minimum=0),
-            # One connection per server thread (SERVER_THREADS, lens/server.py) is enough.
+            # One connection per server thread (SERVER_THREADS, lens/serving/server.py) is enough.
             "max_size": env_int("DB_POOL_MAX_SIZE", 4, minimum=1),
             # Seconds a request waits for a free connection before failing.
             "timeout": env_int("DB_POOL_TIMEOUT", 10, minimum=1),
@@ -206,7 +207,7 @@ CSRF_TRUSTED_ORIGINS = env_list(
 )
 
 # Mail (password reset needs it): EMAIL_URL (smtp://, smtp+tls://, smtps://) or
-# EMAIL_HOST and friends. Without either, no password-reset pages exist (lens/urls.py).
+# EMAIL_HOST and friends. Without either, no password-reset pages exist (lens/web/urls.py).
 _smtp = smtp_settings(env_str("EMAIL_URL"))
 EMAIL_CONFIGURED = _smtp is not None or env_str("EMAIL_HOST") is not None
 if _smtp is not None:
@@ -225,7 +226,7 @@ else:
     EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", default=False)
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "webmaster@localhost")
 
-# One MiB: the API refuses larger bodies with 413 (see lens.middleware).
+# One MiB: the API refuses larger bodies with 413 (see lens.serving.middleware).
 API_MAX_BODY_BYTES = 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 

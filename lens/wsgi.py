@@ -6,7 +6,7 @@ import os
 
 from django.core.wsgi import get_wsgi_application
 
-from lens.runtime import prepare_process
+from lens.serving.runtime import prepare_process
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
 

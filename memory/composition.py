@@ -7,12 +7,12 @@ from collections.abc import Sequence
 from django.conf import settings
 
 from lens.agents import config_of, load_entry_values
-from lens.core.composition import Composition, Prompt, PromptTokens, SpecRef
 from lens.core.counts import Counts
 from lens.core.render import render_sections
-from lens.core.report import PromotionState, routing_report
 from lens.models import Agent
+from memory.core.composition import Composition, Prompt, PromptTokens, SpecRef
 from memory.core.overlay import apply_memory_overlay
+from memory.core.report import PromotionState, routing_report
 from memory.core.routing import PlacedRecord
 from memory.queries import placed_records, promotion_states
 from memory.registry import get_spec

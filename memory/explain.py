@@ -20,12 +20,12 @@ from django.db.models import Case, F, QuerySet, When
 from django.db.models.functions import Substr
 
 from lens.agents import background_of, load_entry_values
-from lens.core.composition import Composition
-from lens.core.report import PromotionState, routing_report
 from lens.core.text import value_text
 from lens.models import Agent
+from memory.core.composition import Composition
 from memory.core.explain import UNREADABLE, UNROUTED, Explanation, Facts, explain
 from memory.core.overlay import apply_memory_overlay, entry_cost
+from memory.core.report import PromotionState, routing_report
 from memory.core.routing import PlacedRecord
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
 from memory.queries import (

@@ -203,7 +203,7 @@ class StoredComposition(models.Model):
     """A composition exactly as it was delivered, stored once however often it was.
 
     Content-addressed: ``digest`` is the SHA-256 of the composition's canonical JSON
-    (``memory.deliveries.canonical_json``), which is kept zlib-compressed in ``body``.
+    (``memory.deliveries.ledger.canonical_json``), which is kept zlib-compressed in ``body``.
     The sizes are copied out so listings never read it. One agent's identical
     deliveries share a row; rows belong to one agent, so the deliveries of a stored
     composition are always that agent's.
@@ -274,7 +274,7 @@ class Delivery(models.Model):
     composition = models.ForeignKey(
         StoredComposition, on_delete=models.RESTRICT, related_name="deliveries", db_index=False
     )
-    # Unique per agent (``memory.deliveries`` steps a clash forward by a microsecond), so
+    # Unique per agent (``memory.deliveries.ledger`` steps a clash forward by a microsecond), so
     # the timeline's order needs no tie-break and its index holds no id.
     delivered_at = models.DateTimeField()
     actor_token = models.ForeignKey(

@@ -12,11 +12,11 @@ from django.db.models import QuerySet
 from django.db.models.functions import Length, Substr
 from pydantic import ValidationError
 
-from lens.core.report import PromotionState
 from lens.models import Agent
 from lens.rows import aware, json_values, raw_rows
 from memory import search
 from memory.core.records import MemoryView, stored_problem
+from memory.core.report import PromotionState
 from memory.core.routing import KeySource, PlacedRecord
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
 

@@ -23,11 +23,11 @@ from kvstore import store
 from kvstore.models import Version
 from lens.actors import SYSTEM, Actor
 from lens.agents import with_config
-from lens.core.composition import Composition
 from lens.core.config import AgentConfig
 from lens.models import Agent, Membership, Team
-from memory.agents import store_agent
 from memory.composition import compose
+from memory.configuring import store_agent
+from memory.core.composition import Composition
 from memory.core.records import MemoryInput
 from memory.decisions import decide, revoke
 from memory.models import (

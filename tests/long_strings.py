@@ -24,11 +24,11 @@ from lens.core.background import KEY_MAX as ENTRY_KEY_MAX
 from lens.core.background import SECTION_ID_MAX, TITLE_MAX
 from lens.core.config import NAME_MAX, AgentConfig
 from lens.models import Agent, Team
-from memory.agents import store_agent
+from memory.configuring import store_agent
 from memory.core.deliveries import DeliveryInput
 from memory.core.records import CONTENT_MAX, LABEL_MAX, MemoryInput
 from memory.decisions import decide
-from memory.deliveries import deliver
+from memory.deliveries.ledger import deliver
 from memory.saving import Saved, save_memory
 
 TEAM = "demo"

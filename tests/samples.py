@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 from lens.core.background import Background, BackgroundEntry, BackgroundSection
 from lens.core.config import AgentConfig
 from lens.core.render import entry_line
-from lens.core.report import RoutingReport
+from memory.core.report import RoutingReport
 from memory.core.routing import OverlayPlan, PlacedRecord, RoutableRecord
 
 GRINNING = "\U0001f600"  # one astral code point, two UTF-16 units, four UTF-8 bytes

@@ -101,7 +101,7 @@ def first_party_imports(path: Path, module: str) -> list[str]:
                 target = ".".join([*base, node.module] if node.module else base)
             else:
                 target = node.module or ""
-            # `from memory import views` imports the module memory.views.
+            # `from memory import views` imports the module lens.web.pages.memory_pages.
             names.extend(f"{target}.{alias.name}" for alias in node.names)
     return [name for name in names if name.split(".")[0] in PACKAGES]
 
@@ -128,15 +128,15 @@ def imported_module(name: str) -> str:
         ("memory.saving", "memory"),
         ("memory.composition", "memory"),
         ("kvstore.store", "kvstore"),
-        ("lens.views", "outer"),
-        ("lens.api", "outer"),
-        ("lens.urls", "outer"),
-        ("lens.admin", "outer"),
-        ("lens.demo.memories", "outer"),
-        ("lens.management.commands.doctor", "outer"),
-        ("memory.approval_views", "outer"),
-        ("kvstore.api", "outer"),
-        ("lens.mcp.server", "outer"),
+        ("lens.web.pages.agent_pages", "outer"),
+        ("lens.web.api.root", "outer"),
+        ("lens.web.urls", "outer"),
+        ("lens.web.admin", "outer"),
+        ("memory.demo.memories", "outer"),
+        ("lens.web.management.commands.doctor", "outer"),
+        ("lens.web.pages.approval_pages", "outer"),
+        ("lens.web.api.kv_routes", "outer"),
+        ("lens.web.mcp.tools", "outer"),
     ],
 )
 def test_modules_get_their_layer_from_their_name(module: str, expected: str) -> None:
@@ -145,7 +145,9 @@ def test_modules_get_their_layer_from_their_name(module: str, expected: str) -> 
 
 def test_every_module_is_found_and_layered() -> None:
     found = dict(modules())
-    assert {"lens.core.render", "memory.core.overlay", "kvstore.store", "lens.urls"} <= set(found)
+    assert {"lens.core.render", "memory.core.overlay", "kvstore.store", "lens.web.urls"} <= set(
+        found
+    )
     assert {layer_of(name) for name in found} == set(ALLOWED)
 
 
@@ -168,9 +170,11 @@ def test_no_inner_module_imports_an_outer_one() -> None:
 def test_the_layering_check_catches_an_outward_import(tmp_path: Path) -> None:
     # The check itself can fail: an inner module that imports a view is reported.
     source = tmp_path / "saving.py"
-    source.write_text("from memory.views import memory_list\nimport lens.api\n")
+    source.write_text(
+        "from lens.web.pages.memory_pages import memory_list\nimport lens.web.api.root\n"
+    )
     names = [imported_module(n) for n in first_party_imports(source, "memory.saving")]
-    assert names == ["memory.views", "lens.api"]
+    assert names == ["lens.web.pages.memory_pages", "lens.web.api.root"]
     assert [layer_of(n) for n in names] == ["outer", "outer"]
     assert "outer" not in ALLOWED["memory"]
 

@@ -19,7 +19,7 @@ from bench.data import big_memory_config, memory_plan
 from kvstore.models import Key
 from lens.actors import SYSTEM, Actor
 from lens.models import Agent, SectionDeclaration, Team
-from memory.agents import store_agent
+from memory.configuring import store_agent
 from memory.core.records import MemoryInput
 from memory.decisions import decide
 from memory.models import Delivery, MemoryRecord, PromotionStatus

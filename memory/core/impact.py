@@ -25,9 +25,9 @@ from typing import Literal
 from lens.core.background import Background, BackgroundEntry, BackgroundSection, Tier
 from lens.core.identity import key_skeleton
 from lens.core.render import entry_line
-from lens.core.report import DropReason
 from lens.core.text import collapse
 from memory.core.overlay import apply_memory_overlay, entry_cost
+from memory.core.report import DropReason
 from memory.core.routing import PlacedRecord, RoutingSpec
 
 # A section this long or shorter is previewed whole; a longer one shows the lines that

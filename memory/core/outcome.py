@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lens.core.background import Tier
-from lens.core.report import DeclineReason
+from memory.core.report import DeclineReason
 from memory.core.routing import Placement, RoutingContext
 
 OutcomeStatus = Literal["approved", "pending", "declined"]

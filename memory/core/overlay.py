@@ -17,9 +17,9 @@ from operator import attrgetter, itemgetter
 from lens.core.background import Background, BackgroundEntry, BackgroundSection
 from lens.core.identity import key_skeleton
 from lens.core.render import ENTRY_LINE_OVERHEAD
-from lens.core.report import Drop, DropReason, ReportStats, RoutingReport
 from lens.core.text import collapse
 from memory.core.outcome import tier_block
+from memory.core.report import Drop, DropReason, ReportStats, RoutingReport
 from memory.core.routing import (
     OverlayPlan,
     PlacedRecord,

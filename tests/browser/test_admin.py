@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 
 from lens.agents import config_of
-from lens.demo.agents import COMPANION
 from lens.models import Agent, Team
 from memory.composition import compose
+from memory.demo.configs import COMPANION
 from tests.factories import create_agent, login, make_user, sample_config
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

@@ -13,7 +13,7 @@ import pytest
 from lens.actors import SYSTEM
 from lens.models import Agent, Team
 from memory.core.deliveries import DeliveryInput
-from memory.deliveries import deliver
+from memory.deliveries.ledger import deliver
 from memory.models import Delivery
 from tests.factories import create_agent, login, make_user, memory_config, remember
 

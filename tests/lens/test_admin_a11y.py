@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from lens.admin.row_names import row_name
 from lens.models import Agent, ApiToken, SectionDeclaration, Team
+from lens.web.admin.row_names import row_name
 from tests.factories import Story
 from tests.pages import Dom, Element, admin_agent_url, admin_section_url, dom
 

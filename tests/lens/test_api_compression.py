@@ -1,4 +1,4 @@
-"""Large API JSON answers are gzipped for clients that accept it (lens/compression.py);
+"""Large API JSON answers are gzipped for clients that accept it (lens/serving/compression.py);
 small answers, other clients and pages are left as they were.
 """
 
@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from lens.compression import MIN_BYTES, accepts_gzip
 from lens.core.config import AgentConfig
 from lens.models import ApiToken, Team
-from memory.agents import store_agent
+from lens.serving.compression import MIN_BYTES, accepts_gzip
+from memory.configuring import store_agent
 from tests.factories import with_background
 
 pytestmark = pytest.mark.django_db

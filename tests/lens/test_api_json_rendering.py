@@ -1,4 +1,4 @@
-"""The API's JSON renderer (lens/apijson.py): orjson where it can, the same JSON as the
+"""The API's JSON renderer (lens/web/api/rendering.py): orjson where it can, the same JSON as the
 standard-library encoder it replaced, and times always ISO 8601 UTC with microseconds.
 """
 
@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from lens.apijson import ApiRenderer
+from lens.web.api.rendering import ApiRenderer
 from tests.samples import GRINNING
 
 renderer = ApiRenderer()

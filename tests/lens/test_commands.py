@@ -12,7 +12,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from lens.demo.agents import DEMO_AGENTS
 from lens.models import (
     Agent,
     ApiToken,
@@ -23,6 +22,7 @@ from lens.models import (
     SectionDeclaration,
     Team,
 )
+from memory.demo.configs import DEMO_AGENTS
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db

@@ -20,12 +20,12 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from lens.agents import config_of, forget_validated, with_config
-from lens.apijson import ApiRenderer
 from lens.core.background import Background
 from lens.core.config import AgentConfig
 from lens.models import Agent, AuthoredEntry, Capability, SectionDeclaration, Team
 from lens.rows import decode_values
-from memory.agents import store_agent
+from lens.web.api.rendering import ApiRenderer
+from memory.configuring import store_agent
 from tests.api_calls import ApiClient
 from tests.factories import composed, create_agent, with_background
 from tests.samples import GRINNING

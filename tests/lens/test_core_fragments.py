@@ -12,7 +12,6 @@ from lens.core.background import (
     BackgroundEntry,
     BackgroundSection,
 )
-from lens.core.composition import Prompt
 from lens.core.counts import Counts, format_counts
 from lens.core.fragments import (
     PromptFragment,
@@ -24,6 +23,7 @@ from lens.core.fragments import (
 )
 from lens.core.render import render_sections
 from lens.core.token_counts import count_tokens
+from memory.core.composition import Prompt
 from tests.samples import agent_config, background_of
 
 # --- fragments ---------------------------------------------------------------------

@@ -11,10 +11,10 @@ import pytest
 from lens.core.background import (
     Background,
 )
-from lens.core.composition import Prompt
 from lens.core.config import AgentConfig
 from lens.core.fragments import prompt_text
 from lens.core.render import render_sections
+from memory.core.composition import Prompt
 from tests.samples import (
     SAMPLE_CONFIG,
     SECTION_ORDER,

@@ -14,17 +14,17 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from lens.actors import Actor
-from lens.demo.deliveries import DEMO_HISTORY, Save, Session
-from lens.demo.memories import DEMO_MEMORIES
 from lens.models import Agent, ApiToken, Team
-from memory.deliveries import (
+from memory.deliveries.ledger import (
     deliver,
     delivery_diff,
     last_delivery,
     live_diff,
     memory_ids_of,
 )
-from memory.delivery_retention import Storage, storage
+from memory.deliveries.retention import Storage, storage
+from memory.demo.memories import DEMO_MEMORIES
+from memory.demo.sessions import DEMO_HISTORY, Save, Session
 from memory.models import (
     CompositionMemory,
     Delivery,
@@ -205,7 +205,7 @@ def test_an_agent_seeded_before_the_history_existed_gets_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with monkeypatch.context() as patched:
-        patched.setattr("lens.demo.deliveries.DEMO_HISTORY", {})
+        patched.setattr("memory.demo.sessions.DEMO_HISTORY", {})
         run("seed_demo", "--force")
     assert not Delivery.objects.exists()
     run("seed_demo", "--force")
@@ -343,7 +343,7 @@ def test_rerunning_seed_demo_moves_no_time() -> None:
 def test_an_agent_without_a_history_has_its_memories_in_the_past(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("lens.demo.deliveries.DEMO_HISTORY", {})
+    monkeypatch.setattr("memory.demo.sessions.DEMO_HISTORY", {})
     run("seed_demo", "--force")
     now = timezone.now()
     assert not Delivery.objects.exists()
@@ -359,7 +359,7 @@ def test_an_agent_seeded_before_the_history_existed_gets_coherent_times(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with monkeypatch.context() as patched:
-        patched.setattr("lens.demo.deliveries.DEMO_HISTORY", {})
+        patched.setattr("memory.demo.sessions.DEMO_HISTORY", {})
         run("seed_demo", "--force")
     run("seed_demo", "--force")
     now = timezone.now()
@@ -399,7 +399,7 @@ def test_doctor_is_healthy_when_the_database_cannot_tell_table_sizes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        "lens.management.commands.doctor.storage",
+        "lens.web.management.commands.doctor.storage",
         lambda: Storage(deliveries=3, compositions=2, body_bytes=18432, table_bytes=None),
     )
     out = run("doctor")
@@ -480,7 +480,7 @@ def test_prune_removes_unused_compositions_in_batches_of_any_size(
     history: dict[str, Delivery], batch: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Two compositions go at --older-than 1: fewer, as many and more than a batch.
-    monkeypatch.setattr("memory.delivery_retention.PRUNE_BATCH", batch)
+    monkeypatch.setattr("memory.deliveries.retention.PRUNE_BATCH", batch)
     out = run("prune_deliveries", "--older-than", "1")
     assert out.strip() == (
         "Removed 3 deliveries older than 1 day and 2 compositions no delivery uses."

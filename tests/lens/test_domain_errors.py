@@ -1,5 +1,5 @@
 """Domain errors (``lens.core.errors``) and the one table that turns their codes into
-HTTP statuses (``lens.apierrors.STATUS_BY_CODE``, SPEC §8).
+HTTP statuses (``lens.web.api.errors.STATUS_BY_CODE``, SPEC §8).
 """
 
 from __future__ import annotations
@@ -18,9 +18,9 @@ import memory.queries
 import memory.registry
 import memory.saving
 import memory.search
-from lens.apierrors import STATUS_BY_CODE, from_domain
 from lens.core.errors import SPECIFIC_CODES, DomainError, InvalidInput, invalid_input
 from lens.models import Agent
+from lens.web.api.errors import STATUS_BY_CODE, from_domain
 from tests.api_calls import ApiClient
 
 # Bases that are never raised themselves: InvalidInput takes its code per instance, and

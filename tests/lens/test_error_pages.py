@@ -17,8 +17,8 @@ from django.template.loader import render_to_string
 from django.test import Client, override_settings
 from django.urls import path
 
-from lens import urls as product_urls
 from lens.models import Team
+from lens.web import urls as product_urls
 from tests.factories import create_agent, logged_in, make_user
 from tests.pages import Dom, dom
 

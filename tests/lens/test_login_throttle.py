@@ -14,8 +14,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 from django.utils import timezone
 
-from lens import throttle
 from lens.models import LoginFailure, Team
+from lens.serving import throttle
 from tests.factories import PASSWORD, make_user, race
 
 REFUSED = "Too many failed sign-ins for this username; try again in"

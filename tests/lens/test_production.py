@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from lens.accounts import account_urlpatterns
 from lens.envconf import Smtp, https_origins, smtp_settings
+from lens.web.pages.accounts import account_urlpatterns
 from tests.serving import ROOT, clean_env, production, run_python, serving, strong_key
 
 

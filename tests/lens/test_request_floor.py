@@ -15,8 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from kvstore import store
-from lens.apiauth import find_token
 from lens.models import ApiToken, Team
+from lens.web.api.auth import find_token
 from tests.api_calls import ApiClient
 from tests.lens.test_production import run_django
 from tests.serving import run_python

@@ -12,8 +12,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.test import Client
 
-from lens.http import can_review
 from lens.models import Agent, Membership, Role, Team
+from lens.web.pages.toolkit import can_review
 from memory.models import PromotionStatus
 from tests.factories import (
     approvals_config,

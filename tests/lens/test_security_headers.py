@@ -17,8 +17,8 @@ from django.contrib.auth.models import User
 from django.http import HttpResponse
 from django.test import Client, RequestFactory
 
-from lens.middleware import CONTENT_SECURITY_POLICY, SecurityHeadersMiddleware
 from lens.models import Agent
+from lens.serving.middleware import CONTENT_SECURITY_POLICY, SecurityHeadersMiddleware
 from tests.api_calls import ApiClient
 from tests.factories import HTMX, logged_in, make_user
 from tests.pages import dom

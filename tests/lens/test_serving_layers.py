@@ -1,6 +1,6 @@
 """The two layers in front of Django under ``make serve``, without a server: the body
-read before a thread is taken (``lens/buffered.py``) and the proxy check
-(``lens/forwarded.py``). The real server runs them in ``test_slow_clients.py``."""
+read before a thread is taken (``lens/serving/buffered.py``) and the proxy check
+(``lens/serving/forwarded.py``). The real server runs them in ``test_slow_clients.py``."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from lens import buffered
-from lens.buffered import BufferedWsgi, Message, wsgi_environ
-from lens.forwarded import TrustedProxies, behind_proxy
+from lens.serving import buffered
+from lens.serving.buffered import BufferedWsgi, Message, wsgi_environ
+from lens.serving.forwarded import TrustedProxies, behind_proxy
 from tests.event_loops import run_async
 
 Environ = dict[str, Any]

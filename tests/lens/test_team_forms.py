@@ -9,8 +9,8 @@ from django.contrib.auth.models import User
 from django.test import Client
 
 from kvstore import store
-from lens.http import SESSION_KEY
 from lens.models import Agent, Team
+from lens.web.pages.toolkit import SESSION_KEY
 from memory.models import PromotionStatus
 from tests.factories import (
     HTMX,

@@ -14,10 +14,10 @@ from django.test.utils import CaptureQueriesContext
 
 from kvstore import store
 from lens.actors import SYSTEM
-from lens.http import SESSION_KEY
 from lens.models import Membership, Team
+from lens.web.pages.toolkit import SESSION_KEY
 from memory.core.deliveries import DeliveryInput
-from memory.deliveries import deliver
+from memory.deliveries.ledger import deliver
 from tests.factories import HTMX, create_agent, make_user, memory_config, remember, write_versions
 from tests.pages import Dom, alert_text, dom
 

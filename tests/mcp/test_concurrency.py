@@ -30,8 +30,8 @@ from django.db import connection, transaction
 from mcp_types import CallToolResult
 
 from kvstore import store
-from lens.mcp.server import TOKEN_THREADS, TeamShares
 from lens.models import ApiToken, Team
+from lens.web.mcp.tools import TOKEN_THREADS, TeamShares
 from tests.event_loops import run_async
 from tests.mcp.harness import (
     ROOT,

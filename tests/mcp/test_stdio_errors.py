@@ -19,7 +19,7 @@ from mcp_types import jsonrpc_message_adapter
 from pydantic import ValidationError
 
 from kvstore.models import Key
-from lens.mcp.stdio import error_for
+from lens.web.mcp.stdio import error_for
 from tests.mcp.harness import ROOT, Raws, World, server_env
 
 STARTUP = 30  # seconds: the first answer also waits for Django and the SDK to load

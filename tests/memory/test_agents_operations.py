@@ -1,4 +1,4 @@
-"""Operations on agents that involve memory (``memory.agents``: storing a config, applying
+"""Operations on agents that involve memory (``memory.configuring``: storing a config, applying
 a preset), the registry of presets, and listing memories (``memory.queries.memory_page``).
 Called directly, without HTTP.
 """
@@ -13,7 +13,7 @@ from lens.actors import Actor
 from lens.agents import InvalidSlug, config_of
 from lens.core.config import AgentConfig
 from lens.models import Agent, AuthoredEntry, Capability, SectionDeclaration, Team
-from memory.agents import apply_preset, store_agent
+from memory.configuring import apply_preset, store_agent
 from memory.core.presets import PROJECT, USER_BACKGROUND
 from memory.core.records import MemoryInput
 from memory.models import MemoryRecord

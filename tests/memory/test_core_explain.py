@@ -9,7 +9,6 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from lens.core.report import DROP_REASONS
 from memory.core.explain import (
     GROUP_TITLES,
     IN_PROMPT,
@@ -27,6 +26,7 @@ from memory.core.explain import (
     tone_of,
     utc,
 )
+from memory.core.report import DROP_REASONS
 
 WHEN = datetime(2025, 6, 1, 14, 3, 59, tzinfo=UTC)
 

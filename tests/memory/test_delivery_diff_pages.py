@@ -15,7 +15,7 @@ from lens.core.diffs import PAGE_LINES, diff_lines
 from lens.models import Agent, ApiToken, Team
 from memory.composition import compose
 from memory.core.deliveries import DeliveryInput
-from memory.deliveries import deliver, delivery_diff, live_diff
+from memory.deliveries.ledger import deliver, delivery_diff, live_diff
 from memory.models import Delivery
 from tests.api_calls import ApiClient
 from tests.factories import create_agent, memory_config, remember, sample_config

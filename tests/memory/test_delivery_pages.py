@@ -18,7 +18,7 @@ from lens.actors import SYSTEM, Actor
 from lens.models import Agent, Team
 from memory.core.deliveries import DeliveryInput
 from memory.decisions import revoke
-from memory.deliveries import Delivered, composition_data, deliver
+from memory.deliveries.ledger import Delivered, composition_data, deliver
 from memory.models import Delivery
 from tests.factories import create_agent, memory_config, remember
 from tests.pages import Dom, dom

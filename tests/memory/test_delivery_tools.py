@@ -17,9 +17,9 @@ from django.test.utils import CaptureQueriesContext
 
 from lens.actors import SYSTEM
 from lens.models import Agent, Team
+from lens.web.pages.delivery_pages import COMPARE_SUGGESTIONS
 from memory.core.deliveries import DeliveryInput
-from memory.deliveries import composition_data, deliver
-from memory.delivery_views import COMPARE_SUGGESTIONS
+from memory.deliveries.ledger import composition_data, deliver
 from memory.models import Delivery
 from tests.factories import create_agent, memory_config, remember
 from tests.pages import Dom, dom

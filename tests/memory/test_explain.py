@@ -18,7 +18,7 @@ from memory.core.explain import UNROUTED, Explanation, Link, utc
 from memory.core.presets import USER_BACKGROUND
 from memory.core.routing import OverlayPlan, PlacedRecord
 from memory.decisions import decide, revoke
-from memory.delivery_fates import Fate
+from memory.deliveries.fates import Fate
 from memory.explain import explain_agent, explain_memory, prompt_reasons
 from memory.models import MemoryRecord
 from tests.factories import (

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
-from lens.core.report import DROP_REASONS
 from lens.models import Agent
 from memory.core.explain import group_title
+from memory.core.report import DROP_REASONS
 from tests.factories import (
     Story,
     composed,

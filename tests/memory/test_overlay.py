@@ -10,8 +10,8 @@ import pytest
 
 from lens.core.background import Background, BackgroundEntry
 from lens.core.render import entry_line
-from lens.core.report import Drop, DropReason
 from memory.core.overlay import DEFAULT_BUDGET_CHARS, apply_memory_overlay
+from memory.core.report import Drop, DropReason
 from tests.samples import (
     NOTES,
     T0,

@@ -12,7 +12,9 @@ from hypothesis import strategies as st
 from lens.core.background import TIERS, Background, BackgroundSection
 from lens.core.config import AgentConfig
 from lens.core.render import entry_line, render_sections
-from lens.core.report import (
+from memory.core.overlay import DEFAULT_BUDGET_CHARS, apply_memory_overlay
+from memory.core.presets import USER_BACKGROUND, PresetSpec
+from memory.core.report import (
     DROP_REASON_HELP,
     DROP_REASONS,
     Drop,
@@ -22,8 +24,6 @@ from lens.core.report import (
     RoutingReport,
     routing_report,
 )
-from memory.core.overlay import DEFAULT_BUDGET_CHARS, apply_memory_overlay
-from memory.core.presets import USER_BACKGROUND, PresetSpec
 from memory.core.routing import PlacedRecord, RoutableRecord, RoutingContext, evaluate
 
 ALLOWED = (

@@ -14,9 +14,9 @@ from hypothesis import strategies as st
 
 from lens.actors import Actor
 from lens.agents import get_agent
-from lens.core.composition import Composition
+from memory.core.composition import Composition
 from memory.core.deliveries import sha256_hex
-from memory.deliveries import canonical_json, composition_json, deliver
+from memory.deliveries.ledger import canonical_json, composition_json, deliver
 from tests.api_calls import ApiClient, api_composition
 from tests.factories import Story, composed
 

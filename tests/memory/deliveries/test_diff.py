@@ -144,7 +144,7 @@ def test_the_previous_delivery_is_the_same_agents(
 
     # Deliveries asking for one moment are a microsecond apart, in the order they came.
     moment = Delivery.objects.get(pk=d3).delivered_at
-    monkeypatch.setattr("memory.deliveries.timezone.now", lambda: moment)
+    monkeypatch.setattr("memory.deliveries.ledger.timezone.now", lambda: moment)
     d4, d5 = post_delivery(api)["delivery_id"], post_delivery(api)["delivery_id"]
     assert [diff_of(api, d)["from"] for d in (d3, d4, d5)] == [d2, d3, d4]
 

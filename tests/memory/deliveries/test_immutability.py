@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from lens.actors import Actor
 from lens.core.config import AgentConfig
 from lens.models import Agent, Team
-from memory.agents import store_agent
+from memory.configuring import store_agent
 from memory.core.records import MemoryInput
 from memory.decisions import decide, reopen, revoke
 from memory.models import MemoryRecord, Promotion, PromotionStatus

@@ -18,8 +18,8 @@ from django.utils import timezone
 
 from lens.models import Agent, ApiToken, Team
 from memory.core.deliveries import sha256_hex
-from memory.deliveries import composition_data, composition_json
-from memory.delivery_retention import Pruned, prune
+from memory.deliveries.ledger import composition_data, composition_json
+from memory.deliveries.retention import Pruned, prune
 from memory.models import CompositionMemory, Delivery, StoredComposition
 from tests.api_calls import ApiClient
 from tests.factories import race, remember

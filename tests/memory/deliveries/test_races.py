@@ -13,7 +13,7 @@ from lens.actors import Actor
 from lens.agents import get_agent
 from lens.models import Agent, ApiToken, Team
 from memory.core.deliveries import DeliveryInput, sha256_hex
-from memory.deliveries import composition_data, composition_json, deliver
+from memory.deliveries.ledger import composition_data, composition_json, deliver
 from memory.models import CompositionMemory, Delivery, StoredComposition
 from tests.api_calls import ApiClient, api_composed_ids
 from tests.factories import race, remember

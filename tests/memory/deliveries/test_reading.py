@@ -13,9 +13,9 @@ from django.db import IntegrityError, transaction
 
 from lens.actors import Actor
 from lens.agents import get_agent
-from lens.apijson import iso_utc
 from lens.models import Agent, Team
-from memory.deliveries import deliver
+from lens.web.api.rendering import iso_utc
+from memory.deliveries.ledger import deliver
 from memory.models import Delivery
 from tests.api_calls import (
     ApiClient,
@@ -111,7 +111,7 @@ def test_deliveries_in_one_microsecond_get_distinct_times_in_order(
     api: ApiClient, wren: Agent, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # A stopped clock: every delivery asks for the same moment.
-    monkeypatch.setattr("memory.deliveries.timezone.now", lambda: T0)
+    monkeypatch.setattr("memory.deliveries.ledger.timezone.now", lambda: T0)
     ids = many(wren, 4)
     stamps = [Delivery.objects.get(pk=i).delivered_at for i in ids]
     assert stamps == [T0 + timedelta(microseconds=n) for n in range(4)]

@@ -14,7 +14,7 @@ import pytest
 from django.utils import timezone
 
 from lens.models import Agent, ApiToken, Team
-from memory.deliveries import composition_data
+from memory.deliveries.ledger import composition_data
 from memory.models import CompositionMemory, Delivery, StoredComposition
 from tests.api_calls import (
     ApiClient,

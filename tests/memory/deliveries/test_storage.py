@@ -17,16 +17,16 @@ from lens.actors import Actor
 from lens.agents import get_agent
 from lens.core.config import AgentConfig
 from lens.models import Agent, ApiToken, Team
-from memory.agents import store_agent
+from memory.configuring import store_agent
 from memory.core.deliveries import DeliveryInput, sha256_hex
-from memory.deliveries import (
+from memory.deliveries.ledger import (
     canonical_json,
     composition_json,
     composition_of,
     deliver,
     deliveries_of,
 )
-from memory.delivery_retention import Pruned, prune, storage
+from memory.deliveries.retention import Pruned, prune, storage
 from memory.models import CompositionMemory, Delivery, StoredComposition
 from tests.api_calls import ApiClient, api_composition, assert_error
 from tests.factories import create_agent, memory_config, preference, remember

@@ -1,0 +1,25 @@
+"""What the production server (``lens/serving/server.py``) runs: Django's WSGI handler behind
+the proxy check (``X-Forwarded-*`` only from ``FORWARDED_ALLOW_IPS``), served through
+ASGI with each request's body read before a thread is taken (``lens/serving/buffered.py``)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from lens.envconf import env_int, env_list
+from lens.serving.buffered import BufferedWsgi
+from lens.serving.forwarded import TrustedProxies, behind_proxy
+from lens.wsgi import application as django_application
+
+# A request's body must arrive whole within this many seconds (1 MiB at 40 KB/s).
+BODY_SECONDS = env_int("REQUEST_BODY_TIMEOUT", 30, minimum=1)
+
+application = BufferedWsgi(
+    behind_proxy(
+        django_application,
+        TrustedProxies(env_list("FORWARDED_ALLOW_IPS", ["127.0.0.1", "::1"])),
+    ),
+    threads=env_int("SERVER_THREADS", 2, minimum=1),
+    max_body=settings.API_MAX_BODY_BYTES,
+    body_seconds=BODY_SECONDS,
+)

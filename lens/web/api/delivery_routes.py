@@ -1,0 +1,204 @@
+"""The deliveries API (SPEC §11): record a delivery, list them, read one, diff two."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Annotated, Any
+
+from django.http import HttpResponse
+from ninja import Body, Query, Router
+from pydantic import BaseModel, BeforeValidator, Field
+
+from lens.actors import Actor
+from lens.agents import get_agent
+from lens.core.counts import Counts
+from lens.web.api.auth import ApiRequest, team_of, token_of
+from lens.web.api.rendering import iso_utc
+from memory.core.composition import Composition
+from memory.core.deliveries import DeliveryInput, label_problem, parse_moment
+from memory.deliveries.ledger import (
+    composition_json,
+    deliver,
+    delivery_diff,
+    delivery_page,
+    find_delivery,
+    memory_ids_of,
+)
+from memory.models import Delivery
+
+agent_deliveries = Router(tags=["deliveries"])
+deliveries = Router(tags=["deliveries"])
+
+
+class DeliveredOut(BaseModel):
+    delivery_id: str
+    delivered_at: datetime
+    session: str | None
+    model: str | None
+    prompt_sha256: str
+    composition: Composition
+
+
+class DeliveryOut(DeliveredOut):
+    agent: str
+
+
+def _answer(delivery: Delivery, composition: str, status: int, **extra: str) -> HttpResponse:
+    """The delivery with its composition spliced in as the exact stored JSON text: what
+    the runtime reads is byte for byte what was recorded (and it is not encoded twice).
+    """
+    head = {
+        "delivery_id": delivery.id,
+        **extra,
+        "delivered_at": iso_utc(delivery.delivered_at),
+        "session": delivery.session,
+        "model": delivery.model,
+        "prompt_sha256": delivery.composition.prompt_sha256,
+    }
+    body = json.dumps(head, ensure_ascii=False)[:-1] + ',"composition":' + composition + "}"
+    return HttpResponse(body.encode("utf-8"), status=status, content_type="application/json")
+
+
+@agent_deliveries.post("/{slug}/deliveries", response={201: DeliveredOut})
+def record_delivery(
+    request: ApiRequest, slug: str, payload: Annotated[DeliveryInput | None, Body()] = None
+) -> HttpResponse:
+    """What an agent runtime calls when it starts a session: the composed prompt, recorded
+    as delivered in the same transaction. ``session`` and ``model`` (each 1–128
+    characters, one line) say which session and model it was for.
+    """
+    agent = get_agent(team_of(request), slug)
+    delivered = deliver(agent, Actor.for_token(token_of(request)), payload)
+    return _answer(delivered.delivery, delivered.composition_json, 201)
+
+
+def _iso_8601(value: Any) -> Any:
+    # pydantic would also take a bare number as Unix time; the contract says ISO 8601.
+    if value is None or isinstance(value, datetime):
+        return value
+    moment = parse_moment(value) if isinstance(value, str) else None
+    if moment is None:
+        raise ValueError(f"must be an ISO 8601 date and time, not {value!r}")
+    return moment
+
+
+def _label(value: Any) -> Any:
+    if isinstance(value, str) and (problem := label_problem(value)) is not None:
+        raise ValueError(problem)
+    return value
+
+
+class ListParams(BaseModel):
+    session: Annotated[str | None, BeforeValidator(_label)] = None
+    memory: Annotated[str | None, BeforeValidator(_label)] = None
+    before: Annotated[datetime | None, BeforeValidator(_iso_8601)] = None
+    limit: int = Field(50, ge=1, le=200)
+    offset: int = Field(0, ge=0, le=2**31 - 1)
+
+
+class DeliverySummary(BaseModel):
+    delivery_id: str
+    delivered_at: datetime
+    session: str | None
+    model: str | None
+    prompt_sha256: str
+    memory_ids: list[str]
+    chars: int
+    tokens: int
+    counts: Counts
+
+
+class DeliveryList(BaseModel):
+    deliveries: list[DeliverySummary]
+    total: int
+    limit: int
+    offset: int
+    next_offset: int | None
+
+
+@agent_deliveries.get("/{slug}/deliveries", response=DeliveryList)
+def list_deliveries(request: ApiRequest, slug: str, params: Query[ListParams]) -> DeliveryList:
+    """Newest first (an agent's delivery times are unique). ``memory`` keeps the deliveries whose prompt
+    held that memory; ``before`` those delivered at or before that time, so
+    ``before=T&limit=1`` is the prompt in force at T.
+    """
+    agent = get_agent(team_of(request), slug, full=False)
+    page = delivery_page(
+        agent,
+        params.limit,
+        params.offset,
+        session=params.session,
+        memory=params.memory,
+        before=params.before,
+    )
+    return DeliveryList(
+        deliveries=[
+            DeliverySummary(
+                delivery_id=row.delivery.id,
+                delivered_at=row.delivery.delivered_at,
+                session=row.delivery.session,
+                model=row.delivery.model,
+                prompt_sha256=row.stored.prompt_sha256,
+                memory_ids=sorted(memory_ids_of(row.stored)),
+                chars=row.stored.chars,
+                tokens=row.stored.tokens,
+                counts=Counts(sections=row.stored.sections, entries=row.stored.entries),
+            )
+            for row in page.rows
+        ],
+        total=page.total,
+        limit=params.limit,
+        offset=params.offset,
+        next_offset=page.next_offset,
+    )
+
+
+@deliveries.get("/{delivery_id}", response=DeliveryOut)
+def get_delivery(request: ApiRequest, delivery_id: str) -> HttpResponse:
+    """A delivery exactly as it was delivered."""
+    delivery = find_delivery(team_of(request), delivery_id)
+    return _answer(delivery, composition_json(delivery.composition), 200, agent=delivery.agent.slug)
+
+
+class DiffParams(BaseModel):
+    against: Annotated[str | None, BeforeValidator(_label)] = None
+
+
+class Sizes(BaseModel):
+    from_: int = Field(alias="from")
+    to: int
+
+
+class MemoryChanges(BaseModel):
+    added: list[str]
+    removed: list[str]
+
+
+class DiffOut(BaseModel):
+    from_: str | None = Field(alias="from")
+    to: str
+    diff: str
+    memories: MemoryChanges
+    chars: Sizes
+    tokens: Sizes
+
+
+@deliveries.get("/{delivery_id}/diff", response=DiffOut, by_alias=True)
+def diff_deliveries(request: ApiRequest, delivery_id: str, params: Query[DiffParams]) -> DiffOut:
+    """The prompt's unified diff from ``against`` (default: the same agent's previous
+    delivery; none gives ``from: null`` and an empty old prompt) to this delivery, the
+    memories added and removed, and the sizes before and after.
+    """
+    found = delivery_diff(team_of(request), delivery_id, params.against)
+    comparison = found.comparison
+    return DiffOut.model_validate(
+        {
+            "from": None if found.before is None else found.before.id,
+            "to": found.after.id,
+            "diff": comparison.diff,
+            "memories": {"added": comparison.added, "removed": comparison.removed},
+            "chars": {"from": comparison.chars[0], "to": comparison.chars[1]},
+            "tokens": {"from": comparison.tokens[0], "to": comparison.tokens[1]},
+        }
+    )

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
+from django.db.models import Count, Sum
+
+from kvstore.models import Key, Version
+from lens.agents import config_of, with_config
+from lens.models import Agent, ApiToken, AuthoredEntry, SectionDeclaration, Team
+from memory.deliveries.retention import storage
+from memory.queries import unreadable_memories
+from memory.search import index_health
+
+
+class Command(BaseCommand):
+    help = "Check the database and stores, print counts; exit 0 when healthy."
+
+    def _report_kv(self) -> None:
+        totals = Version.objects.aggregate(versions=Count("pk"), runes=Sum("runes"))
+        keys = Key.objects.count()
+        self.stdout.write(
+            f"kv store: {keys} keys  {totals['versions']} versions  "
+            f"{totals['runes'] or 0} chars stored"
+        )
+        largest = Key.objects.select_related("team").order_by("-latest_runes", "key")[:5]
+        for row in largest:
+            self.stdout.write(
+                f"  largest: {row.team.slug}/{row.key} v{row.latest_version} {row.latest_runes} chars"
+            )
+
+    def _report_deliveries(self) -> None:
+        """How much the delivery audit (SPEC §11) holds; informative, never a problem."""
+        held = storage()
+        line = (
+            f"deliveries: {held.deliveries:,} recorded  "
+            f"{held.compositions:,} distinct compositions  "
+            f"{held.body_bytes:,} bytes stored (compositions, compressed)"
+        )
+        if held.table_bytes is not None:
+            line += f"  {held.table_bytes:,} bytes in tables and indexes"
+        self.stdout.write(line)
+
+    def _report_memory(self, problems: list[str]) -> None:
+        """Rows that no longer read as records (SPEC §6.3) and the search index."""
+        unreadable = unreadable_memories()
+        if unreadable:
+            named = ", ".join(unreadable[:5]) + (" …" if len(unreadable) > 5 else "")
+            problems.append(
+                f"{len(unreadable)} stored memories no longer read as records (every reader "
+                f"skips them): {named}"
+            )
+        self.stdout.write(
+            f"memory records: {'ok' if not unreadable else f'{len(unreadable)} unreadable'}"
+        )
+        records, indexed = index_health()
+        if records != indexed:
+            problems.append(
+                f"search index holds {indexed} of {records} memories: run manage.py reindex_memories"
+            )
+        self.stdout.write(
+            f"search index: {'ok' if records == indexed else 'incomplete'} "
+            f"({indexed} of {records} memories)"
+        )
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        problems: list[str] = []
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT 1")
+        except Exception as exc:  # any driver error means the database is unusable
+            raise CommandError(f"database: unreachable ({exc})") from exc
+        self.stdout.write(f"database: ok ({connection.vendor}, {connection.settings_dict['NAME']})")
+
+        executor = MigrationExecutor(connection)
+        pending = executor.migration_plan(executor.loader.graph.leaf_nodes())
+        if pending:
+            problems.append(f"{len(pending)} unapplied migration(s): run manage.py migrate")
+        self.stdout.write(f"migrations: {'ok' if not pending else f'{len(pending)} pending'}")
+
+        self.stdout.write(
+            f"teams: {Team.objects.count()}  agents: {Agent.objects.count()}  "
+            f"sections: {SectionDeclaration.objects.count()}  "
+            f"authored entries: {AuthoredEntry.objects.count()}  "
+            f"api tokens: {ApiToken.objects.filter(revoked_at__isnull=True).count()}"
+        )
+        invalid = 0
+        for agent in with_config(Agent.objects.all()).iterator(chunk_size=200):
+            try:
+                config_of(agent)
+            except ValueError as exc:
+                invalid += 1
+                problems.append(f"agent {agent.team_id}/{agent.slug} does not validate: {exc}")
+        self.stdout.write(f"agent configs: {'ok' if not invalid else f'{invalid} invalid'}")
+
+        self._report_memory(problems)
+
+        self._report_deliveries()
+
+        self._report_kv()
+
+        if problems:
+            for problem in problems:
+                self.stderr.write(f"problem: {problem}")
+            raise CommandError(f"{len(problems)} problem(s) found")
+        self.stdout.write("healthy")

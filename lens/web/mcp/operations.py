@@ -1,0 +1,150 @@
+"""What each MCP tool does, synchronously, for the team of the calling token.
+
+Every tool calls the operations the JSON API calls and answers with the API's own
+answer models, so a tool answers exactly what the API answers; input is validated by
+the same schemas (``MemoryInput``, the store's ``WriteIn`` / ``ReadParams`` / ``Page``),
+and refusals are the same domain errors with the same codes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Literal, TypeVar, get_args
+
+from pydantic import BaseModel, ValidationError
+
+from kvstore import store
+from kvstore.bootstrap import bootstrap
+from lens.actors import Actor
+from lens.agents import get_agent
+from lens.core.errors import InvalidInput, invalid_input, pydantic_problems
+from lens.models import ApiToken
+from lens.web.api.kv_routes import (
+    BootstrapOut,
+    DeletedOut,
+    Page,
+    ReadParams,
+    WriteIn,
+    history_out,
+    key_list,
+    value_out,
+    written_out,
+)
+from lens.web.api.memory_routes import (
+    ConflictOut,
+    ListParams,
+    MemoryList,
+    RecallOut,
+    SavedOut,
+    memory_list,
+    recall_answer,
+    save_answer,
+)
+from memory.core.records import MemoryInput
+
+Command = Literal["read", "write", "delete", "list", "history"]
+COMMANDS: tuple[str, ...] = get_args(Command)
+
+# The optional kv_store parameters each command takes; any other one is refused, so a
+# model that confuses ``version`` with ``if_version`` hears about it.
+KV_OPTIONS: dict[Command, frozenset[str]] = {
+    "read": frozenset({"version"}),
+    "write": frozenset({"payload", "if_version"}),
+    "delete": frozenset(),
+    "list": frozenset({"limit", "offset"}),
+    "history": frozenset({"limit", "offset"}),
+}
+
+_Model = TypeVar("_Model", bound=BaseModel)
+
+
+def validation_failure(errors: Iterable[Any]) -> InvalidInput:
+    """pydantic's errors as the API's validation error (``invalid_kind``, ...)."""
+    return invalid_input(pydantic_problems(errors))
+
+
+def validated(model: type[_Model], data: dict[str, Any]) -> _Model:
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_failure(exc.errors()) from None
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """The optional arguments the caller gave (a missing one arrives as None)."""
+    return {name: value for name, value in values.items() if value is not None}
+
+
+# --- memories -------------------------------------------------------------------------
+
+
+def memory_save(
+    token: ApiToken,
+    *,
+    agent: str,
+    kind: str,
+    content: str,
+    tags: list[str] | None,
+    label: str | None,
+    supersedes: str | None,
+) -> SavedOut | ConflictOut:
+    """``memory_save`` as ``POST /api/agents/{slug}/memories``: saved, or a conflict."""
+    memory = validated(
+        MemoryInput,
+        _given(kind=kind, content=content, tags=tags, label=label, supersedes=supersedes),
+    )
+    return save_answer(get_agent(token.team, agent, full=False), memory, Actor.for_token(token))
+
+
+def memory_search(
+    token: ApiToken, *, agent: str, query: str, kind: str | None, limit: int | None
+) -> MemoryList:
+    """``GET /api/agents/{slug}/memories?q=…&kind=…&limit=…``."""
+    params = validated(ListParams, _given(q=query, kind=kind, limit=limit))
+    return memory_list(get_agent(token.team, agent, full=False), params)
+
+
+def memory_recall(token: ApiToken, *, agent: str, message: str) -> RecallOut:
+    """``GET /api/agents/{slug}/recall?message=…``."""
+    return recall_answer(get_agent(token.team, agent), message)
+
+
+# --- the key/value store --------------------------------------------------------------
+
+
+def kv_store(
+    token: ApiToken,
+    *,
+    command: Command,
+    id: str,
+    payload: str | None,
+    version: int | None,
+    if_version: int | None,
+    limit: int | None,
+    offset: int | None,
+) -> BaseModel:
+    """One key/value command, answered as the matching ``/api/kv`` endpoint answers."""
+    options = _given(
+        payload=payload, version=version, if_version=if_version, limit=limit, offset=offset
+    )
+    if unused := sorted(set(options) - KV_OPTIONS[command]):
+        raise invalid_input(
+            (name, f"not a parameter of the {command!r} command") for name in unused
+        )
+    team = token.team
+    if command == "read":
+        return value_out(id, store.read(team, id, validated(ReadParams, options).version))
+    if command == "write":
+        body = validated(WriteIn, options)
+        return written_out(id, store.write(team, id, body.payload, body.if_version))
+    if command == "delete":
+        return DeletedOut(id=id, deleted_versions=store.delete(team, id))
+    page = validated(Page, options)
+    if command == "list":
+        return key_list(team, id, page)
+    return history_out(team, id, page)
+
+
+def kv_bootstrap(token: ApiToken) -> BootstrapOut:
+    """``GET /api/bootstrap`` (SPEC §7.1)."""
+    return BootstrapOut.model_validate(bootstrap(token.team).answer())

@@ -1,0 +1,21 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.utils.functional import SimpleLazyObject
+
+from lens.web.pages.toolkit import AppRequest, teams_of
+from memory.decisions import pending_count
+
+
+def current_team(request: AppRequest) -> dict[str, Any]:
+    """The team switcher's data, for pages whose view resolved a current team."""
+    team = getattr(request, "lens_team", None)
+    if team is None:
+        return {}
+    return {
+        "current_team": team,
+        "user_teams": teams_of(request),
+        # Lazy and evaluated once: only pages that show it pay for the count.
+        "pending_count": SimpleLazyObject(lambda: pending_count(team)),
+    }

@@ -1,0 +1,27 @@
+"""Template tags every list page shares."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString
+
+register = template.Library()
+
+
+@register.simple_tag(takes_context=True)
+def filter_as_you_type(context: dict[str, Any], target: str) -> SafeString:
+    """The htmx attributes of a list page's filter form: the one filter-as-you-type
+    mechanism. Typing (debounced) or changing a field asks the page's own URL again;
+    the view answers only the ``results`` partial (``lens.web.pages.toolkit.render_list``), which
+    replaces ``target``, and the address bar follows. Without JavaScript the form is an
+    ordinary GET form.
+    """
+    return format_html(
+        'hx-get="{}" hx-trigger="input delay:250ms, change, search" hx-target="{}" '
+        'hx-swap="outerHTML" hx-push-url="true"',
+        context["request"].path,
+        target,
+    )

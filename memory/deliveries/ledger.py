@@ -1,0 +1,413 @@
+"""Deliveries (SPEC §11): record what a model was handed, and read it back unchanged.
+
+A delivery row is small; the composition it points at is stored once per distinct
+content (``StoredComposition``, addressed by the SHA-256 of its canonical JSON) and its
+memories are indexed (``CompositionMemory``). Nothing here updates a delivery or a
+stored composition: the only writes are inserts, and the operator's ``prune``.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db import IntegrityError, connection, transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from lens.actors import Actor
+from lens.core.errors import DomainError
+from lens.models import Agent, Team
+from memory.composition import compose
+from memory.core.composition import Composition
+from memory.core.deliveries import (
+    Change,
+    Comparison,
+    DeliveryInput,
+    Facts,
+    compare,
+    sha256_hex,
+)
+from memory.core.records import is_record_id
+from memory.models import (
+    CompositionMemory,
+    Delivery,
+    StoredComposition,
+)
+from memory.moments import after_newest
+
+# Fast to compress and to read back; a 460 KB composition becomes about a tenth.
+_ZLIB_LEVEL = 1
+
+
+class DeliveryNotFound(DomainError):
+    code = "delivery_not_found"
+
+
+class DeliveriesBusy(DomainError):
+    code = "deliveries_busy"
+
+
+_INSERT_ATTEMPTS = 20
+
+
+@dataclass(frozen=True)
+class Delivered:
+    """A recorded delivery and its composition as the canonical JSON that was stored."""
+
+    delivery: Delivery
+    composition_json: str
+
+
+def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) -> Delivered:
+    """Compose ``agent`` and record the result as delivered, in one transaction.
+
+    The caller answers with ``composition_json``: the very text that was stored, so a
+    delivery can never disagree with what its runtime received.
+    """
+    request = request or DeliveryInput()
+    with transaction.atomic():
+        composition = compose(agent)
+        text = canonical_json(composition)
+        stored = _store_composition(agent, composition, text)
+        for _attempt in range(_INSERT_ATTEMPTS):
+            delivery = Delivery(
+                agent=agent,
+                composition=stored,
+                delivered_at=_next_moment(agent),
+                session=request.session,
+                model=request.model,
+                actor_token=actor.token,
+            )
+            try:
+                with transaction.atomic():  # a savepoint: a clash leaves the rest intact
+                    delivery.save(force_insert=True)
+            except IntegrityError:
+                # Another delivery of this agent took the same microsecond (or, once in
+                # 2^36, the same id): read the newest time again and step past it.
+                continue
+            return Delivered(delivery=delivery, composition_json=text)
+    raise DeliveriesBusy("The agent is being delivered too often at once; try again.")
+
+
+def _next_moment(agent: Agent) -> datetime:
+    """An agent's delivery times are unique (a constraint), so the timeline's order is
+    total: a delivery in the same microsecond as the newest goes a microsecond later."""
+    return after_newest(Delivery.objects.filter(agent=agent), "delivered_at")
+
+
+def _memory_ids(composition: Composition) -> list[str]:
+    return sorted({mid for section in composition.prompt.sections for mid in section.memory_ids})
+
+
+def canonical_json(composition: Composition) -> str:
+    """The one text of a composition: compact JSON, fields in the schema's order (lists
+    are ordered and the report's counts sorted, so equal compositions give equal text).
+    pydantic writes it in Rust, three times faster than sorting keys with ``json``.
+    """
+    return composition.model_dump_json()
+
+
+def _store_composition(agent: Agent, composition: Composition, text: str) -> StoredComposition:
+    """The stored row of ``text``, created when there is none, and held until this
+    transaction ends so that no prune deletes it under the delivery about to use it.
+
+    Two deliveries of one new composition may both try to create it: the unique
+    (agent, digest) makes the second wait for the first to commit, then fail, and it
+    reads the row again. A prune may delete the row between two reads: it is created
+    again. Each turn of the loop ends in one of these, so it is short.
+    """
+    digest = sha256_hex(text)
+    for _attempt in range(_INSERT_ATTEMPTS):
+        found = _held(agent, digest)
+        if found is not None:
+            return found
+        try:
+            with transaction.atomic():  # a savepoint: a clash leaves the rest intact
+                return _create(agent, composition, text, digest)
+        except IntegrityError:
+            continue
+    raise DeliveriesBusy("The agent is being delivered too often at once; try again.")
+
+
+def _held(agent: Agent, digest: str) -> StoredComposition | None:
+    """The stored row of ``digest``, locked against deletion until the transaction ends.
+
+    On PostgreSQL, FOR KEY SHARE: deliveries of one composition share it, and a prune's
+    FOR UPDATE on the row waits for them (and then sees their deliveries), or they wait
+    for the prune, and then find no row (READ COMMITTED skips a row deleted while it
+    waited). SQLite needs no lock: its transactions here take the database's one write
+    lock at BEGIN (IMMEDIATE), so a prune and a delivery never overlap.
+    """
+    lock = " FOR KEY SHARE" if connection.vendor == "postgresql" else ""
+    table = StoredComposition._meta.db_table
+    found = StoredComposition.objects.raw(
+        f"SELECT * FROM {table} WHERE agent_id = %s AND digest = %s{lock}",
+        [agent.pk, digest],
+    )
+    return next(iter(found), None)
+
+
+def _create(agent: Agent, composition: Composition, text: str, digest: str) -> StoredComposition:
+    memory_ids = _memory_ids(composition)
+    prompt = composition.prompt.text
+    stored = StoredComposition.objects.create(
+        agent=agent,
+        digest=digest,
+        body=zlib.compress(text.encode("utf-8"), _ZLIB_LEVEL),
+        prompt_sha256=sha256_hex(prompt),
+        chars=len(prompt),
+        tokens=composition.tokens.total,
+        sections=composition.counts.sections,
+        entries=composition.counts.entries,
+        memory_ids=" ".join(memory_ids),
+        created_at=timezone.now(),
+    )
+    CompositionMemory.objects.bulk_create(
+        [CompositionMemory(composition=stored, memory_id=mid) for mid in memory_ids],
+        batch_size=500,
+    )
+    return stored
+
+
+# --- reading --------------------------------------------------------------------------
+
+
+def composition_json(stored: StoredComposition) -> str:
+    return zlib.decompress(bytes(stored.body)).decode("utf-8")
+
+
+def composition_data(stored: StoredComposition) -> dict[str, Any]:
+    data: dict[str, Any] = json.loads(composition_json(stored))
+    return data
+
+
+def composition_of(stored: StoredComposition) -> Composition:
+    """The stored composition as the model the pages render (the JSON is unchanged)."""
+    return Composition.model_validate_json(composition_json(stored))
+
+
+def memory_ids_of(stored: StoredComposition) -> frozenset[str]:
+    return frozenset(stored.memory_ids.split())
+
+
+def _listing(queryset: QuerySet[Delivery]) -> QuerySet[Delivery]:
+    # The body is the one large column; listings never need it.
+    return (
+        queryset.select_related("composition").defer("composition__body").order_by("-delivered_at")
+    )
+
+
+def find_delivery(team: Team, delivery_id: str) -> Delivery:
+    """``team``'s delivery ``delivery_id``; another team's does not exist here."""
+    if not is_record_id(delivery_id):
+        # Not an id this product makes (and nothing the database need be asked about).
+        raise DeliveryNotFound(f"No delivery {delivery_id!r} in this team.")
+    delivery = (
+        Delivery.objects.filter(pk=delivery_id, agent__team=team)
+        .select_related("agent", "composition", "actor_token")
+        .first()
+    )
+    if delivery is None:
+        raise DeliveryNotFound(f"No delivery {delivery_id!r} in this team.")
+    delivery.agent.team = team
+    return delivery
+
+
+@dataclass(frozen=True)
+class Row:
+    delivery: Delivery
+    change: Change
+
+    @property
+    def stored(self) -> StoredComposition:
+        return self.delivery.composition
+
+
+@dataclass(frozen=True)
+class DeliveryPage:
+    rows: list[Row]
+    total: int
+    next_offset: int | None
+
+
+def deliveries_of(
+    agent: Agent,
+    *,
+    session: str | None = None,
+    memory: str | None = None,
+    before: datetime | None = None,
+) -> QuerySet[Delivery]:
+    """``agent``'s deliveries, filtered; each filter is an index lookup. Their times are
+    unique per agent, so ordering by time alone is a total order."""
+    queryset = Delivery.objects.filter(agent=agent)
+    if session is not None:
+        queryset = queryset.filter(session=session)
+    if memory is not None:
+        queryset = queryset.filter(composition_id__in=_compositions_holding(agent, memory))
+    if before is not None:
+        queryset = queryset.filter(delivered_at__lte=before)
+    return queryset
+
+
+def delivery_page(
+    agent: Agent,
+    limit: int,
+    offset: int = 0,
+    *,
+    session: str | None = None,
+    memory: str | None = None,
+    before: datetime | None = None,
+) -> DeliveryPage:
+    """Newest first (times are unique per agent: no ties), each row with what changed since the one
+    after it in this listing (the previous delivery, or the previous of the filter).
+    """
+    queryset = deliveries_of(agent, session=session, memory=memory, before=before)
+    fetched, rows = rows_of(queryset, offset, limit)
+    # A page that is not full ends the listing, so it tells the total; a full page, or
+    # an empty one past the end, needs the count.
+    if len(fetched) > limit or (not fetched and offset > 0):
+        total = queryset.count()
+    else:
+        total = offset + len(fetched)
+    return DeliveryPage(
+        rows=rows,
+        total=total,
+        next_offset=offset + limit if len(fetched) > limit else None,
+    )
+
+
+def rows_of(
+    queryset: QuerySet[Delivery], offset: int, limit: int
+) -> tuple[list[Delivery], list[Row]]:
+    """``limit`` rows from ``offset`` with their change columns (one query): one more
+    row than the page is read, the last row's predecessor."""
+    fetched = list(_listing(queryset)[offset : offset + limit + 1])
+    rows = []
+    for index, delivery in enumerate(fetched[:limit]):
+        previous = fetched[index + 1] if index + 1 < len(fetched) else None
+        rows.append(Row(delivery=delivery, change=_change(previous, delivery)))
+    return fetched, rows
+
+
+def _compositions_holding(agent: Agent, memory_id: str) -> QuerySet[CompositionMemory, Any]:
+    return CompositionMemory.objects.filter(memory_id=memory_id, composition__agent=agent).values(
+        "composition_id"
+    )
+
+
+def shaped_by(agent: Agent, memory_id: str, limit: int) -> tuple[list[Delivery], int]:
+    """The newest ``limit`` deliveries whose prompt held ``memory_id``, and how many
+    there are in all."""
+    shown = list(_listing(deliveries_of(agent, memory=memory_id))[:limit])
+    # Counted on the composition index alone: the compositions are the
+    # agent's, so their deliveries are too, and no agent filter need send the count
+    # through the table.
+    total = Delivery.objects.filter(
+        composition_id__in=_compositions_holding(agent, memory_id)
+    ).count()
+    return shown, total
+
+
+def _key(delivery: Delivery) -> tuple[int, frozenset[str]]:
+    return delivery.composition_id, memory_ids_of(delivery.composition)
+
+
+def _change(previous: Delivery | None, current: Delivery) -> Change:
+    return Change.between(None if previous is None else _key(previous), _key(current))
+
+
+def previous_delivery(delivery: Delivery) -> Delivery | None:
+    """The same agent's delivery just before ``delivery`` (same order as the timeline)."""
+    return (
+        Delivery.objects.filter(agent_id=delivery.agent_id, delivered_at__lt=delivery.delivered_at)
+        .select_related("composition")
+        .order_by("-delivered_at")
+        .first()
+    )
+
+
+def neighbours(delivery: Delivery) -> tuple[Delivery | None, Delivery | None]:
+    """The same agent's deliveries just before and just after ``delivery`` (two lookups
+    on the agent-and-time index; only their ids and times are read)."""
+    same = Delivery.objects.filter(agent_id=delivery.agent_id).only("id", "delivered_at")
+    before = same.filter(delivered_at__lt=delivery.delivered_at).order_by("-delivered_at").first()
+    after = same.filter(delivered_at__gt=delivery.delivered_at).order_by("delivered_at").first()
+    return before, after
+
+
+def recent_deliveries(agent: Agent, limit: int) -> list[Delivery]:
+    """``agent``'s newest ``limit`` deliveries, their ids, times and sessions only."""
+    return list(
+        Delivery.objects.filter(agent=agent)
+        .only("id", "delivered_at", "session")
+        .order_by("-delivered_at")[:limit]
+    )
+
+
+def delivered_prompt(delivery: Delivery) -> str:
+    """The prompt text exactly as it was handed to the model (its SHA-256 is the stored
+    ``prompt_sha256``)."""
+    return composition_of(delivery.composition).prompt.text
+
+
+def last_delivery(agent: Agent) -> Delivery | None:
+    return _listing(Delivery.objects.filter(agent=agent)).first()
+
+
+def _facts(stored: StoredComposition) -> Facts:
+    composition = composition_of(stored)
+    return Facts(
+        prompt=composition.prompt.text,
+        memory_ids=memory_ids_of(stored),
+        tokens=stored.tokens,
+    )
+
+
+@dataclass(frozen=True)
+class DeliveryDiff:
+    """``before`` → ``after`` (``before`` None: the agent's first delivery)."""
+
+    before: Delivery | None
+    after: Delivery
+    comparison: Comparison
+
+
+def delivery_diff(team: Team, delivery_id: str, against: str | None = None) -> DeliveryDiff:
+    """Delivery ``delivery_id`` against ``against`` (default: the same agent's previous
+    delivery). Both must be ``team``'s and the same agent's.
+    """
+    after = find_delivery(team, delivery_id)
+    if against is None:
+        before = previous_delivery(after)
+    else:
+        before = find_delivery(team, against)
+        if before.agent_id != after.agent_id:
+            raise DeliveryNotFound(f"No delivery {against!r} of agent {after.agent.slug!r}.")
+    return DeliveryDiff(
+        before=before,
+        after=after,
+        comparison=compare(
+            None if before is None else _facts(before.composition),
+            _facts(after.composition),
+            "(none)" if before is None else f"delivery {before.id}",
+            f"delivery {after.id}",
+        ),
+    )
+
+
+def live_diff(delivery: Delivery, live: Composition) -> Comparison:
+    """What changed between ``delivery`` and the agent's live composition."""
+    return compare(
+        _facts(delivery.composition),
+        Facts(
+            prompt=live.prompt.text,
+            memory_ids=frozenset(_memory_ids(live)),
+            tokens=live.tokens.total,
+        ),
+        f"delivery {delivery.id}",
+        "live prompt",
+    )
