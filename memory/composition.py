@@ -8,9 +8,10 @@ from django.conf import settings
 
 from lens.agents import config_of, load_entry_values
 from lens.core.counts import Counts
+from lens.core.prompt import Prompt, PromptTokens
 from lens.core.render import render_sections
 from lens.models import Agent
-from memory.core.composition import Composition, Prompt, PromptTokens, SpecRef
+from memory.core.composition import Composition, SpecRef
 from memory.core.overlay import apply_memory_overlay
 from memory.core.report import PromotionState, routing_report
 from memory.core.routing import PlacedRecord

@@ -1,4 +1,4 @@
-"""Why each memory of an agent is or is not in its prompt, in words (SPEC §5.6, §9).
+"""Gathering the facts that explain an agent's memories, from the database (SPEC §5.6, §9).
 
 The composition says which memories are in the prompt and the routing report gives
 every other one a reason code. This service gathers the facts behind each code — the

@@ -17,18 +17,27 @@ CORES = [ROOT / package / "core" for package in ("lens", "memory", "kvstore")]
 CORE_MODULES = {
     "lens.core": {
         "background",
-        "composition",
         "config",
         "counts",
         "diffs",
         "errors",
         "fragments",
         "identity",
+        "prompt",
         "render",
-        "report",
         "text",
     },
-    "memory.core": {"outcome", "overlay", "presets", "recall", "records", "routing", "tokens"},
+    "memory.core": {
+        "composition",
+        "outcome",
+        "overlay",
+        "presets",
+        "recall",
+        "records",
+        "report",
+        "routing",
+        "tokens",
+    },
     "kvstore.core": {"keys"},
 }
 

@@ -1,13 +1,22 @@
-"""Imports run one way (docs/architecture.md): pure cores ← lens ← memory, kvstore ← outer layer.
+"""Imports point inward only (SPEC §2, docs/architecture.md), read from the folders alone:
 
-Every module of the three packages gets a layer from its name alone, and each import it
-makes (anywhere in the file: top level, inside functions, behind TYPE_CHECKING) must
-point at its own layer or an inner one.
+    lens/web  →  memory, kvstore  →  lens (the base)  →  */core (pure)
+
+- ``lens/web/`` is the outer layer: nothing outside it imports it.
+- ``memory/`` and ``kvstore/`` import their own package, ``lens``'s base and the cores
+  (``lens/core`` and their own), never each other.
+- ``lens/`` outside ``web/`` and ``core/`` is the base: it imports itself and ``lens/core``.
+- A core imports only cores: ``lens/core``, and its own package's.
+
+Every import counts, wherever it is in a file: top level, inside a function, or behind
+``TYPE_CHECKING``. No module names the same thing twice either, unless one of the two is
+the other's pure half in a ``core/`` folder.
 """
 
 from __future__ import annotations
 
 import ast
+from collections import defaultdict
 from pathlib import Path
 
 import pytest
@@ -15,173 +24,207 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("lens", "memory", "kvstore")
 
-# Modules that adapt the product to the outside world (HTTP pages and API, admin, demo,
-# commands, settings) are the outer layer, recognised by these name parts.
-OUTER_PARTS = frozenset(
-    {
-        "admin",
-        "api",
-        "apiauth",
-        "apierrors",
-        "apijson",
-        "approval_views",
-        "asgi",
-        "buffered",
-        "compression",
-        "context_processors",
-        "delivery_api",
-        "delivery_views",
-        "demo",
-        "envconf",
-        "forms",
-        "forwarded",
-        "http",
-        "management",
-        "mcp",
-        "middleware",
-        "runtime",
-        "served",
-        "server",
-        "settings",
-        "templatetags",
-        "urls",
-        "views",
-        "wsgi",
-    }
-)
+# What each layer may import. A core's layer names its package: ``core:memory``.
+ALLOWED: dict[str, frozenset[str]] = {
+    "core:lens": frozenset({"core:lens"}),
+    "core:memory": frozenset({"core:lens", "core:memory"}),
+    "core:kvstore": frozenset({"core:lens", "core:kvstore"}),
+    "lens": frozenset({"lens", "core:lens"}),
+    "memory": frozenset({"memory", "lens", "core:lens", "core:memory"}),
+    "kvstore": frozenset({"kvstore", "lens", "core:lens", "core:kvstore"}),
+    "web": frozenset(
+        {"web", "memory", "kvstore", "lens", "core:lens", "core:memory", "core:kvstore"}
+    ),
+}
+
+# Names Django gives every app or project, and ``core``, the pure layer's folder in each
+# package; the command files are named by their command, which is a contract (SPEC §10).
+CONVENTIONAL = frozenset({"apps", "models", "urls", "settings", "wsgi", "asgi", "core"})
 
 
-def layer_of(module: str) -> str:
-    """``core`` (pure), ``lens``, ``memory``, ``kvstore`` (domain) or ``outer``."""
-    parts = module.split(".")
+def layer_of(parts: tuple[str, ...]) -> str:
+    """The layer of a module, from its path's folders (``("memory", "core", "x")``)."""
     if len(parts) > 1 and parts[1] == "core":
-        return "core"
-    if OUTER_PARTS.intersection(parts[1:]):
-        return "outer"
+        return f"core:{parts[0]}"
+    if parts[:2] == ("lens", "web"):
+        return "web"
     return parts[0]
 
 
-# What each layer may import from the three packages.
-ALLOWED: dict[str, frozenset[str]] = {
-    "core": frozenset({"core"}),
-    "lens": frozenset({"core", "lens"}),
-    "memory": frozenset({"core", "lens", "memory"}),
-    "kvstore": frozenset({"core", "lens", "kvstore"}),
-    "outer": frozenset({"core", "lens", "memory", "kvstore", "outer"}),
-}
-# Which package's core a core module may import: lens.core is the shared base.
-CORE_ALLOWED: dict[str, frozenset[str]] = {
-    "lens": frozenset({"lens"}),
-    "memory": frozenset({"lens", "memory"}),
-    "kvstore": frozenset({"lens", "kvstore"}),
-}
-
-
-def modules() -> list[tuple[str, Path]]:
-    found = []
+def modules(root: Path) -> dict[str, Path]:
+    """Every module of the three packages by dotted name (migrations left out: they are
+    generated and name apps by string)."""
+    found: dict[str, Path] = {}
     for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            relative = path.relative_to(ROOT).with_suffix("")
+        for path in sorted((root / package).rglob("*.py")):
+            relative = path.relative_to(root).with_suffix("")
             if "migrations" in relative.parts:
-                continue  # generated; they name apps by string
+                continue
             parts = relative.parts[:-1] if relative.name == "__init__" else relative.parts
-            found.append((".".join(parts), path))
+            found[".".join(parts)] = path
     return found
 
 
-def first_party_imports(path: Path, module: str) -> list[str]:
+def imports_of(path: Path, module: str) -> list[str]:
+    """The first-party names a file imports, relative imports resolved."""
     names: list[str] = []
     package = module.split(".")[: -1 if path.name != "__init__.py" else None]
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.Import):
             names.extend(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:  # relative: resolve against the module's package
+            if node.level:
                 base = package[: len(package) - node.level + 1]
                 target = ".".join([*base, node.module] if node.module else base)
             else:
                 target = node.module or ""
-            # `from memory import views` imports the module lens.web.pages.memory_pages.
+            # `from memory import saving` imports the module memory.saving.
             names.extend(f"{target}.{alias.name}" for alias in node.names)
     return [name for name in names if name.split(".")[0] in PACKAGES]
 
 
-def imported_module(name: str) -> str:
-    """The deepest existing module a dotted import name refers to."""
+def target_parts(name: str, known: dict[str, Path]) -> tuple[str, ...]:
+    """The deepest module an imported name refers to (a name may end in a function)."""
     parts = name.split(".")
-    while parts:
-        candidate = ROOT.joinpath(*parts)
-        if candidate.with_suffix(".py").exists() or (candidate / "__init__.py").exists():
-            return ".".join(parts)
+    while len(parts) > 1 and ".".join(parts) not in known:
         parts.pop()
-    return name
+    return tuple(parts)
+
+
+def violations(root: Path) -> list[str]:
+    """Every import that points outward or sideways, as ``importer -> imported``."""
+    known = modules(root)
+    found = []
+    for module, path in known.items():
+        layer = layer_of(tuple(module.split(".")))
+        for name in imports_of(path, module):
+            target = layer_of(target_parts(name, known))
+            if target not in ALLOWED[layer]:
+                found.append(f"{module} ({layer}) -> {name} ({target})")
+    return found
+
+
+def shared_names(root: Path) -> dict[str, list[str]]:
+    """Module names held by more than one module, beyond a module and its pure half."""
+    by_name: dict[str, list[str]] = defaultdict(list)
+    for module in modules(root):
+        parts = module.split(".")
+        if parts[-1] in CONVENTIONAL or "commands" in parts:
+            continue
+        by_name[parts[-1]].append(module)
+    return {
+        name: holders
+        for name, holders in by_name.items()
+        if len(holders) > 1 and not _pure_pair(holders)
+    }
+
+
+def _pure_pair(holders: list[str]) -> bool:
+    return len(holders) == 2 and sum(".core." in f"{m}." for m in holders) == 1
 
 
 @pytest.mark.parametrize(
-    ("module", "expected"),
+    ("path", "expected"),
     [
-        ("lens.core.render", "core"),
-        ("memory.core.overlay", "core"),
-        ("kvstore.core.keys", "core"),
-        ("lens.models", "lens"),
-        ("lens.agents", "lens"),
-        ("memory.saving", "memory"),
-        ("memory.composition", "memory"),
-        ("kvstore.store", "kvstore"),
-        ("lens.web.pages.agent_pages", "outer"),
-        ("lens.web.api.root", "outer"),
-        ("lens.web.urls", "outer"),
-        ("lens.web.admin", "outer"),
-        ("memory.demo.memories", "outer"),
-        ("lens.web.management.commands.doctor", "outer"),
-        ("lens.web.pages.approval_pages", "outer"),
-        ("lens.web.api.kv_routes", "outer"),
-        ("lens.web.mcp.tools", "outer"),
+        ("lens/core/render.py", "core:lens"),
+        ("memory/core/overlay.py", "core:memory"),
+        ("kvstore/core/keys.py", "core:kvstore"),
+        ("lens/models.py", "lens"),
+        ("lens/agents.py", "lens"),
+        ("lens/serving/middleware.py", "lens"),
+        ("lens/serving/throttle.py", "lens"),
+        ("lens/serving/health.py", "lens"),
+        ("lens/settings.py", "lens"),
+        ("memory/saving.py", "memory"),
+        ("memory/deliveries/ledger.py", "memory"),
+        ("memory/demo/sessions.py", "memory"),
+        ("kvstore/store.py", "kvstore"),
+        ("lens/web/urls.py", "web"),
+        ("lens/web/api/root.py", "web"),
+        ("lens/web/pages/agent_pages.py", "web"),
+        ("lens/web/admin/agent_admin.py", "web"),
+        ("lens/web/mcp/tools.py", "web"),
+        ("lens/web/management/commands/doctor.py", "web"),
     ],
 )
-def test_modules_get_their_layer_from_their_name(module: str, expected: str) -> None:
-    assert layer_of(module) == expected
+def test_a_module_gets_its_layer_from_its_folder(path: str, expected: str) -> None:
+    assert (ROOT / path).exists(), path
+    assert layer_of(Path(path).with_suffix("").parts) == expected
 
 
 def test_every_module_is_found_and_layered() -> None:
-    found = dict(modules())
+    found = modules(ROOT)
     assert {"lens.core.render", "memory.core.overlay", "kvstore.store", "lens.web.urls"} <= set(
         found
     )
-    assert {layer_of(name) for name in found} == set(ALLOWED)
+    assert {layer_of(tuple(name.split("."))) for name in found} == set(ALLOWED)
 
 
-def test_no_inner_module_imports_an_outer_one() -> None:
-    violations = []
-    for module, path in modules():
-        layer = layer_of(module)
-        for name in first_party_imports(path, module):
-            target = imported_module(name)
-            target_layer = layer_of(target)
-            if target_layer not in ALLOWED[layer]:
-                violations.append(f"{module} ({layer}) imports {target} ({target_layer})")
-            elif layer == target_layer == "core" and (
-                target.split(".")[0] not in CORE_ALLOWED[module.split(".")[0]]
-            ):
-                violations.append(f"{module} imports another package's core: {target}")
-    assert violations == []
+def test_imports_point_inward_only() -> None:
+    assert violations(ROOT) == []
 
 
-def test_the_layering_check_catches_an_outward_import(tmp_path: Path) -> None:
-    # The check itself can fail: an inner module that imports a view is reported.
-    source = tmp_path / "saving.py"
-    source.write_text(
-        "from lens.web.pages.memory_pages import memory_list\nimport lens.web.api.root\n"
+def test_no_two_modules_share_a_name() -> None:
+    assert shared_names(ROOT) == {}
+
+
+def _plant(root: Path, files: dict[str, str]) -> None:
+    for name, source in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(source)
+
+
+@pytest.mark.parametrize(
+    ("importer", "source"),
+    [
+        ("memory/leaky.py", "from lens.web.api.root import api\n"),
+        ("kvstore/leaky.py", "def f():\n    import memory.saving\n"),
+        ("lens/leaky.py", "from memory import saving\n"),
+        ("lens/serving/leaky.py", "from lens.web import urls\n"),
+        ("lens/core/leaky.py", "from lens.models import Team\n"),
+        ("memory/core/leaky.py", "from kvstore.core.keys import x\n"),
+        (
+            "memory/leaky.py",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lens.web.api import root\n",
+        ),
+    ],
+)
+def test_a_planted_violation_is_found(tmp_path: Path, importer: str, source: str) -> None:
+    _plant(
+        tmp_path,
+        {
+            "lens/__init__.py": "",
+            "lens/models.py": "",
+            "lens/core/__init__.py": "",
+            "lens/web/__init__.py": "",
+            "lens/web/urls.py": "",
+            "lens/web/api/__init__.py": "",
+            "lens/web/api/root.py": "from memory import saving\n",  # outer → inner: fine
+            "memory/__init__.py": "",
+            "memory/saving.py": "from lens.models import Team\n",
+            "memory/core/__init__.py": "",
+            "kvstore/__init__.py": "",
+            "kvstore/core/__init__.py": "",
+            "kvstore/core/keys.py": "",
+        },
     )
-    names = [imported_module(n) for n in first_party_imports(source, "memory.saving")]
-    assert names == ["lens.web.pages.memory_pages", "lens.web.api.root"]
-    assert [layer_of(n) for n in names] == ["outer", "outer"]
-    assert "outer" not in ALLOWED["memory"]
+    assert violations(tmp_path) == []
+    _plant(tmp_path, {importer: source})
+    found = violations(tmp_path)
+    assert len(found) == 1
+    assert found[0].startswith(importer.removesuffix(".py").replace("/", "."))
 
 
-def test_lens_inner_modules_know_nothing_of_memory_or_the_store() -> None:
-    # The domain layer of lens is what memory and kvstore build on.
-    for module, path in modules():
-        if layer_of(module) in ("core", "lens") and module.startswith("lens"):
-            targets = {n.split(".")[0] for n in first_party_imports(path, module)}
-            assert targets <= {"lens"}, module
+def test_a_planted_shared_name_is_found(tmp_path: Path) -> None:
+    _plant(
+        tmp_path,
+        {
+            "memory/explain.py": "",
+            "memory/core/explain.py": "",  # the pure half: allowed
+            "lens/agents.py": "",
+        },
+    )
+    assert shared_names(tmp_path) == {}
+    _plant(tmp_path, {"lens/web/api/agents.py": ""})
+    assert shared_names(tmp_path) == {"agents": ["lens.agents", "lens.web.api.agents"]}

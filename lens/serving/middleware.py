@@ -19,7 +19,7 @@ from django.utils.cache import patch_cache_control
 from lens.core.errors import error_body, invalid_input
 from lens.core.raw_input import Problem, form_problem, multipart_problem, path_problem
 from lens.core.text import unstorable
-from lens.web.api.errors import body_too_large, from_domain
+from lens.serving.envelope import body_too_large, from_domain
 
 _FALLBACK_ERRORS = {
     404: ("not_found", "No such API endpoint."),

@@ -1,15 +1,13 @@
-"""The composed view of one agent: Background, prompt sections, report and counts."""
+"""The composed view of one agent: its Background, the prompt the fold made of it and
+its memories, the routing report and the counts."""
 
 from __future__ import annotations
-
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from lens.core.background import Background
 from lens.core.counts import Counts
-from lens.core.fragments import PromptSection, prompt_text
-from lens.core.token_counts import ENCODING, count_tokens
+from lens.core.prompt import Prompt, PromptTokens
 from memory.core.report import RoutingReport
 
 
@@ -18,31 +16,6 @@ class SpecRef(BaseModel):
 
     key: str
     version: str
-
-
-class Prompt(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    sections: tuple[PromptSection, ...]
-
-    @property
-    def text(self) -> str:
-        return prompt_text(self.sections)
-
-
-class PromptTokens(BaseModel):
-    """The whole prompt's token count (SPEC §4.5); each section also has its own."""
-
-    model_config = ConfigDict(frozen=True)
-
-    encoding: Literal["o200k_base"] = ENCODING
-    total: int
-
-    @classmethod
-    def of(cls, prompt: Prompt) -> PromptTokens:
-        # Counted on the joined text: tokens can merge across the section separator,
-        # so the total is not always the sum of the sections.
-        return cls(total=count_tokens(prompt.text))
 
 
 class Composition(BaseModel):

@@ -1,4 +1,4 @@
-"""Why a memory is or is not in the prompt, in the words people read. Pure.
+"""The words for why a memory is or is not in the prompt, from facts already gathered. Pure.
 
 The routing report names one reason code per memory left out (SPEC §5.6). People need
 more than the code: the authored entry that wins, the memory that replaced it, what the

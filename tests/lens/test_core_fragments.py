@@ -21,9 +21,9 @@ from lens.core.fragments import (
     prompt_section,
     prompt_text,
 )
+from lens.core.prompt import Prompt
 from lens.core.render import render_sections
 from lens.core.token_counts import count_tokens
-from memory.core.composition import Prompt
 from tests.samples import agent_config, background_of
 
 # --- fragments ---------------------------------------------------------------------

@@ -13,8 +13,8 @@ from lens.core.background import (
 )
 from lens.core.config import AgentConfig
 from lens.core.fragments import prompt_text
+from lens.core.prompt import Prompt
 from lens.core.render import render_sections
-from memory.core.composition import Prompt
 from tests.samples import (
     SAMPLE_CONFIG,
     SECTION_ORDER,

@@ -20,7 +20,7 @@ import memory.saving
 import memory.search
 from lens.core.errors import SPECIFIC_CODES, DomainError, InvalidInput, invalid_input
 from lens.models import Agent
-from lens.web.api.errors import STATUS_BY_CODE, from_domain
+from lens.serving.envelope import STATUS_BY_CODE, from_domain
 from tests.api_calls import ApiClient
 
 # Bases that are never raised themselves: InvalidInput takes its code per instance, and

@@ -2,29 +2,22 @@
 
 from __future__ import annotations
 
-import re
 from collections import Counter, defaultdict
-from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
-from html import escape
-from itertools import count
 from typing import Any
-from urllib.parse import quote
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.safestring import SafeString, mark_safe
 from django.views.decorators.http import require_GET, require_http_methods
 
 from lens.agents import config_of, with_config
 from lens.core.errors import DomainError
-from lens.core.fragments import PromptFragment, PromptSection
-from lens.core.outline import ContextBlock, context_blocks, outline
-from lens.core.token_counts import count_tokens
+from lens.core.outline import context_blocks, outline
 from lens.models import Agent
+from lens.web.pages.lens_markup import CONTEXT, drop_items, prompt_section_items
 from lens.web.pages.memory_forms import TryMemoryForm
 from lens.web.pages.toolkit import AppRequest, current_team, get_agent_for_user
 from memory.composition import compose, compose_many, summarise
@@ -37,8 +30,6 @@ from memory.explain import explain_agent
 from memory.preview import preview_save
 from memory.queries import Provenance, provenance, record_briefs
 from memory.recall import InvalidMessage, recall
-
-CONTEXT = "Context"  # the prompt section the lens shows one card a block
 
 
 @require_GET
@@ -121,89 +112,6 @@ def _try_context(request: AppRequest, agent: Agent, form: TryMemoryForm | None) 
         "tried_title": titles.get(found.placement.section) if found.placement else None,
         "tried_reason_help": DROP_REASON_HELP.get(found.reason or found.fold_reason or "", ""),
     }
-
-
-def prompt_section_items(
-    sections: Iterable[PromptSection],
-    tip: Callable[[tuple[str, ...]], str],
-    blocks: tuple[ContextBlock, ...] | None = None,
-) -> list[dict[str, Any]]:
-    """What ``lens/_prompt_sections.html`` renders: each section with its sizes, its
-    fragments as HTML and, for memory fragments, the tooltip ``tip`` gives for their
-    ids. With ``blocks`` (the lens), the Context comes as one item per block instead.
-
-    The fragments are built here rather than in a template loop: a big Background is
-    tens of thousands of characters in a few hundred fragments.
-    """
-    tip_ids = count(1)
-    items: list[dict[str, Any]] = []
-    for section in sections:
-        item: dict[str, Any] = {
-            "section": section,
-            "chars": f"{len(section.text):,}",
-            "tokens": f"{section.tokens:,}",
-        }
-        if blocks is not None and section.name == CONTEXT:
-            item["blocks"] = [_block_item(block, tip, tip_ids) for block in blocks]
-        else:
-            item.update(_fragments_html(section.fragments, tip, tip_ids))
-        items.append(item)
-    return items
-
-
-def _block_item(
-    block: ContextBlock, tip: Callable[[tuple[str, ...]], str], tip_ids: Iterator[int]
-) -> dict[str, Any]:
-    text = block.text
-    return {
-        "block": block,
-        "chars": f"{len(text):,}",
-        "tokens": f"{count_tokens(text):,}",
-        # The blank line before the next block ends this card's text; it stands in for
-        # the card's bottom padding.
-        "ends_blank": text.endswith("\n\n"),
-        **_fragments_html(block.fragments, tip, tip_ids),
-    }
-
-
-def _fragments_html(
-    fragments: Iterable[PromptFragment],
-    tip: Callable[[tuple[str, ...]], str],
-    tip_ids: Iterator[int],
-) -> dict[str, SafeString]:
-    """A ``<pre>``'s fragment elements (the contract hooks: ``data-source``, exact
-    ``textContent``, ``data-memory-ids``), and the tooltips of its memory fragments.
-
-    The tooltips are elements of their own, placed after every section (a fragment's
-    ``textContent`` must stay exactly its text), tied to their fragment by
-    ``aria-describedby`` so screen readers hear them; ``data-tip`` holds the same text
-    for the CSS tooltip shown when scripts do not run.
-    """
-    prefix = reverse("memory-list")  # detail pages live at <prefix><id>/
-    parts = []
-    tips = []
-    for fragment in fragments:
-        text = _exact(fragment.text)
-        if fragment.source != "memory":
-            parts.append(f'<span class="frag" data-source="authored">{text}</span>')
-            continue
-        tip_id = f"tip-{next(tip_ids)}"
-        words = _esc(tip(fragment.memory_ids))
-        ids = _esc(" ".join(fragment.memory_ids))
-        first = _esc(fragment.memory_ids[0])
-        parts.append(
-            f'<a class="frag frag-memory" data-source="memory" data-memory-ids="{ids}" '
-            f'href="{prefix}{first}/" aria-describedby="{tip_id}" data-tip="{words}">{text}</a>'
-        )
-        tips.append(f'<span class="frag-tip" role="tooltip" id="{tip_id}" hidden>{words}</span>')
-    # Every piece is escaped above.
-    return {"html": mark_safe("".join(parts)), "tips": mark_safe("".join(tips))}  # noqa: S308
-
-
-def _exact(text: str) -> str:
-    """HTML for ``text`` whose ``textContent`` is exactly ``text``: a raw CR would reach
-    the reader as LF (HTML's input preprocessing), a character reference survives."""
-    return _esc(text).replace("\r", "&#13;")
 
 
 def _lens_prompt(
@@ -309,7 +217,7 @@ def _drop_groups(agent: Agent, composition: Composition, briefs: dict[str, Any])
             "title": group_title(reason),
             "tone": tone_of(reason),
             "count": f"{len(grouped[reason]):,}",
-            "items": _drop_items(reason, grouped[reason], briefs),
+            "items": drop_items(reason, grouped[reason], briefs),
         }
         for reason in DROP_REASONS
         if grouped.get(reason)
@@ -327,56 +235,6 @@ def _drop_stats(composition: Composition, memories: int) -> dict[str, str]:
         "dropped": f"{len(composition.report.drops):,}",
         "chars": f"{used:,} of {settings.MEMORY_OVERLAY_BUDGET_CHARS:,} chars of memory",
     }
-
-
-_NEEDS_ESCAPE = re.compile(r"[&<>\"']")
-
-
-def _esc(text: str) -> str:
-    # Most text needs no escaping; one C-level scan is cheaper than escaping it.
-    return escape(text) if _NEEDS_ESCAPE.search(text) else text
-
-
-def _drop_items(reason: str, explained: list[Explanation], briefs: dict[str, Any]) -> SafeString:
-    """The drops panel's list items, built here rather than in a template loop: an
-    agent can have thousands of drops, and the template engine costs ~100 µs per item.
-    Each item links to its memory and says in words what keeps it out.
-    """
-    prefix = reverse("memory-list")  # detail pages live at <prefix><id>/
-    queue = reverse("approvals") + "?agent="
-    code = _esc(reason)
-    items = []
-    for explanation in explained:
-        memory_id = explanation.memory_id
-        brief = briefs.get(memory_id)
-        shown = _esc(memory_id)  # server-assigned [0-9a-z], escaped all the same
-        if brief is None:
-            body = f"<code>{shown}</code>"
-        else:
-            label = f' <span class="label">{_esc(brief["label"])}</span>' if brief["label"] else ""
-            body = (
-                f'<span class="kind">{_esc(brief["kind"])}</span>{label} '
-                f'<span class="drop-text">{_esc(brief["snippet"])}</span>'
-            )
-        place = explanation.place
-        where = f'<p class="drop-place">{_esc(place)}</p>' if place else ""
-        why = []
-        for piece in explanation.pieces:
-            text = _esc(piece.text)
-            if piece.link is None:
-                why.append(text)
-            elif piece.link.kind == "memory":
-                why.append(f'<a href="{prefix}{_esc(piece.link.target)}/">{text}</a>')
-            else:
-                why.append(f'<a href="{queue}{quote(piece.link.target)}">{text}</a>')
-        items.append(
-            f'<li class="drop" data-memory-id="{shown}" data-drop-reason="{code}">'
-            f'<a class="drop-memory" href="{prefix}{shown}/">{body}</a>'
-            f'<p class="drop-why">{"".join(why)}</p>{where}</li>'
-        )
-    # Everything above is escaped. Building the items with format_html measured about 8
-    # times slower (5,000 items: 128 ms vs 16 ms).
-    return mark_safe("".join(items))  # noqa: S308  # every piece escaped above
 
 
 def _tip(memory_ids: tuple[str, ...], found: dict[str, Provenance]) -> str:

@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET
 
 from lens.core.diffs import diff_excerpt
 from lens.models import Agent, Team
-from lens.web.pages.agent_pages import prompt_section_items
+from lens.web.pages.lens_markup import prompt_section_items
 from lens.web.pages.toolkit import PAGE_SIZE, AppRequest, find_linked, get_agent_for_user
 from memory.composition import compose
 from memory.core.deliveries import Comparison, label_problem, parse_moment

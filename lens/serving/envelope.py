@@ -1,0 +1,68 @@
+"""How an error answers over HTTP: the status of every domain error code, and the
+error that carries it to the §8 envelope. The middleware answers with it before any view
+runs; the API (``lens/web/api/errors.py``) for everything its views raise.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lens.core.errors import DomainError
+
+
+class ApiError(Exception):
+    """Raise anywhere under the API to answer with the error envelope."""
+
+    def __init__(self, status: int, code: str, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+        self.message = message
+        self.details = details
+
+
+# Every domain error code and the HTTP status it answers with: the one place where
+# meaning becomes HTTP (tests/lens/test_domain_errors.py checks that no code is missing).
+STATUS_BY_CODE: dict[str, int] = {
+    "agent_not_found": 404,
+    "key_not_found": 404,
+    "version_not_found": 404,
+    "delivery_not_found": 404,
+    "promotion_not_found": 404,
+    "invalid_request": 422,
+    "invalid_background": 422,
+    "invalid_kind": 422,
+    "invalid_content": 422,
+    "invalid_tags": 422,
+    "invalid_label": 422,
+    "invalid_supersedes": 422,
+    "invalid_slug": 422,
+    "invalid_key": 422,
+    "unknown_routing_spec": 422,
+    "unknown_supersedes": 422,
+    "invalid_query": 422,
+    "invalid_message": 422,
+    "payload_too_large": 413,
+    "version_conflict": 409,
+    "not_pending": 409,
+    # Undo is a page action today; the statuses keep any later API caller honest.
+    "undo_refused": 409,
+    "undo_not_yours": 403,
+    "undo_expired": 409,
+    "undo_changed": 409,
+    "address_taken": 409,
+    "deliveries_busy": 503,
+}
+
+
+def from_domain(error: DomainError) -> ApiError:
+    return ApiError(STATUS_BY_CODE[error.code], error.code, error.message, **error.details)
+
+
+def body_too_large(limit: int) -> ApiError:
+    return ApiError(
+        413,
+        "payload_too_large",
+        f"Request bodies are limited to {limit} bytes.",
+        limit=limit,
+    )

@@ -1,0 +1,260 @@
+"""Admin for teams, agents, section declarations and authored entries.
+
+Every form validates with the API's rules (``lens.web.admin.declaration_forms``); rows are put in order
+with arrows (``lens.web.admin.ordering``); a section's entries are one click from its agent.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import admin, messages
+from django.db.models import Count, Max, QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
+from django.utils.html import format_html
+
+from lens.models import (
+    Agent,
+    ApiToken,
+    AuthoredEntry,
+    AwarenessSource,
+    Capability,
+    Membership,
+    SectionDeclaration,
+    Team,
+)
+from lens.web.admin.declaration_forms import (
+    AgentForm,
+    AuthoredEntryForm,
+    AwarenessForm,
+    AwarenessFormSet,
+    CapabilityForm,
+    CapabilityFormSet,
+    EntryFormSet,
+    SectionDeclarationForm,
+    SectionFormSet,
+    SectionRowForm,
+)
+from lens.web.admin.line_breaks import AsTypedFields, LineBreaksAdmin
+from lens.web.admin.ordering import MOVE_FIELD, OrderedRowsAdmin
+from lens.web.admin.row_names import NamedRowsInline
+from lens.web.pages.login_forms import ThrottledAdminLogin
+from memory.configuring import apply_preset
+from memory.core.presets import Preset
+from memory.registry import preset_specs
+
+admin.site.site_header = "Composition Lens administration"
+admin.site.site_title = "Composition Lens"
+admin.site.index_title = "Teams, agents and their declarations"
+# The admin's sign-in is throttled like the dashboard's (lens/serving/throttle.py).
+admin.site.login_form = ThrottledAdminLogin
+
+
+def agent_change_url(agent_pk: int) -> str:
+    return reverse("admin:lens_agent_change", args=[agent_pk])
+
+
+def section_change_url(section_pk: int) -> str:
+    return reverse("admin:lens_sectiondeclaration_change", args=[section_pk])
+
+
+class AuthoredEntryInline(
+    AsTypedFields[AuthoredEntry], NamedRowsInline[AuthoredEntry, SectionDeclaration]
+):
+    model = AuthoredEntry
+    form = AuthoredEntryForm
+    formset = EntryFormSet
+    extra = 1
+    ordering = ["position", "id"]
+
+
+class SectionDeclarationInline(
+    AsTypedFields[SectionDeclaration], NamedRowsInline[SectionDeclaration, Agent]
+):
+    model = SectionDeclaration
+    form = SectionRowForm
+    formset = SectionFormSet
+    fields = ["section_id", "title", "promotion", "entries_link", "position"]
+    readonly_fields = ["entries_link"]
+    extra = 0
+    ordering = ["position", "id"]
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet[SectionDeclaration]:
+        # One query for every row's count, however many sections the agent declares.
+        return super().get_queryset(request).annotate(entry_count=Count("entries"))
+
+    @admin.display(description="Authored entries")
+    def entries_link(self, section: SectionDeclaration) -> str:
+        if section.pk is None:
+            return "Save the agent, then add entries."
+        count = getattr(section, "entry_count", None)
+        if count is None:
+            count = section.entries.count()
+        return format_html(
+            '<span class="lens-entry-count">{} {}</span> '
+            '<a href="{}" class="lens-entries-link" aria-label="Edit entries of {}">'
+            "Edit entries</a>",
+            count,
+            "entry" if count == 1 else "entries",
+            section_change_url(section.pk),
+            section.title,
+        )
+
+
+class CapabilityInline(AsTypedFields[Capability], admin.StackedInline[Capability, Agent]):
+    model = Capability
+    form = CapabilityForm
+    formset = CapabilityFormSet
+    fields = ["name", "description", "position"]
+    extra = 0
+    ordering = ["position", "id"]
+
+
+class AwarenessSourceInline(
+    AsTypedFields[AwarenessSource], NamedRowsInline[AwarenessSource, Agent]
+):
+    model = AwarenessSource
+    form = AwarenessForm
+    formset = AwarenessFormSet
+    fields = ["name", "description", "access_method", "position"]
+    extra = 0
+    ordering = ["position", "id"]
+
+
+@admin.register(Agent)
+class AgentAdmin(LineBreaksAdmin[Agent], OrderedRowsAdmin[Agent]):
+    form = AgentForm
+    list_display = ["name", "slug", "team", "routing_spec", "updated_at"]
+    list_filter = ["team"]
+    search_fields = ["name", "slug"]
+    list_select_related = ["team"]
+    fieldsets = [
+        (None, {"fields": ["team", "slug", "name", "routing_spec", "recall_pinned_candidates"]}),
+        ("Role", {"fields": ["persona", "tone", "objective", "manual"]}),
+    ]
+    inlines = [SectionDeclarationInline, CapabilityInline, AwarenessSourceInline]
+
+    def get_actions(self, request: HttpRequest) -> dict[str, Any]:
+        actions = super().get_actions(request)
+        for spec in preset_specs():
+            name = f"apply_preset_{spec.key}"
+            description = f"Apply preset {spec.key}: add its sections, select its spec"
+            actions[name] = (_preset_action(spec), name, description)
+        return actions
+
+
+def _preset_action(spec: Preset) -> Any:
+    def apply(modeladmin: AgentAdmin, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        for agent in queryset:
+            added = apply_preset(agent, spec)
+            modeladmin.message_user(
+                request,
+                f"{agent.slug}: routing spec {agent.routing_spec}; "
+                + (
+                    f"added sections {', '.join(added)}."
+                    if added
+                    else "all sections were already declared."
+                ),
+                messages.SUCCESS,
+            )
+
+    return apply
+
+
+@admin.register(SectionDeclaration)
+class SectionDeclarationAdmin(
+    LineBreaksAdmin[SectionDeclaration], OrderedRowsAdmin[SectionDeclaration]
+):
+    form = SectionDeclarationForm
+    list_display = ["section_id", "title", "promotion", "agent", "position"]
+    list_filter = ["promotion", "agent__team"]
+    list_select_related = ["agent"]
+    search_fields = ["section_id", "title", "agent__slug"]
+    inlines = [AuthoredEntryInline]
+
+    def get_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        fields = ("agent", "section_id", "title", "promotion")
+        return fields if obj is None else (*fields, "order")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> tuple[str, ...]:
+        # Moving a section to another agent would orphan its promotion rows' meaning;
+        # its place among its agent's sections is set with the arrows on the agent.
+        return ("agent", "order") if obj is not None else ()
+
+    @admin.display(description="Order")
+    def order(self, section: SectionDeclaration) -> str:
+        count = SectionDeclaration.objects.filter(agent_id=section.agent_id).count()
+        return format_html(
+            '{} of {} · <a href="{}#sections-group">move it on {}</a>',
+            section.position + 1,
+            count,
+            agent_change_url(section.agent_id),
+            section.agent.name,
+        )
+
+    def save_model(
+        self, request: HttpRequest, obj: SectionDeclaration, form: Any, change: bool
+    ) -> None:
+        if not change:
+            # A section added on its own page goes after its agent's last one.
+            top = SectionDeclaration.objects.filter(agent_id=obj.agent_id).aggregate(
+                top=Max("position")
+            )["top"]
+            obj.position = 0 if top is None else top + 1
+        super().save_model(request, obj, form, change)
+
+    def response_change(self, request: HttpRequest, obj: SectionDeclaration) -> HttpResponse:
+        response = super().response_change(request, obj)
+        kept_here = ("_continue", "_addanother", "_saveasnew", MOVE_FIELD, "_popup")
+        if not any(name in request.POST for name in kept_here):
+            # A section is edited from its agent's page: "Save" goes back there.
+            return HttpResponseRedirect(f"{agent_change_url(obj.agent_id)}#sections-group")
+        return response
+
+
+class MembershipInline(AsTypedFields[Membership], NamedRowsInline[Membership, Team]):
+    model = Membership
+    fields = ["user", "role"]
+    extra = 1
+    autocomplete_fields = ["user"]
+
+
+class ApiTokenInline(AsTypedFields[ApiToken], NamedRowsInline[ApiToken, Team]):
+    model = ApiToken
+    fields = ["name", "prefix", "created_at", "revoked_at"]
+    readonly_fields = ["prefix", "created_at"]
+    extra = 0
+    can_delete = True
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False  # tokens are issued by the action, which shows the raw value once
+
+
+@admin.register(Team)
+class TeamAdmin(LineBreaksAdmin[Team]):
+    list_display = ["slug", "name", "created_at"]
+    search_fields = ["slug", "name"]
+    inlines = [MembershipInline, ApiTokenInline]
+    actions = ["issue_token"]
+
+    @admin.action(description="Issue an API token (shown once)")
+    def issue_token(self, request: HttpRequest, queryset: QuerySet[Team]) -> HttpResponse:
+        """A page showing each new token once. Only this response carries the raw value:
+        never a message (a cookie, signed but readable), a session or a cache."""
+        issued = [
+            (team, ApiToken.objects.issue(team, name=f"admin: {request.user}")[1])
+            for team in queryset.order_by("slug")
+        ]
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "New API tokens" if len(issued) > 1 else "New API token",
+            "issued": issued,
+            "opts": self.model._meta,
+            "back": reverse("admin:lens_team_changelist"),
+        }
+        response = TemplateResponse(request, "admin/lens/team/token_issued.html", context)
+        add_never_cache_headers(response)
+        return response
