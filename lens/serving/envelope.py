@@ -22,7 +22,7 @@ class ApiError(Exception):
 
 
 # Every domain error code and the HTTP status it answers with: the one place where
-# meaning becomes HTTP (tests/lens/test_domain_errors.py checks that no code is missing).
+# meaning becomes HTTP (tests/lens/serving/test_domain_errors.py checks that no code is missing).
 STATUS_BY_CODE: dict[str, int] = {
     "agent_not_found": 404,
     "key_not_found": 404,

@@ -125,7 +125,7 @@ def test_same_key_in_different_sections_is_fine() -> None:
 
 def test_keys_differing_only_in_case_are_one_key() -> None:
     # Keys compare as a reader sees them: "Name" and "name" would be two lines that
-    # read the same (tests/lens/test_core_identity.py covers the look-alikes).
+    # read the same (tests/lens/core/test_identity.py covers the look-alikes).
     with pytest.raises(
         ValidationError, match="duplicate entry key 'name' .the same name as 'Name'."
     ):

@@ -13,7 +13,7 @@ from kvstore import store
 from lens.models import ApiToken
 from memory.models import EventKind, MemoryEvent, MemoryRecord
 from tests.api_calls import db_snapshot
-from tests.mcp.harness import (
+from tests.web.mcp.harness import (
     McpTools,
     Raws,
     World,

@@ -12,7 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from lens.envconf import env_bool, env_choice, env_int, env_list
 
-ROOT = Path(__file__).resolve().parents[2]  # tests/lens/ -> the project
+ROOT = Path(__file__).resolve().parents[3]  # tests/lens/ -> the project
 
 
 def run_django(code: str, **env: str) -> subprocess.CompletedProcess[str]:

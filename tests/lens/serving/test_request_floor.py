@@ -18,7 +18,7 @@ from kvstore import store
 from lens.models import ApiToken, Team
 from lens.web.api.auth import find_token
 from tests.api_calls import ApiClient
-from tests.lens.test_production import run_django
+from tests.lens.serving.test_production import run_django
 from tests.serving import run_python
 
 pytestmark = pytest.mark.django_db

@@ -25,7 +25,7 @@ from tests.pages import dom
 
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 SIGNED_IN_PAGES = [
     "/",
     "/agents/wren/",

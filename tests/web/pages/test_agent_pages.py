@@ -313,7 +313,7 @@ def test_the_lens_looks_the_agent_up_in_the_team_asked_for(
     duo_client: Client, agent: Agent, gizmo: Agent
 ) -> None:
     # ?team= names the team to look in: globex's agent is not found in acme. (Without
-    # it, a link opens the agent in its own team: tests/lens/test_team_links.py.)
+    # it, a link opens the agent in its own team: tests/web/pages/test_team_links.py.)
     assert duo_client.get("/agents/gizmo/?team=acme").status_code == 404
     assert duo_client.get("/agents/wren/?team=acme").status_code == 200
     assert duo_client.get("/agents/gizmo/?team=globex").status_code == 200

@@ -15,7 +15,7 @@ from mcp_types import CallToolResult, Tool
 from lens.web.mcp import descriptions
 from lens.web.mcp.tools import LensMCP, refused_arguments
 from tests.event_loops import run_async
-from tests.mcp.harness import ROOT, TOOL_NAMES
+from tests.web.mcp.harness import ROOT, TOOL_NAMES
 
 MCP_PAGE = ROOT / "docs" / "mcp.md"
 

@@ -33,7 +33,7 @@ from kvstore import store
 from lens.models import ApiToken, Team
 from lens.web.mcp.tools import TOKEN_THREADS, TeamShares
 from tests.event_loops import run_async
-from tests.mcp.harness import (
+from tests.web.mcp.harness import (
     ROOT,
     TIMEOUT,
     McpTools,
@@ -305,7 +305,7 @@ def test_a_flood_of_bad_tokens_barely_slows_a_valid_client(
     victim_latencies(theirs, 5)  # warm
     quiet = statistics.median(victim_latencies(theirs, 30))
     flood = subprocess.Popen(
-        [sys.executable, "-m", "tests.mcp.flood", pool_url, "20", "8"],
+        [sys.executable, "-m", "tests.web.mcp.flood", pool_url, "20", "8"],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,

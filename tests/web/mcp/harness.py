@@ -37,7 +37,7 @@ from lens.models import Agent, ApiToken, Team, hash_token
 from memory.models import MemoryEvent, MemoryRecord, Promotion
 from tests.factories import create_agent, memory_config
 
-ROOT = Path(__file__).resolve().parents[2]  # tests/mcp/ -> the project
+ROOT = Path(__file__).resolve().parents[3]  # tests/web/mcp/ -> the project
 TOOL_NAMES = {"memory_save", "memory_search", "memory_recall", "kv_store", "kv_bootstrap"}
 TIMEOUT = 60  # seconds any one step may take before the test fails instead of hanging
 

@@ -1,6 +1,6 @@
 """Floods an MCP HTTP server with requests whose bearer tokens were never issued, from
 threads of a process of its own (so it takes no time from the test's own client):
-``python -m tests.mcp.flood URL SECONDS THREADS``. Prints how many it sent and how many
+``python -m tests.web.mcp.flood URL SECONDS THREADS``. Prints how many it sent and how many
 were answered 401 (every one should be)."""
 
 from __future__ import annotations

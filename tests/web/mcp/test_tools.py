@@ -14,7 +14,7 @@ from kvstore import store
 from kvstore.models import Version
 from memory.models import EventKind, MemoryEvent, MemoryRecord
 from tests.api_calls import ApiClient, db_snapshot
-from tests.mcp.harness import TOOL_NAMES, McpTools, Raws, World, row_counts, text_of
+from tests.web.mcp.harness import TOOL_NAMES, McpTools, Raws, World, row_counts, text_of
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from lens.core.diffs import WordOp, word_diff, word_parts
 from lens.core.opcodes import STEP_BUDGET, bounded, opcodes
 from memory.core.deliveries import Facts, compare
-from tests.lens.test_core_diffs import patched
+from tests.lens.core.test_diffs import patched
 from tests.samples import fastest
 
 CONTENT_MAX = 10_000  # a memory's content limit, in code points

@@ -1,6 +1,6 @@
 """Fixtures only: the raw tokens, the test database's URL, one MCP server per test module
 and transport (stdio, streamable HTTP) with the SDK's client connected to it, and the
-world each test builds again (``tests.mcp.harness`` holds the code)."""
+world each test builds again (``tests.web.mcp.harness`` holds the code)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from tests.mcp.harness import (
+from tests.web.mcp.harness import (
     McpTools,
     Raws,
     World,

@@ -20,7 +20,7 @@ from pydantic import ValidationError
 
 from kvstore.models import Key
 from lens.web.mcp.stdio import error_for
-from tests.mcp.harness import ROOT, Raws, World, server_env
+from tests.web.mcp.harness import ROOT, Raws, World, server_env
 
 STARTUP = 30  # seconds: the first answer also waits for Django and the SDK to load
 ANSWER = 5  # seconds any later answer may take
