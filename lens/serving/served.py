@@ -4,12 +4,20 @@ ASGI with each request's body read before a thread is taken (``lens/serving/buff
 
 from __future__ import annotations
 
+import os
+
 from django.conf import settings
+from django.core.wsgi import get_wsgi_application
 
 from lens.envconf import env_int, env_list
 from lens.serving.buffered import BufferedWsgi
 from lens.serving.forwarded import TrustedProxies, behind_proxy
-from lens.wsgi import application as django_application
+from lens.serving.runtime import prepare_process
+
+# Django's WSGI handler, as lens/wsgi.py builds it for other WSGI servers.
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
+django_application = get_wsgi_application()
+prepare_process()
 
 # A request's body must arrive whole within this many seconds (1 MiB at 40 KB/s).
 BODY_SECONDS = env_int("REQUEST_BODY_TIMEOUT", 30, minimum=1)
