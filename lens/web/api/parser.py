@@ -11,7 +11,7 @@ from ninja.parser import Parser
 
 from lens.core.text import unstorable_path
 from lens.serving.envelope import ApiError
-from lens.web.api import errors as apierrors
+from lens.web.api import errors
 
 
 class _DuplicateKey(Exception):
@@ -40,7 +40,7 @@ class JsonParser(Parser):
             data = json.loads(request.body, object_pairs_hook=_refuse_duplicates)
         except _DuplicateKey as exc:
             loc = ("body", "", *exc.args)
-            raise apierrors.validation_error(
+            raise errors.validation_error(
                 [{"loc": loc, "msg": "duplicate key in a JSON object"}]
             ) from None
         except ValueError as exc:
@@ -52,5 +52,5 @@ class JsonParser(Parser):
             path, why = found
             # validation_error strips ninja's ("body", <parameter>) prefix from a loc.
             loc = ("body", "", *path)
-            raise apierrors.validation_error([{"loc": loc, "msg": why}])
+            raise errors.validation_error([{"loc": loc, "msg": why}])
         return data

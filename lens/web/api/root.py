@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ninja import NinjaAPI
 
-from lens.web.api import errors as apierrors
+from lens.web.api import errors
 from lens.web.api.agent_routes import agents
 from lens.web.api.auth import TeamToken
 from lens.web.api.delivery_routes import agent_deliveries
@@ -26,7 +26,7 @@ api = NinjaAPI(
     docs_url="/docs",
     openapi_url="/openapi.json",
 )
-apierrors.install(api)
+errors.install(api)
 
 
 # The key/value routes first: agents read keys every session, and URL resolution tries
