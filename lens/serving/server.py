@@ -45,7 +45,7 @@ from granian.server import MPServer
 
 from lens.envconf import env_bool, env_int, env_str
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]  # lens/serving/ -> the project
 
 # One line per request on stdout: who, what, the status and how long Django took.
 # The query string is left out: searches carry text people typed.
