@@ -29,7 +29,7 @@ def main() -> int:
     setup_test_environment()
     from lens.serving.runtime import tune_gc
 
-    tune_gc()  # as lens/wsgi.py does once the application is loaded
+    tune_gc()  # as the served application does once it is loaded
     from bench import (
         agent_tools_bench,
         approvals_bench,
