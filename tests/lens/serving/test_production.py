@@ -354,7 +354,10 @@ def test_serve_logs_each_request_with_its_time(served: Served) -> None:
 
 def test_every_setting_read_from_the_environment_is_in_the_configuration_table() -> None:
     # The settings, and what the production server reads for itself.
-    sources = [ROOT / "lens" / name for name in ("settings.py", "served.py", "server.py")]
+    sources = [
+        ROOT / "lens" / "settings.py",
+        *(ROOT / "lens" / "serving" / n for n in ("served.py", "server.py")),
+    ]
     pattern = r'(?:env_\w+|_int|environ\.get)\(\s*"([A-Z][A-Z0-9_]*)"'
     names = {name for path in sources for name in re.findall(pattern, path.read_text())}
     assert {"DEBUG", "HTTPS", "DB_POOL", "CSRF_TRUSTED_ORIGINS", "SERVER_THREADS"} <= names
