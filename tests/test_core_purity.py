@@ -18,6 +18,7 @@ CORE_MODULES = {
     "lens.core": {
         "background",
         "config",
+        "revisions",
         "counts",
         "diffs",
         "errors",

@@ -1,0 +1,188 @@
+"""What changed between two versions of an agent's declarations, as a revision's summary
+(SPEC §14), and the canonical text a revision's config is stored and hashed as. Pure.
+
+A summary names every difference that can change a prompt, in a fixed order: the
+fields, the routing spec, then each section in the new config's order (with the
+sections removed last), and within a section its entries the same way. Moves are the
+fewest that explain the new order: the sections (or entries) kept in their relative
+order are a longest increasing run of their old positions, found in O(n log n); every
+other one moved. An entry that only moved is reported as ``entry_changed``: the closed
+set of changes has no ``entry_moved``, and its place in the prompt did change.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from bisect import bisect_left
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from lens.core.background import BackgroundEntry, BackgroundSection
+from lens.core.config import AgentConfig
+
+ChangeKind = Literal[
+    "field_changed",
+    "routing_spec_changed",
+    "section_added",
+    "section_removed",
+    "section_moved",
+    "section_retitled",
+    "section_retiered",
+    "entry_added",
+    "entry_removed",
+    "entry_changed",
+]
+# The declarations that are fields of their own, in the order a summary names them.
+FIELDS = (
+    "name",
+    "persona",
+    "tone",
+    "objective",
+    "capabilities",
+    "manual",
+    "awareness",
+    "recall_pinned_candidates",
+)
+
+
+class Change(BaseModel):
+    """One line of a summary; which keys it has depends on ``change``."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    change: ChangeKind
+    field: str | None = None
+    section: str | None = None
+    key: str | None = None
+    from_: str | None = None
+    to: str | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        """The contract's shape: only the keys this kind of change has."""
+        data: dict[str, Any] = {"change": self.change}
+        if self.change == "field_changed":
+            data["field"] = self.field
+        elif self.change == "routing_spec_changed":
+            data["from"] = self.from_
+            data["to"] = self.to
+        else:
+            data["section"] = self.section
+            if self.change.startswith("entry_"):
+                data["key"] = self.key
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Change:
+        values = dict(data)
+        if "from" in values:
+            values["from_"] = values.pop("from")
+        return cls.model_validate(values)
+
+
+def canonical_config(config: AgentConfig) -> str:
+    """The config as ``GET`` answers it, keys sorted, no spaces, UTF-8 kept: what a
+    revision stores and hashes."""
+    return json.dumps(
+        config.model_dump(mode="json"), sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def config_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def indented_config(config: AgentConfig) -> str:
+    """The canonical config laid out one value a line, for a readable config diff."""
+    return json.dumps(config.model_dump(mode="json"), sort_keys=True, indent=2, ensure_ascii=False)
+
+
+def summarise(old: AgentConfig | None, new: AgentConfig) -> list[Change]:
+    """Every change from ``old`` to ``new`` (``old`` None: the agent is new, and its
+    sections are all added). Identical configs give an empty summary."""
+    if old is None:
+        return [Change(change="section_added", section=s.id) for s in new.background.sections]
+    changes = [
+        Change(change="field_changed", field=name)
+        for name in FIELDS
+        if getattr(old, name) != getattr(new, name)
+    ]
+    if old.routing_spec != new.routing_spec:
+        changes.append(
+            Change(change="routing_spec_changed", from_=old.routing_spec, to=new.routing_spec)
+        )
+    changes.extend(_section_changes(old.background.sections, new.background.sections))
+    return changes
+
+
+def _section_changes(
+    old: Sequence[BackgroundSection], new: Sequence[BackgroundSection]
+) -> list[Change]:
+    before = {section.id: (i, section) for i, section in enumerate(old)}
+    kept = _kept_in_order([before[s.id][0] for s in new if s.id in before])
+    changes: list[Change] = []
+    for section in new:
+        found = before.get(section.id)
+        if found is None:
+            changes.append(Change(change="section_added", section=section.id))
+            continue
+        position, was = found
+        if position not in kept:
+            changes.append(Change(change="section_moved", section=section.id))
+        if was.title != section.title:
+            changes.append(Change(change="section_retitled", section=section.id))
+        if was.promotion != section.promotion:
+            changes.append(Change(change="section_retiered", section=section.id))
+        changes.extend(_entry_changes(section.id, was.entries, section.entries))
+    now = {section.id for section in new}
+    changes.extend(Change(change="section_removed", section=s.id) for s in old if s.id not in now)
+    return changes
+
+
+def _entry_changes(
+    section: str, old: Sequence[BackgroundEntry], new: Sequence[BackgroundEntry]
+) -> list[Change]:
+    before = {entry.key: (i, entry) for i, entry in enumerate(old)}
+    kept = _kept_in_order([before[e.key][0] for e in new if e.key in before])
+    changes: list[Change] = []
+    for entry in new:
+        found = before.get(entry.key)
+        if found is None:
+            changes.append(Change(change="entry_added", section=section, key=entry.key))
+        elif found[0] not in kept or not _same_value(found[1].value, entry.value):
+            changes.append(Change(change="entry_changed", section=section, key=entry.key))
+    now = {entry.key for entry in new}
+    changes.extend(
+        Change(change="entry_removed", section=section, key=e.key) for e in old if e.key not in now
+    )
+    return changes
+
+
+def _same_value(a: object, b: object) -> bool:
+    # 1 and True (and 1.0) are equal in Python but render differently: compare types too.
+    return type(a) is type(b) and a == b
+
+
+def _kept_in_order(positions: list[int]) -> set[int]:
+    """The largest set of ``positions`` (distinct) that are already in increasing order:
+    a longest increasing subsequence, by patience sorting."""
+    tails: list[int] = []  # the smallest tail of an increasing run of each length
+    tail_at: list[int] = []  # index into positions of that tail
+    parent = [-1] * len(positions)
+    for index, position in enumerate(positions):
+        length = bisect_left(tails, position)
+        if length == len(tails):
+            tails.append(position)
+            tail_at.append(index)
+        else:
+            tails[length] = position
+            tail_at[length] = index
+        parent[index] = tail_at[length - 1] if length else -1
+    kept: set[int] = set()
+    index = tail_at[-1] if tail_at else -1
+    while index != -1:
+        kept.add(positions[index])
+        index = parent[index]
+    return kept
