@@ -93,7 +93,7 @@ def load_entry_values(agents: Sequence[Agent]) -> None:
 _T = TypeVar("_T")
 
 
-class _Validated(Generic[_T]):
+class ValidatedCache(Generic[_T]):
     """Models already validated, by the stored rows they were validated from.
 
     The rows are the key, so a write (through the API, the admin or anything else)
@@ -132,8 +132,8 @@ class _Validated(Generic[_T]):
 
 
 # Weights are authored entries (plus one per model): about a kilobyte each, kept.
-_backgrounds: _Validated[Background] = _Validated(max_weight=20_000)
-_configs: _Validated[AgentConfig] = _Validated(max_weight=20_000)
+_backgrounds: ValidatedCache[Background] = ValidatedCache(max_weight=20_000)
+_configs: ValidatedCache[AgentConfig] = ValidatedCache(max_weight=20_000)
 
 
 def forget_validated() -> None:

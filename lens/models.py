@@ -221,6 +221,56 @@ class AuthoredEntry(models.Model):
         return self.key
 
 
+class StoredConfig(models.Model):
+    """An agent's whole config as a revision recorded it: the canonical JSON text
+    (``lens.core.revisions.canonical_config``), stored once however many revisions of
+    however many agents hold it."""
+
+    sha256 = models.CharField(max_length=64, primary_key=True)
+    text = models.TextField()
+
+    def __str__(self) -> str:
+        return self.sha256[:12]
+
+
+class Via(models.TextChoices):
+    """Which way a revision came in (SPEC §14)."""
+
+    API = "api", "API"
+    ADMIN = "admin", "admin"
+    RESTORE = "restore", "restore"
+    PROPOSAL = "proposal", "proposal"
+    IMPORT = "import", "import"
+
+
+class Revision(models.Model):
+    """One immutable version of an agent's declarations: who made it, which way, what
+    changed (``summary``, SPEC §14) and the whole config it left."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    created_at = models.DateTimeField()
+    # A username or a token's label (``lens.actors.Actor``), kept as text: the record
+    # outlives the user or the token.
+    actor = models.CharField(max_length=200)
+    via = models.CharField(max_length=16, choices=Via.choices)
+    approved_by = models.CharField(max_length=150, null=True, blank=True)  # noqa: DJ001
+    config = models.ForeignKey(
+        StoredConfig, on_delete=models.PROTECT, db_column="config_sha256", related_name="+"
+    )
+    summary = models.JSONField()
+
+    class Meta:
+        ordering = ["agent", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "number"], name="revision_unique_number")
+        ]
+        indexes = [models.Index(fields=["agent", "created_at"], name="revision_agent_at")]
+
+    def __str__(self) -> str:
+        return f"{self.agent.slug} revision {self.number}"
+
+
 class LoginFailure(models.Model):
     """One failed sign-in for a username, kept for the login throttle (lens/serving/throttle.py).
 

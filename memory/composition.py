@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from django.conf import settings
 
 from lens.agents import config_of, load_entry_values
+from lens.core.config import AgentConfig
 from lens.core.counts import Counts
 from lens.core.prompt import Prompt, PromptTokens
 from lens.core.render import render_sections
@@ -48,11 +49,25 @@ def compose_many(
     }
 
 
+def compose_configs(agent: Agent, configs: Sequence[AgentConfig]) -> list[Composition]:
+    """``agent``'s memories as they are now, composed with each of ``configs`` in place of
+    its stored declarations (a revision's, a proposal's), reading the memories once."""
+    placed = placed_records([agent.pk])
+    states = promotion_states([agent.pk]).get(agent.pk, [])
+    unreadable = placed.unreadable.get(agent.pk, set())
+    return [_compose(agent, placed.of(agent.pk), states, unreadable, config) for config in configs]
+
+
 def _compose(
-    agent: Agent, placed: list[PlacedRecord], states: list[PromotionState], unreadable: set[str]
+    agent: Agent,
+    placed: list[PlacedRecord],
+    states: list[PromotionState],
+    unreadable: set[str],
+    config: AgentConfig | None = None,
 ) -> Composition:
-    config = config_of(agent)
-    spec = get_spec(agent.routing_spec)
+    if config is None:
+        config = config_of(agent)
+    spec = get_spec(config.routing_spec)
     background, fold = apply_memory_overlay(
         config.background, placed, spec, settings.MEMORY_OVERLAY_BUDGET_CHARS
     )

@@ -7,26 +7,72 @@ from __future__ import annotations
 from django.db import transaction
 from django.db.models import Max
 
-from lens.agents import check_slug, write_config
+from lens.actors import SYSTEM, Actor
+from lens.agents import check_slug, config_of, with_config, write_config
 from lens.core.config import AgentConfig
-from lens.models import Agent, SectionDeclaration, Team
+from lens.models import Agent, Revision, SectionDeclaration, Team, Via
+from lens.revisions import (
+    RevisionConflict,
+    current_number,
+    get_revision,
+    record_revision,
+    stored_config,
+)
 from memory.core.presets import Preset
 from memory.registry import check_spec_key
 
 
-def store_agent(team: Team, slug: str, config: AgentConfig) -> tuple[Agent, bool]:
-    """Create or replace ``team``'s agent ``slug`` with ``config``, all or nothing.
-    Returns the agent and whether it was created.
+@transaction.atomic
+def store_agent(
+    team: Team,
+    slug: str,
+    config: AgentConfig,
+    *,
+    actor: Actor = SYSTEM,
+    via: Via = Via.API,
+    if_revision: int | None = None,
+) -> tuple[Agent, bool]:
+    """Create or replace ``team``'s agent ``slug`` with ``config``, all or nothing, and
+    record the revision it makes (none when nothing changed). Returns the agent and
+    whether it was created.
 
-    Raises InvalidSlug or UnknownRoutingSpec, having written nothing.
+    Raises InvalidSlug or UnknownRoutingSpec, or RevisionConflict when ``if_revision``
+    is not the agent's newest revision (0: the agent must not exist yet), having
+    written nothing.
     """
+    agent, created, _revision = _store(team, slug, config, actor, via, if_revision)
+    return agent, created
+
+
+def _store(
+    team: Team, slug: str, config: AgentConfig, actor: Actor, via: Via, if_revision: int | None
+) -> tuple[Agent, bool, Revision | None]:
     check_slug(slug)
     check_spec_key(config.routing_spec)
-    return write_config(team, slug, config)
+    if if_revision is not None:
+        existing = Agent.objects.select_for_update().filter(team=team, slug=slug).first()
+        current = current_number(existing) if existing is not None else 0
+        if current != if_revision:
+            raise RevisionConflict(if_revision, current)
+    agent, created = write_config(team, slug, config)
+    stored = config_of(with_config(Agent.objects.filter(pk=agent.pk)).get())
+    return agent, created, record_revision(agent, actor, via, config=stored)
 
 
 @transaction.atomic
-def apply_preset(agent: Agent, spec: Preset) -> list[str]:
+def restore_revision(agent: Agent, number: int, actor: Actor) -> Revision | None:
+    """Make ``agent``'s config revision ``number``'s again, as a new revision (``via``
+    restore). Returns it, or None when the config is already that one.
+
+    Raises RevisionNotFound, or UnknownRoutingSpec when the revision names a spec this
+    deployment no longer offers, having written nothing.
+    """
+    config = stored_config(get_revision(agent, number))
+    return _store(agent.team, agent.slug, config, actor, Via.RESTORE, None)[2]
+
+
+@transaction.atomic
+def apply_preset(agent: Agent, spec: Preset, actor: Actor = SYSTEM) -> list[str]:
     """Select ``spec`` for ``agent`` and declare the preset's sections it lacks.
 
     Sections the agent already declares are left as they are (their tiers are the
@@ -49,4 +95,5 @@ def apply_preset(agent: Agent, spec: Preset) -> list[str]:
         added.append(declaration.id)
     agent.routing_spec = spec.key
     agent.save(update_fields=["routing_spec", "updated_at"])
+    record_revision(agent, actor, Via.ADMIN)
     return added

@@ -29,6 +29,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "version_not_found": 404,
     "delivery_not_found": 404,
     "promotion_not_found": 404,
+    "revision_not_found": 404,
     "invalid_request": 422,
     "invalid_background": 422,
     "invalid_kind": 422,
@@ -44,6 +45,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_message": 422,
     "payload_too_large": 413,
     "version_conflict": 409,
+    "revision_conflict": 409,
     "not_pending": 409,
     # Undo is a page action today; the statuses keep any later API caller honest.
     "undo_refused": 409,

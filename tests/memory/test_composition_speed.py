@@ -211,6 +211,7 @@ def test_text_that_is_not_json_reads_as_itself_as_the_field_would() -> None:
 
 def test_a_second_read_validates_nothing(team: Team, validations: list[str]) -> None:
     agent = create_agent(team, "probe", tricky_config())
+    forget_validated()  # storing it read it back once (for its revision): start cold
     validations.clear()
 
     first = config_of(loaded(agent))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import admin, messages
+from django.db import transaction
 from django.db.models import Count, Max, QuerySet
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -16,6 +17,7 @@ from django.urls import reverse
 from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
 
+from lens.actors import Actor
 from lens.models import (
     Agent,
     ApiToken,
@@ -25,7 +27,9 @@ from lens.models import (
     Membership,
     SectionDeclaration,
     Team,
+    Via,
 )
+from lens.revisions import record_revision
 from lens.web.admin.declaration_forms import (
     AgentForm,
     AuthoredEntryForm,
@@ -124,8 +128,28 @@ class AwarenessSourceInline(
     ordering = ["position", "id"]
 
 
+class RecordsRevisions(admin.ModelAdmin[Any]):
+    """Every change of an agent's declarations made here writes its revision (SPEC §14)
+    in the admin's own transaction (its change and delete views are atomic), once the
+    form and all its inlines are saved; a save that changes nothing writes none."""
+
+    def agent_of(self, obj: Any) -> Agent:
+        return obj if isinstance(obj, Agent) else obj.agent
+
+    def record(self, request: HttpRequest, agent: Agent) -> None:
+        revision = record_revision(agent, Actor.for_user(request.user), Via.ADMIN)
+        if revision is not None:
+            self.message_user(
+                request, f"{agent.name}: revision {revision.number} recorded.", messages.INFO
+            )
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        super().save_related(request, form, formsets, change)
+        self.record(request, self.agent_of(form.instance))
+
+
 @admin.register(Agent)
-class AgentAdmin(LineBreaksAdmin[Agent], OrderedRowsAdmin[Agent]):
+class AgentAdmin(RecordsRevisions, LineBreaksAdmin[Agent], OrderedRowsAdmin[Agent]):
     form = AgentForm
     list_display = ["name", "slug", "team", "routing_spec", "updated_at"]
     list_filter = ["team"]
@@ -149,7 +173,7 @@ class AgentAdmin(LineBreaksAdmin[Agent], OrderedRowsAdmin[Agent]):
 def _preset_action(spec: Preset) -> Any:
     def apply(modeladmin: AgentAdmin, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
         for agent in queryset:
-            added = apply_preset(agent, spec)
+            added = apply_preset(agent, spec, Actor.for_user(request.user))
             modeladmin.message_user(
                 request,
                 f"{agent.slug}: routing spec {agent.routing_spec}; "
@@ -166,7 +190,7 @@ def _preset_action(spec: Preset) -> Any:
 
 @admin.register(SectionDeclaration)
 class SectionDeclarationAdmin(
-    LineBreaksAdmin[SectionDeclaration], OrderedRowsAdmin[SectionDeclaration]
+    RecordsRevisions, LineBreaksAdmin[SectionDeclaration], OrderedRowsAdmin[SectionDeclaration]
 ):
     form = SectionDeclarationForm
     list_display = ["section_id", "title", "promotion", "agent", "position"]
@@ -205,6 +229,19 @@ class SectionDeclarationAdmin(
             )["top"]
             obj.position = 0 if top is None else top + 1
         super().save_model(request, obj, form, change)
+
+    def delete_model(self, request: HttpRequest, obj: SectionDeclaration) -> None:
+        agent = obj.agent
+        super().delete_model(request, obj)
+        self.record(request, agent)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[SectionDeclaration]) -> None:
+        # "Delete selected": one revision for each agent that lost sections.
+        with transaction.atomic():
+            agents = list(Agent.objects.filter(sections__in=queryset).distinct())
+            super().delete_queryset(request, queryset)
+            for agent in agents:
+                self.record(request, agent)
 
     def response_change(self, request: HttpRequest, obj: SectionDeclaration) -> HttpResponse:
         response = super().response_change(request, obj)

@@ -5,17 +5,22 @@ from __future__ import annotations
 
 from django.http import HttpResponse
 from ninja import Router, Status
-from pydantic import BaseModel
+from pydantic import BaseModel, Field, StrictInt
 
+from lens.actors import Actor
 from lens.agents import config_of, get_agent, with_config
 from lens.core.config import AgentConfig
 from lens.core.counts import Counts
-from lens.models import Agent
-from lens.web.api.auth import ApiRequest, team_of
+from lens.models import Agent, Via
+from lens.revisions import current_number
+from lens.web.api.auth import ApiRequest, team_of, token_of
+from lens.web.api.bounds import INT_MAX
 from memory.composition import compose, compose_many
 from memory.configuring import store_agent
 from memory.core.composition import Composition
 from memory.deliveries.ledger import canonical_json
+
+CONFIG_FIELDS = tuple(AgentConfig.model_fields)
 
 
 class AgentSummary(BaseModel):
@@ -49,16 +54,46 @@ def list_agents(request: ApiRequest) -> AgentList:
     )
 
 
-@agents.get("/{slug}", response=AgentConfig)
-def get_agent_config(request: ApiRequest, slug: str) -> AgentConfig:
-    return config_of(get_agent(team_of(request), slug))
+class RevisedConfig(AgentConfig):
+    """An agent's config as stored, with the number of its newest revision (SPEC §14)."""
+
+    revision: int
 
 
-@agents.put("/{slug}", response={200: AgentConfig, 201: AgentConfig})
-def put_agent_config(request: ApiRequest, slug: str, config: AgentConfig) -> Status[AgentConfig]:
-    agent, created = store_agent(team_of(request), slug, config)
-    stored = config_of(with_config(Agent.objects.all()).get(pk=agent.pk))
-    return Status(201 if created else 200, stored)
+class ConfigInput(AgentConfig):
+    """A whole config to store. ``if_revision``: store it only if the agent's newest
+    revision is this one (0: only if the agent does not exist yet). ``revision`` is
+    accepted and ignored, so a config read with GET can be sent back as it is."""
+
+    if_revision: StrictInt | None = Field(None, ge=0, le=INT_MAX)
+    revision: StrictInt | None = Field(None, ge=0, le=INT_MAX)
+
+
+def _revised(agent: Agent) -> RevisedConfig:
+    config = config_of(agent)
+    # Validated already: only the revision number is added.
+    return RevisedConfig.model_construct(**dict(config), revision=current_number(agent))
+
+
+@agents.get("/{slug}", response=RevisedConfig)
+def get_agent_config(request: ApiRequest, slug: str) -> RevisedConfig:
+    return _revised(get_agent(team_of(request), slug))
+
+
+@agents.put("/{slug}", response={200: RevisedConfig, 201: RevisedConfig})
+def put_agent_config(request: ApiRequest, slug: str, config: ConfigInput) -> Status[RevisedConfig]:
+    given = AgentConfig.model_construct(**{name: getattr(config, name) for name in CONFIG_FIELDS})
+    agent, created = store_agent(
+        team_of(request),
+        slug,
+        given,
+        actor=Actor.for_token(token_of(request)),
+        via=Via.API,
+        if_revision=config.if_revision,
+    )
+    return Status(
+        201 if created else 200, _revised(with_config(Agent.objects.all()).get(pk=agent.pk))
+    )
 
 
 @agents.get("/{slug}/composition", response=Composition)

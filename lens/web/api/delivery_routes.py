@@ -14,6 +14,7 @@ from lens.actors import Actor
 from lens.agents import get_agent
 from lens.core.counts import Counts
 from lens.web.api.auth import ApiRequest, team_of, token_of
+from lens.web.api.bounds import INT_MAX
 from lens.web.api.rendering import iso_utc
 from memory.core.composition import Composition
 from memory.core.deliveries import DeliveryInput, label_problem, parse_moment
@@ -94,7 +95,7 @@ class ListParams(BaseModel):
     memory: Annotated[str | None, BeforeValidator(_label)] = None
     before: Annotated[datetime | None, BeforeValidator(_iso_8601)] = None
     limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0, le=2**31 - 1)
+    offset: int = Field(0, ge=0, le=INT_MAX)
 
 
 class DeliverySummary(BaseModel):

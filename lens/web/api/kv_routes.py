@@ -11,12 +11,9 @@ from kvstore import store
 from kvstore.bootstrap import bootstrap
 from lens.models import Team
 from lens.web.api.auth import ApiRequest, team_of
+from lens.web.api.bounds import INT_MAX
 
 router = Router(tags=["key/value store"])
-
-# Versions are PositiveIntegerFields; a larger number (or offset) in a query would
-# overflow the database's integer instead of finding nothing, so it is refused as invalid.
-INT_MAX = 2**31 - 1
 
 
 class Page(BaseModel):

@@ -11,6 +11,7 @@ from lens.actors import Actor
 from lens.agents import get_agent
 from lens.models import Agent
 from lens.web.api.auth import ApiRequest, team_of, token_of
+from lens.web.api.bounds import INT_MAX
 from memory.core.records import MemoryInput, MemoryView
 from memory.preview import preview_save
 from memory.queries import memory_page, view_of
@@ -41,7 +42,7 @@ class MemoryList(BaseModel):
 
 # Offsets are bounded like the database's integers: a larger one would overflow the
 # query instead of finding nothing, so it is refused as invalid (422).
-OFFSET_MAX = 2**31 - 1
+OFFSET_MAX = INT_MAX
 
 
 class ListParams(BaseModel):

@@ -15,6 +15,7 @@ from lens.web.api.kv_routes import router as kv_router
 from lens.web.api.memory_routes import router as memory_router
 from lens.web.api.parser import JsonParser
 from lens.web.api.rendering import ApiRenderer
+from lens.web.api.revision_routes import router as revision_router
 
 api = NinjaAPI(
     title="Composition Lens API",
@@ -36,4 +37,5 @@ api.add_router("/bootstrap", bootstrap_router)
 api.add_router("/agents", agents)
 api.add_router("/agents", memory_router)
 api.add_router("/agents", agent_deliveries)
+api.add_router("/agents", revision_router)
 api.add_router("/deliveries", deliveries_router)

@@ -1,0 +1,144 @@
+"""Revisions: every change of an agent's declarations, versioned and attributed (SPEC §14).
+
+``record_revision`` is the one function that writes a revision; every path that changes
+declarations (the API, each admin form and action, a restore) calls it in the change's
+own transaction, after the change, with the config as it now reads. A change that
+changes nothing writes nothing. Configs are stored once per content
+(``StoredConfig``), so an agent restored to an older config holds it only once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db import transaction
+from django.db.models import QuerySet
+from django.utils import timezone
+
+from lens.actors import Actor
+from lens.agents import ValidatedCache, config_of, with_config
+from lens.core.config import AgentConfig
+from lens.core.errors import DomainError
+from lens.core.revisions import canonical_config, config_sha256, summarise
+from lens.models import Agent, Revision, StoredConfig, Via
+
+
+class RevisionNotFound(DomainError):
+    code = "revision_not_found"
+
+
+class RevisionConflict(DomainError):
+    """``if_revision`` named a revision that is no longer the agent's newest."""
+
+    code = "revision_conflict"
+
+    def __init__(self, expected: int, current: int) -> None:
+        super().__init__(
+            f"The agent is at revision {current}, not {expected}: read it again and "
+            "reapply your change.",
+            current_revision=current,
+        )
+
+
+# Configs parsed from stored text, by their SHA-256: the newest revision's config is the
+# "before" of the next change, so an agent edited again and again parses it once.
+_parsed: ValidatedCache[AgentConfig] = ValidatedCache(max_weight=20_000)
+
+
+def _weight(text: str) -> int:
+    return len(text) // 1000 + 1  # about a kilobyte an entry, as the rows' caches count
+
+
+def stored_config(revision: Revision) -> AgentConfig:
+    """The whole config ``revision`` recorded."""
+    text = revision.config.text
+    return _parsed.get(
+        revision.config_id,
+        _weight(text),
+        lambda: AgentConfig.model_validate_json(text),
+    )
+
+
+def newest_revision(agent: Agent) -> Revision | None:
+    """``agent``'s newest revision (None before its first), with its stored config."""
+    return Revision.objects.filter(agent=agent).order_by("-number").select_related("config").first()
+
+
+def current_number(agent: Agent) -> int:
+    """The number of ``agent``'s newest revision, 0 before its first."""
+    newest = Revision.objects.filter(agent=agent).order_by("-number").values_list("number")[:1]
+    return next(iter(newest), (0,))[0]
+
+
+def check_revision(agent: Agent, expected: int | None) -> None:
+    """Raise RevisionConflict unless ``expected`` is None or the number of the agent's
+    newest revision (call it with the agent's row locked, before changing anything)."""
+    if expected is not None and expected != (current := current_number(agent)):
+        raise RevisionConflict(expected, current)
+
+
+def record_revision(
+    agent: Agent,
+    actor: Actor,
+    via: Via,
+    *,
+    config: AgentConfig | None = None,
+    approved_by: str | None = None,
+) -> Revision | None:
+    """Write the revision for the change just made to ``agent``, or nothing when its
+    config is the same as its newest revision's. ``config`` is the config as it now
+    reads (read again from the rows when not given). Runs in the caller's transaction
+    and locks the agent's row, so two changes to one agent number their revisions in
+    the order they commit, with no gap.
+    """
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("record_revision runs in the transaction of the change it records")
+    # The agent's row is the lock that orders its revisions (writers of its config take
+    # it too); revision numbers are then read and written under it.
+    Agent.objects.select_for_update().only("pk").get(pk=agent.pk)
+    if config is None:
+        config = config_of(with_config(Agent.objects.filter(pk=agent.pk)).get())
+    text = canonical_config(config)
+    digest = config_sha256(text)
+    newest = newest_revision(agent)
+    if newest is not None and newest.config_id == digest:
+        return None
+    before = stored_config(newest) if newest is not None else None
+    stored, _created = StoredConfig.objects.get_or_create(sha256=digest, defaults={"text": text})
+    _parsed.get(digest, _weight(text), lambda: config)
+    revision = Revision.objects.create(
+        agent=agent,
+        number=newest.number + 1 if newest is not None else 1,
+        created_at=timezone.now(),
+        actor=actor.label,
+        via=via,
+        approved_by=approved_by,
+        config=stored,
+        summary=[change.as_json() for change in summarise(before, config)],
+    )
+    return revision
+
+
+def revisions_of(agent: Agent) -> QuerySet[Revision]:
+    """``agent``'s revisions, newest first."""
+    return Revision.objects.filter(agent=agent).order_by("-number")
+
+
+def get_revision(agent: Agent, number: int) -> Revision:
+    found = Revision.objects.filter(agent=agent, number=number).select_related("config").first()
+    if found is None:
+        raise RevisionNotFound(f"Agent {agent.slug!r} has no revision {number}.")
+    return found
+
+
+@dataclass(frozen=True)
+class RevisionPage:
+    revisions: list[Revision]
+    total: int
+
+
+def revision_page(agent: Agent, limit: int, offset: int) -> RevisionPage:
+    """One page of ``agent``'s revisions, newest first. Numbers have no gaps, so the
+    total is the newest number: one indexed read however many there are."""
+    rows = list(revisions_of(agent)[offset : offset + limit])
+    return RevisionPage(revisions=rows, total=current_number(agent))

@@ -1,0 +1,121 @@
+"""The admin writes a revision for every change of an agent's declarations (SPEC §14):
+the agent form and its inlines, a section's page and its entries, deleting sections,
+applying a preset. A save that changes nothing, or a refused one, writes none.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.test import Client
+
+from lens.models import Agent, Revision, SectionDeclaration, Team
+from lens.revisions import stored_config
+from tests.factories import create_agent
+from tests.pages import (
+    FormData,
+    add_row,
+    admin_agent_url,
+    admin_section_url,
+    assert_refused,
+    put,
+    row_of,
+    section_row,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def newest(agent: Agent) -> Revision:
+    return Revision.objects.filter(agent=agent).order_by("-number").first() or pytest.fail(
+        "no revision"
+    )
+
+
+def summary(agent: Agent) -> list[dict[str, Any]]:
+    changes: list[dict[str, Any]] = newest(agent).summary
+    return changes
+
+
+def test_the_agent_starts_at_revision_1(agent: Agent) -> None:
+    assert newest(agent).number == 1
+
+
+def test_saving_the_unchanged_agent_form_writes_no_revision(
+    admin_client: Client, agent: Agent, agent_form: FormData
+) -> None:
+    assert admin_client.post(admin_agent_url(agent), agent_form).status_code == 302
+    assert newest(agent).number == 1
+
+
+def test_an_edit_in_the_agent_form_is_a_revision_by_the_person(
+    admin_client: Client, agent: Agent, agent_form: FormData
+) -> None:
+    put(agent_form, "persona", "You are Wren, briefly.")
+    add_row(agent_form, "sections", **section_row(agent, "notes"))
+    response = admin_client.post(admin_agent_url(agent), agent_form, follow=True)
+    assert response.status_code == 200
+    assert "Wren: revision 2 recorded." in response.content.decode()
+    row = newest(agent)
+    assert (row.number, row.actor, row.via, row.approved_by) == (2, "root", "admin", None)
+    assert row.summary == [
+        {"change": "field_changed", "field": "persona"},
+        {"change": "section_added", "section": "notes"},
+    ]
+    assert stored_config(row).persona == "You are Wren, briefly."
+
+
+def test_a_refused_agent_form_writes_no_revision(
+    admin_client: Client, agent: Agent, agent_form: FormData
+) -> None:
+    put(agent_form, "name", " ")
+    assert_refused(admin_client.post(admin_agent_url(agent), agent_form), "This field is required")
+    assert newest(agent).number == 1
+
+
+def test_an_entry_edited_on_the_section_page_is_a_revision(
+    admin_client: Client,
+    agent: Agent,
+    ground_rules: SectionDeclaration,
+    section_form: FormData,
+) -> None:
+    row = row_of(section_form, "entries", "key", "check_in_hour")
+    put(section_form, f"entries-{row}-value_text", "10")
+    assert admin_client.post(admin_section_url(ground_rules), section_form).status_code == 302
+    assert summary(agent) == [
+        {"change": "entry_changed", "section": "ground_rules", "key": "check_in_hour"}
+    ]
+
+
+def test_deleting_a_section_is_a_revision(
+    admin_client: Client, agent: Agent, ground_rules: SectionDeclaration
+) -> None:
+    url = f"/admin/lens/sectiondeclaration/{ground_rules.pk}/delete/"
+    assert admin_client.post(url, {"post": "yes"}).status_code == 302
+    assert summary(agent) == [{"change": "section_removed", "section": "ground_rules"}]
+
+
+def test_deleting_sections_of_two_agents_writes_one_revision_each(
+    admin_client: Client, agent: Agent, team: Team
+) -> None:
+    robin = create_agent(team, "robin")
+    sections = list(SectionDeclaration.objects.filter(agent__in=[agent, robin]))
+    response = admin_client.post(
+        "/admin/lens/sectiondeclaration/",
+        {"action": "delete_selected", "_selected_action": [s.pk for s in sections], "post": "yes"},
+    )
+    assert response.status_code == 302
+    for each in (agent, robin):
+        assert newest(each).number == 2
+        assert {c["change"] for c in summary(each)} == {"section_removed"}
+
+
+def test_applying_a_preset_is_a_revision(admin_client: Client, agent: Agent) -> None:
+    admin_client.post(
+        "/admin/lens/agent/",
+        {"action": "apply_preset_user-background", "_selected_action": [agent.pk]},
+    )
+    row = newest(agent)
+    assert (row.number, row.actor, row.via) == (2, "root", "admin")
+    assert {"change": "routing_spec_changed", "from": None, "to": "user-background"} in row.summary
