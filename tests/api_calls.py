@@ -74,6 +74,15 @@ def db_snapshot() -> dict[str, list[dict[str, Any]]]:
 # --- the agents API ----------------------------------------------------------------
 
 
+def without_revision(answer: dict[str, Any]) -> dict[str, Any]:
+    """A config answer (GET or PUT) less its ``revision``, which must be a revision number."""
+    config = dict(answer)
+    revision = config.pop("revision")
+    assert isinstance(revision, int), revision
+    assert revision >= 1, revision
+    return config
+
+
 def normalised(config: dict[str, Any]) -> dict[str, Any]:
     """What the server stores for ``config``: every default filled in (SPEC §3.1, §8)."""
     return {

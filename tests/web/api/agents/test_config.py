@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from lens.models import Agent, SectionDeclaration, Team
-from tests.api_calls import ApiClient, context_text, normalised
+from tests.api_calls import ApiClient, context_text, normalised, without_revision
 from tests.factories import sample_config, with_background
 from tests.samples import SAMPLE_CONFIG
 
@@ -25,8 +25,8 @@ def test_put_creates_an_agent_with_201_and_returns_the_stored_config(
 ) -> None:
     response = api.put("/api/agents/wren", sample_config())
     assert response.status_code == 201
-    assert response.json() == normalised(SAMPLE_CONFIG)
-    assert api.get("/api/agents/wren").json() == normalised(SAMPLE_CONFIG)
+    assert without_revision(response.json()) == normalised(SAMPLE_CONFIG)
+    assert without_revision(api.get("/api/agents/wren").json()) == normalised(SAMPLE_CONFIG)
     assert Agent.objects.filter(team=team, slug="wren").count() == 1
 
 
@@ -44,6 +44,7 @@ def test_put_fills_the_defaults_of_a_minimal_config(api: ApiClient) -> None:
         "background": {"sections": []},
         "awareness": [],
         "recall_pinned_candidates": False,
+        "revision": 1,
     }
 
 
@@ -54,8 +55,8 @@ def test_put_updates_an_existing_agent_with_200(api: ApiClient, agent: Agent) ->
     config["recall_pinned_candidates"] = True
     response = api.put("/api/agents/wren", config)
     assert response.status_code == 200
-    assert response.json() == normalised(config)
-    assert api.get("/api/agents/wren").json() == normalised(config)
+    assert without_revision(response.json()) == normalised(config)
+    assert without_revision(api.get("/api/agents/wren").json()) == normalised(config)
 
 
 def test_get_returns_what_put_returned(api: ApiClient) -> None:
@@ -134,8 +135,8 @@ def test_put_preserves_the_order_of_sections_entries_and_capabilities(api: ApiCl
             ]
         },
     }
-    assert api.put("/api/agents/ordered", config).json() == normalised(config)
-    body = api.get("/api/agents/ordered").json()
+    assert without_revision(api.put("/api/agents/ordered", config).json()) == normalised(config)
+    body = without_revision(api.get("/api/agents/ordered").json())
     assert body == normalised(config)
     assert [s["id"] for s in body["background"]["sections"]] == ["zulu", "alpha", "mike"]
     assert [e["key"] for e in body["background"]["sections"][1]["entries"]] == ["z", "a", "m"]
@@ -145,7 +146,7 @@ def test_put_preserves_the_order_of_sections_entries_and_capabilities(api: ApiCl
     config["background"]["sections"].reverse()
     config["capabilities"].reverse()
     assert api.put("/api/agents/ordered", config).status_code == 200
-    body = api.get("/api/agents/ordered").json()
+    body = without_revision(api.get("/api/agents/ordered").json())
     assert [s["id"] for s in body["background"]["sections"]] == ["mike", "alpha", "zulu"]
     assert [c["name"] for c in body["capabilities"]] == ["mu", "alpha", "zeta"]
 
@@ -157,8 +158,8 @@ def test_put_replaces_the_whole_config(api: ApiClient, agent: Agent) -> None:
     )
     response = api.put("/api/agents/wren", replacement)
     assert response.status_code == 200
-    assert response.json() == normalised(replacement)
-    body = api.get("/api/agents/wren").json()
+    assert without_revision(response.json()) == normalised(replacement)
+    body = without_revision(api.get("/api/agents/wren").json())
     assert body == normalised(replacement)
     assert body["capabilities"] == []
     assert body["awareness"] == []
