@@ -13,9 +13,10 @@ from django.db import transaction
 from kvstore.demo_keys import seed_kv
 from lens.actors import Actor
 from lens.core.config import AgentConfig
-from lens.models import ApiToken, Membership, Team
+from lens.models import Agent, ApiToken, Membership, Role, Team
 from memory.configuring import store_agent
 from memory.demo.configs import DEMO_AGENTS
+from memory.demo.edits import SECOND_PERSON, edited, tell_edits
 from memory.demo.sessions import seed_history
 
 DEMO_TEAM = "demo"
@@ -61,17 +62,32 @@ class Command(BaseCommand):
         token = ApiToken.objects.filter(team=team, name=SEED_TOKEN).first()
         if token is None:
             token, _raw = ApiToken.objects.issue(team, name=SEED_TOKEN)
-        saved = delivered = 0
+        second, made = User.objects.get_or_create(username=SECOND_PERSON)
+        if made:
+            second.set_unusable_password()  # a name in the history, not a login
+            second.save()
+        Membership.objects.get_or_create(team=team, user=second, defaults={"role": Role.REVIEWER})
+        people = {DEMO_USER: Actor.for_user(user), SECOND_PERSON: Actor.for_user(second)}
+        seeder = Actor.for_token(token)
+        saved = delivered = revised = 0
         for slug, raw in DEMO_AGENTS.items():
-            agent, _ = store_agent(team, slug, AgentConfig.model_validate(raw))
-            # The memories, with the sessions that were delivered between them.
-            memories, deliveries = seed_history(agent, token, Actor.for_user(user))
+            steps = edited(slug, raw)
+            if Agent.objects.filter(team=team, slug=slug).exists():
+                # Told already: keep the config its edits left (no new revision).
+                final = steps[-1][1] if steps else raw
+                agent, _ = store_agent(team, slug, AgentConfig.model_validate(final), actor=seeder)
+                memories, deliveries = seed_history(agent, token, people[DEMO_USER])
+            else:
+                agent, _ = store_agent(team, slug, AgentConfig.model_validate(raw), actor=seeder)
+                # The memories, with the sessions that were delivered between them.
+                memories, deliveries = seed_history(agent, token, people[DEMO_USER])
+                revised += tell_edits(agent, raw, people)
             saved += memories
             delivered += deliveries
         versions = seed_kv(team)
         self.stdout.write(
             f"Demo team '{team.slug}' with agents: {', '.join(DEMO_AGENTS)}"
-            f" ({saved} new demo memories, {delivered} new deliveries,"
+            f" ({saved} new demo memories, {delivered} new deliveries, {revised} edits,"
             f" {versions} new key/value versions).\n"
             f"Log in at {login_url} as "
             f"{DEMO_USER} / {DEMO_PASSWORD}"

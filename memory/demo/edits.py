@@ -1,0 +1,92 @@
+"""What people changed in the demo agents' declarations after their first week, so a
+newcomer finds a history of revisions by two people (SPEC §14) after ``make run``.
+
+Each edit is who made it and the config it left, built from the one before: applied in
+order to a new demo agent, each writes one revision. The edits come after the agent's
+deliveries, so every delivery holds the prompt of the revision in force when it was made.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from django.db.models import Max, Min
+
+from lens.actors import Actor
+from lens.core.config import AgentConfig
+from lens.models import Agent, Revision, Via
+from memory.configuring import store_agent
+from memory.models import Delivery
+
+# The second person of the demo team, beside the demo superuser: a reviewer.
+SECOND_PERSON = "maya"
+
+Edit = tuple[str, Callable[[dict[str, Any]], None]]
+# The first revision comes this long before the first delivery; edits follow the newest
+# delivery (an hour old, ``memory.demo.backdating``) this far apart.
+FIRST_REVISION_LEAD = timedelta(hours=2)
+EDIT_STEP = timedelta(minutes=15)
+
+
+def _wren_shorter_check_in(config: dict[str, Any]) -> None:
+    config["tone"] = "Friendly, unhurried and plain-spoken. Short paragraphs; no filler."
+    rules = next(s for s in config["background"]["sections"] if s["id"] == "ground_rules")
+    for entry in rules["entries"]:
+        if entry["key"] == "check_in_hour":
+            entry["value"] = 10
+
+
+def _wren_quiet_hours(config: dict[str, Any]) -> None:
+    rules = next(s for s in config["background"]["sections"] if s["id"] == "ground_rules")
+    rules["entries"].append(
+        {"key": "quiet_hours", "value": "No proactive messages between 22:00 and 08:00."}
+    )
+
+
+EDITS: dict[str, list[Edit]] = {
+    "wren": [("demo", _wren_shorter_check_in), (SECOND_PERSON, _wren_quiet_hours)],
+}
+
+
+def edited(slug: str, config: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """The configs ``slug``'s edits leave, in order, each with who made it."""
+    steps = []
+    current = copy.deepcopy(config)
+    for who, edit in EDITS.get(slug, []):
+        current = copy.deepcopy(current)
+        edit(current)
+        steps.append((who, current))
+    return steps
+
+
+def tell_edits(agent: Agent, raw: dict[str, Any], people: dict[str, Actor]) -> int:
+    """Apply ``agent``'s demo edits as the people who made them (through the admin's
+    path: each writes a revision), once its history is told; then move its revisions to
+    the times the story gives them: the first before its first delivery, the edits after
+    its newest one (a few minutes apart). Returns how many revisions the edits wrote."""
+    written = 0
+    for who, config in edited(agent.slug, raw):
+        store_agent(
+            agent.team,
+            agent.slug,
+            AgentConfig.model_validate(config),
+            actor=people[who],
+            via=Via.ADMIN,
+        )
+        written += 1
+    times = Delivery.objects.filter(agent=agent).aggregate(
+        first=Min("delivered_at"), last=Max("delivered_at")
+    )
+    if times["first"] is None:
+        return written
+    Revision.objects.filter(agent=agent, number=1).update(
+        created_at=times["first"] - FIRST_REVISION_LEAD
+    )
+    for number in range(2, written + 2):
+        Revision.objects.filter(agent=agent, number=number).update(
+            created_at=times["last"] + EDIT_STEP * (number - 1)
+        )
+    return written
