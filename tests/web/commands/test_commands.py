@@ -19,10 +19,13 @@ from lens.models import (
     AwarenessSource,
     Capability,
     Membership,
+    Revision,
     SectionDeclaration,
+    StoredConfig,
     Team,
 )
 from memory.demo.configs import DEMO_AGENTS
+from memory.models import Delivery
 from tests.factories import make_user
 
 pytestmark = pytest.mark.django_db
@@ -183,6 +186,8 @@ def table_sizes() -> dict[str, int]:
         AuthoredEntry,
         Capability,
         AwarenessSource,
+        Revision,
+        StoredConfig,
     )
     return {model.__name__: model.objects.count() for model in models}
 
@@ -199,6 +204,18 @@ def test_seed_demo_is_idempotent() -> None:
     assert first["Agent"] == len(DEMO_AGENTS)
     assert LOGIN_LINE.search(first_out)
     assert LOGIN_LINE.search(second_out)
+
+
+def test_the_demo_history_has_revisions_by_two_people_around_its_deliveries() -> None:
+    run("seed_demo", "--force")
+    revisions = list(Revision.objects.filter(agent__slug="wren").order_by("number"))
+    assert [(r.number, r.via) for r in revisions] == [(1, "api"), (2, "admin"), (3, "admin")]
+    assert [r.actor for r in revisions[1:]] == ["demo", "maya"]
+    assert revisions[0].actor.startswith("token ")
+    delivered = Delivery.objects.filter(agent__slug="wren").values_list("delivered_at", flat=True)
+    # Every delivery was composed from revision 1: made after it, before the edits.
+    assert revisions[0].created_at < min(delivered)
+    assert max(delivered) < revisions[1].created_at < revisions[2].created_at
 
 
 def test_seed_demo_keeps_other_data(team: Team, agent: Agent) -> None:
