@@ -12,7 +12,7 @@ from collections.abc import Callable, Hashable, Sequence
 from typing import Any, Generic, TypeVar
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 
 from lens.core.background import Background
 from lens.core.config import AgentConfig, is_agent_slug
@@ -22,6 +22,7 @@ from lens.models import (
     AuthoredEntry,
     AwarenessSource,
     Capability,
+    Revision,
     SectionDeclaration,
     Team,
 )
@@ -61,8 +62,16 @@ def get_agent(team: Team, slug: str, *, full: bool = True) -> Agent:
 def with_config(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
     """Prefetch the small relations ``config_of`` reads; entries come in one more query
     (``load_entry_values``), so a page costs a fixed number of queries whatever its size.
+
+    Each agent also carries ``revision_number``, its newest revision's number (None
+    before its first) as of the statement that read the agent: a config's revision is
+    committed with the config, so when the number is still the same after the relations
+    were read, they are that revision's (``memory.deliveries.ledger.deliver``).
     """
-    return queryset.prefetch_related("capabilities", "awareness_sources", "sections")
+    newest = Revision.objects.filter(agent=OuterRef("pk")).order_by("-number").values("number")
+    return queryset.annotate(revision_number=Subquery(newest[:1])).prefetch_related(
+        "capabilities", "awareness_sources", "sections"
+    )
 
 
 def load_entry_values(agents: Sequence[Agent]) -> None:

@@ -283,6 +283,9 @@ class Delivery(models.Model):
     id = models.CharField(primary_key=True, max_length=32, default=new_record_id, editable=False)
     session = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
     model = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
+    # The agent's revision the prompt was composed from (SPEC §14); NULL for a delivery
+    # made before revisions were recorded.
+    revision = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         verbose_name_plural = "deliveries"

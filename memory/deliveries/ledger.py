@@ -19,8 +19,10 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from lens.actors import Actor
+from lens.agents import with_config
 from lens.core.errors import DomainError
 from lens.models import Agent, Team
+from lens.revisions import current_number
 from memory.composition import compose
 from memory.core.composition import Composition
 from memory.core.deliveries import (
@@ -70,7 +72,7 @@ def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) ->
     """
     request = request or DeliveryInput()
     with transaction.atomic():
-        composition = compose(agent)
+        agent, composition, revision = _composed_at_a_revision(agent)
         text = canonical_json(composition)
         stored = _store_composition(agent, composition, text)
         for _attempt in range(_INSERT_ATTEMPTS):
@@ -81,6 +83,7 @@ def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) ->
                 session=request.session,
                 model=request.model,
                 actor_token=actor.token,
+                revision=revision or None,
             )
             try:
                 with transaction.atomic():  # a savepoint: a clash leaves the rest intact
@@ -91,6 +94,24 @@ def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) ->
                 continue
             return Delivered(delivery=delivery, composition_json=text)
     raise DeliveriesBusy("The agent is being delivered too often at once; try again.")
+
+
+# An agent read without its revision number (not through ``with_config``) is read again.
+_UNSETTLED = object()
+
+
+def _composed_at_a_revision(agent: Agent) -> tuple[Agent, Composition, int]:
+    """``agent`` composed, with the number of the revision its declarations were read
+    at (0: none yet). The number read with the agent (``with_config``) still being the
+    newest after composing means no change committed in between: a change of the config
+    and its revision commit together. Otherwise the agent is read again."""
+    for _attempt in range(_INSERT_ATTEMPTS):
+        composition = compose(agent)
+        newest = current_number(agent)
+        if getattr(agent, "revision_number", _UNSETTLED) in (newest, newest or None):
+            return agent, composition, newest
+        agent = with_config(Agent.objects.filter(pk=agent.pk).select_related("team")).get()
+    raise DeliveriesBusy("The agent is being changed too often at once; try again.")
 
 
 def _next_moment(agent: Agent) -> datetime:

@@ -37,6 +37,7 @@ class DeliveredOut(BaseModel):
     delivered_at: datetime
     session: str | None
     model: str | None
+    revision: int | None  # the agent's revision it was composed from (SPEC §14)
     prompt_sha256: str
     composition: Composition
 
@@ -55,6 +56,7 @@ def _answer(delivery: Delivery, composition: str, status: int, **extra: str) -> 
         "delivered_at": iso_utc(delivery.delivered_at),
         "session": delivery.session,
         "model": delivery.model,
+        "revision": delivery.revision,
         "prompt_sha256": delivery.composition.prompt_sha256,
     }
     body = json.dumps(head, ensure_ascii=False)[:-1] + ',"composition":' + composition + "}"
@@ -103,6 +105,7 @@ class DeliverySummary(BaseModel):
     delivered_at: datetime
     session: str | None
     model: str | None
+    revision: int | None
     prompt_sha256: str
     memory_ids: list[str]
     chars: int
@@ -140,6 +143,7 @@ def list_deliveries(request: ApiRequest, slug: str, params: Query[ListParams]) -
                 delivered_at=row.delivery.delivered_at,
                 session=row.delivery.session,
                 model=row.delivery.model,
+                revision=row.delivery.revision,
                 prompt_sha256=row.stored.prompt_sha256,
                 memory_ids=sorted(memory_ids_of(row.stored)),
                 chars=row.stored.chars,

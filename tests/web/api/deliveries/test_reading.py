@@ -33,13 +33,22 @@ ROW_KEYS = {
     "delivered_at",
     "session",
     "model",
+    "revision",
     "prompt_sha256",
     "memory_ids",
     "chars",
     "tokens",
     "counts",
 }
-ONE_KEYS = {"delivery_id", "agent", "delivered_at", "session", "model", "prompt_sha256"}
+ONE_KEYS = {
+    "delivery_id",
+    "agent",
+    "delivered_at",
+    "session",
+    "model",
+    "revision",
+    "prompt_sha256",
+}
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
 
@@ -97,6 +106,7 @@ def test_the_listing_is_newest_first_with_the_contract_row(api: ApiClient, wren:
             "delivered_at": answer["delivered_at"],
             "session": answer["session"],
             "model": answer["model"],
+            "revision": answer["revision"],
             "prompt_sha256": answer["prompt_sha256"],
             "memory_ids": sorted(api_composed_ids(composition)),
             "chars": len(api_prompt_text(composition)),

@@ -28,7 +28,15 @@ from tests.samples import GRINNING
 
 pytestmark = pytest.mark.django_db
 
-DELIVERED_KEYS = {"delivery_id", "delivered_at", "session", "model", "prompt_sha256", "composition"}
+DELIVERED_KEYS = {
+    "delivery_id",
+    "delivered_at",
+    "session",
+    "model",
+    "revision",
+    "prompt_sha256",
+    "composition",
+}
 RECORD_ID = re.compile(r"[0-9a-z]{18}")
 URL = "/api/agents/wren/deliveries"
 
@@ -75,6 +83,7 @@ def test_a_delivery_answers_201_with_the_composition_of_that_moment(
     assert api_composed_ids(answer["composition"]) == [name]
     assert RECORD_ID.fullmatch(answer["delivery_id"])
     assert (answer["session"], answer["model"]) == ("sess-1", "claude-opus-4")
+    assert answer["revision"] == 1  # the agent's one revision
     assert answer["prompt_sha256"] == prompt_sha256(live)
     assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{6}Z", answer["delivered_at"])
 
