@@ -177,7 +177,11 @@ class MemoryEvent(models.Model):
 
     class Meta:
         ordering = ["at", "id"]
-        indexes = [models.Index(fields=["record", "at"], name="event_record_at")]
+        indexes = [
+            models.Index(fields=["record", "at"], name="event_record_at"),
+            # A delivery diff's causes: an agent's events between two times.
+            models.Index(fields=["agent", "at"], name="event_agent_at"),
+        ]
 
     def __str__(self) -> str:
         return f"{self.record_id} {self.kind}"

@@ -39,6 +39,7 @@ from memory.models import (
     Delivery,
     StoredComposition,
 )
+from memory.deliveries.causes import Causes, causes_between
 from memory.moments import after_newest
 
 # Fast to compress and to read back; a 460 KB composition becomes about a tenth.
@@ -395,6 +396,7 @@ class DeliveryDiff:
     before: Delivery | None
     after: Delivery
     comparison: Comparison
+    causes: Causes
 
 
 def delivery_diff(team: Team, delivery_id: str, against: str | None = None) -> DeliveryDiff:
@@ -417,6 +419,7 @@ def delivery_diff(team: Team, delivery_id: str, against: str | None = None) -> D
             "(none)" if before is None else f"delivery {before.id}",
             f"delivery {after.id}",
         ),
+        causes=causes_between(before, after),
     )
 
 

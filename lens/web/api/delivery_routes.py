@@ -187,6 +187,10 @@ class DiffOut(BaseModel):
     memories: MemoryChanges
     chars: Sizes
     tokens: Sizes
+    # Every revision and memory event between the two, oldest first (SPEC §14), at most
+    # memory.deliveries.causes.CAUSES_MAX of them; ``causes_total`` counts them all.
+    causes: list[dict[str, Any]]
+    causes_total: int
 
 
 @deliveries.get("/{delivery_id}/diff", response=DiffOut, by_alias=True)
@@ -205,5 +209,7 @@ def diff_deliveries(request: ApiRequest, delivery_id: str, params: Query[DiffPar
             "memories": {"added": comparison.added, "removed": comparison.removed},
             "chars": {"from": comparison.chars[0], "to": comparison.chars[1]},
             "tokens": {"from": comparison.tokens[0], "to": comparison.tokens[1]},
+            "causes": found.causes.items,
+            "causes_total": found.causes.total,
         }
     )

@@ -19,7 +19,7 @@ from tests.factories import create_agent, memory_config, preference, remember
 
 pytestmark = pytest.mark.django_db
 
-DIFF_KEYS = {"from", "to", "diff", "memories", "chars", "tokens"}
+DIFF_KEYS = {"from", "to", "diff", "memories", "chars", "tokens", "causes", "causes_total"}
 
 
 def post_delivery(api: ApiClient, slug: str = "wren") -> dict[str, Any]:
