@@ -39,7 +39,7 @@ def compose_many(
     if states is None:
         states = promotion_states(ids)
     return {
-        agent.pk: _compose(
+        agent.pk: compose_from(
             agent,
             placed.of(agent.pk),
             states.get(agent.pk, []),
@@ -55,16 +55,21 @@ def compose_configs(agent: Agent, configs: Sequence[AgentConfig]) -> list[Compos
     placed = placed_records([agent.pk])
     states = promotion_states([agent.pk]).get(agent.pk, [])
     unreadable = placed.unreadable.get(agent.pk, set())
-    return [_compose(agent, placed.of(agent.pk), states, unreadable, config) for config in configs]
+    return [
+        compose_from(agent, placed.of(agent.pk), states, unreadable, config) for config in configs
+    ]
 
 
-def _compose(
+def compose_from(
     agent: Agent,
     placed: list[PlacedRecord],
     states: list[PromotionState],
     unreadable: set[str],
     config: AgentConfig | None = None,
 ) -> Composition:
+    """``agent`` composed from what was read of it: its approved placed records, every
+    record's promotion state, the approved rows that did not read, and its declarations
+    (``config``; its stored ones when None)."""
     if config is None:
         config = config_of(agent)
     spec = get_spec(config.routing_spec)

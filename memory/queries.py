@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
@@ -59,17 +59,23 @@ def placed_records(agent_ids: Iterable[int]) -> Placed:
     Approved rows are never superseded: superseding moves the row to ``superseded``. A
     row that no longer parses costs one record: it is skipped and named.
     """
+    return placed_of(
+        Promotion.objects.filter(
+            agent_id__in=list(agent_ids), status=PromotionStatus.APPROVED, section__isnull=False
+        )
+    )
+
+
+def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = None) -> Placed:
+    """The placed records of ``promotions`` (one query), by agent; with ``keep``, only
+    those whose record id it holds (a past composition's approved records)."""
     placed: dict[int, list[PlacedRecord]] = defaultdict(list)
     unreadable: dict[int, set[str]] = defaultdict(set)
     # Unconverted rows (``lens.rows``): tags are decoded together, times one by one.
     rows = cast(
         "list[_PlacedRow]",
         raw_rows(
-            Promotion.objects.filter(
-                agent_id__in=list(agent_ids),
-                status=PromotionStatus.APPROVED,
-                section__isnull=False,
-            ).values_list(
+            promotions.values_list(
                 "agent_id",
                 "record_id",
                 "record__kind",
@@ -83,6 +89,8 @@ def placed_records(agent_ids: Iterable[int]) -> Placed:
             )
         ),
     )
+    if keep is not None:
+        rows = [row for row in rows if row[1] in keep]
     all_tags = json_values([row[4] for row in rows])
     for (agent_id, rid, kind, content, _text, label, stamp, section, key, source), tags in zip(
         rows, all_tags, strict=True

@@ -34,12 +34,12 @@ from memory.core.deliveries import (
     sha256_hex,
 )
 from memory.core.records import is_record_id
+from memory.deliveries.causes import Causes, causes_between
 from memory.models import (
     CompositionMemory,
     Delivery,
     StoredComposition,
 )
-from memory.deliveries.causes import Causes, causes_between
 from memory.moments import after_newest
 
 # Fast to compress and to read back; a 460 KB composition becomes about a tenth.

@@ -3,9 +3,12 @@ configuration, and compose its prompt."""
 
 from __future__ import annotations
 
+from datetime import datetime
+from typing import Annotated
+
 from django.http import HttpResponse
-from ninja import Router, Status
-from pydantic import BaseModel, Field, StrictInt
+from ninja import Query, Router, Status
+from pydantic import BaseModel, BeforeValidator, Field, StrictInt
 
 from lens.actors import Actor
 from lens.agents import config_of, get_agent, with_config
@@ -14,7 +17,8 @@ from lens.core.counts import Counts
 from lens.models import Agent, Via
 from lens.revisions import current_number
 from lens.web.api.auth import ApiRequest, team_of, token_of
-from lens.web.api.bounds import INT_MAX
+from lens.web.api.params import INT_MAX, iso_8601
+from memory.as_of import compose_as_of
 from memory.composition import compose, compose_many
 from memory.configuring import store_agent
 from memory.core.composition import Composition
@@ -96,10 +100,19 @@ def put_agent_config(request: ApiRequest, slug: str, config: ConfigInput) -> Sta
     )
 
 
+class CompositionParams(BaseModel):
+    # ISO 8601: the composition as it stood then (SPEC §14).
+    as_of: Annotated[datetime | None, BeforeValidator(iso_8601)] = None
+
+
 @agents.get("/{slug}/composition", response=Composition)
-def get_composition(request: ApiRequest, slug: str) -> HttpResponse:
-    """The agent's composed prompt as it would be delivered now. Records nothing."""
-    composition = compose(get_agent(team_of(request), slug))
+def get_composition(
+    request: ApiRequest, slug: str, params: Query[CompositionParams]
+) -> HttpResponse:
+    """The agent's composed prompt as it would be delivered now, or as it stood at
+    ``as_of``. Records nothing."""
+    agent = get_agent(team_of(request), slug)
+    composition = compose(agent) if params.as_of is None else compose_as_of(agent, params.as_of)
     # Written by pydantic in one call, as a delivery's stored JSON is: for a large agent
     # that is several times faster than dumping to Python values and encoding those.
     return HttpResponse(canonical_json(composition), content_type="application/json")

@@ -14,10 +14,10 @@ from lens.actors import Actor
 from lens.agents import get_agent
 from lens.core.counts import Counts
 from lens.web.api.auth import ApiRequest, team_of, token_of
-from lens.web.api.bounds import INT_MAX
+from lens.web.api.params import INT_MAX, iso_8601
 from lens.web.api.rendering import iso_utc
 from memory.core.composition import Composition
-from memory.core.deliveries import DeliveryInput, label_problem, parse_moment
+from memory.core.deliveries import DeliveryInput, label_problem
 from memory.deliveries.ledger import (
     composition_json,
     deliver,
@@ -76,16 +76,6 @@ def record_delivery(
     return _answer(delivered.delivery, delivered.composition_json, 201)
 
 
-def _iso_8601(value: Any) -> Any:
-    # pydantic would also take a bare number as Unix time; the contract says ISO 8601.
-    if value is None or isinstance(value, datetime):
-        return value
-    moment = parse_moment(value) if isinstance(value, str) else None
-    if moment is None:
-        raise ValueError(f"must be an ISO 8601 date and time, not {value!r}")
-    return moment
-
-
 def _label(value: Any) -> Any:
     if isinstance(value, str) and (problem := label_problem(value)) is not None:
         raise ValueError(problem)
@@ -95,7 +85,7 @@ def _label(value: Any) -> Any:
 class ListParams(BaseModel):
     session: Annotated[str | None, BeforeValidator(_label)] = None
     memory: Annotated[str | None, BeforeValidator(_label)] = None
-    before: Annotated[datetime | None, BeforeValidator(_iso_8601)] = None
+    before: Annotated[datetime | None, BeforeValidator(iso_8601)] = None
     limit: int = Field(50, ge=1, le=200)
     offset: int = Field(0, ge=0, le=INT_MAX)
 

@@ -11,7 +11,7 @@ from kvstore import store
 from kvstore.bootstrap import bootstrap
 from lens.models import Team
 from lens.web.api.auth import ApiRequest, team_of
-from lens.web.api.bounds import INT_MAX
+from lens.web.api.params import INT_MAX
 
 router = Router(tags=["key/value store"])
 

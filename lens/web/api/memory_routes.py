@@ -11,7 +11,7 @@ from lens.actors import Actor
 from lens.agents import get_agent
 from lens.models import Agent
 from lens.web.api.auth import ApiRequest, team_of, token_of
-from lens.web.api.bounds import INT_MAX
+from lens.web.api.params import INT_MAX
 from memory.core.records import MemoryInput, MemoryView
 from memory.preview import preview_save
 from memory.queries import memory_page, view_of

@@ -16,7 +16,7 @@ from lens.core.config import AgentConfig
 from lens.models import Revision
 from lens.revisions import get_revision, newest_revision, revision_page, stored_config
 from lens.web.api.auth import ApiRequest, team_of, token_of
-from lens.web.api.bounds import INT_MAX
+from lens.web.api.params import INT_MAX
 from memory.configuring import restore_revision
 from memory.revision_diffs import revision_diff
 

@@ -1,0 +1,93 @@
+"""An agent's prompt as it stood at a moment (SPEC §14 "As of"): composed from the
+revision of its declarations in force then, and its memories and decisions as they
+stood then.
+
+Nothing is rewritten to make this possible: records are immutable and carry the time
+they were saved, revisions keep whole configs, and every change of a promotion's status
+writes an event in the change's transaction (saved and promoted, queued or declined;
+approved, rejected, revoked, reopened — an undo is a reopening —, superseded). A
+record's status at T is what its last event at or before T left it as. So for every
+recorded delivery, the composition as of its time is its prompt, as long as the routing
+specs and the budget settings are the same as then.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from lens.agents import AgentNotFound, config_of
+from lens.core.config import AgentConfig
+from lens.models import Agent, Revision
+from lens.revisions import stored_config
+from memory.composition import compose_from
+from memory.core.composition import Composition
+from memory.core.report import PromotionState
+from memory.models import EventKind, MemoryEvent, Promotion, PromotionStatus
+from memory.queries import placed_of
+
+# The promotion status each event leaves its record in. A save writes ``saved`` and, at
+# the same moment, one of the first three.
+STATUS_AFTER: dict[str, str] = {
+    EventKind.PROMOTED: PromotionStatus.APPROVED,
+    EventKind.QUEUED: PromotionStatus.PENDING,
+    EventKind.DECLINED: PromotionStatus.DECLINED,
+    EventKind.APPROVED: PromotionStatus.APPROVED,
+    EventKind.REJECTED: PromotionStatus.REJECTED,
+    EventKind.REVOKED: PromotionStatus.REVOKED,
+    EventKind.REOPENED: PromotionStatus.PENDING,
+    EventKind.SUPERSEDED: PromotionStatus.SUPERSEDED,
+}
+
+
+def revision_at(agent: Agent, moment: datetime) -> Revision | None:
+    """The revision in force at ``moment``: the newest made at or before it. Before the
+    first (an agent declared before revisions were recorded), the first stands in.
+    Raises AgentNotFound when the agent did not exist yet."""
+    if agent.created_at > moment:
+        raise AgentNotFound(f"Agent {agent.slug!r} did not exist at {moment.isoformat()}.")
+    rows = Revision.objects.filter(agent=agent).select_related("config")
+    found = rows.filter(created_at__lte=moment).order_by("-number").first()
+    return found if found is not None else rows.order_by("number").first()
+
+
+def config_at(agent: Agent, moment: datetime) -> AgentConfig:
+    revision = revision_at(agent, moment)
+    # An agent with no revision at all (rows that never validated): as it is stored.
+    return stored_config(revision) if revision is not None else config_of(agent)
+
+
+def statuses_at(agent: Agent, moment: datetime) -> dict[str, str]:
+    """Each record saved at or before ``moment``: its promotion status then (one query,
+    linear in the agent's events up to then)."""
+    events = (
+        MemoryEvent.objects.filter(agent=agent, at__lte=moment, kind__in=list(STATUS_AFTER))
+        .order_by("at", "id")
+        .values_list("record_id", "kind")
+    )
+    return {record_id: STATUS_AFTER[kind] for record_id, kind in events}
+
+
+def compose_as_of(agent: Agent, moment: datetime) -> Composition:
+    """``agent``'s composition as it stood at ``moment`` (four queries, plus the config's
+    when it is not cached)."""
+    config = config_at(agent, moment)
+    statuses = statuses_at(agent, moment)
+    approved = {rid for rid, status in statuses.items() if status == PromotionStatus.APPROVED}
+    placed = placed_of(
+        Promotion.objects.filter(
+            agent=agent, section__isnull=False, record__created_at__lte=moment
+        ),
+        keep=approved,
+    )
+    reasons = dict(
+        Promotion.objects.filter(agent=agent, record__created_at__lte=moment).values_list(
+            "record_id", "reason"
+        )
+    )
+    states = [
+        PromotionState(memory_id=rid, status=status, reason=reasons.get(rid, ""))
+        for rid, status in statuses.items()
+    ]
+    return compose_from(
+        agent, placed.of(agent.pk), states, placed.unreadable.get(agent.pk, set()), config
+    )
