@@ -10,8 +10,10 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import transaction
 from django.test import Client
 
+from lens.actors import Actor
 from lens.models import (
     Agent,
     ApiToken,
@@ -23,7 +25,9 @@ from lens.models import (
     SectionDeclaration,
     StoredConfig,
     Team,
+    Via,
 )
+from lens.revisions import record_revision
 from memory.demo.configs import DEMO_AGENTS
 from memory.models import Delivery
 from tests.factories import make_user
@@ -162,6 +166,25 @@ def test_doctor_is_healthy_on_an_empty_database() -> None:
     assert "database: ok" in out
     assert "teams: 0" in out
     assert "healthy" in out
+
+
+def test_doctor_finds_declarations_changed_outside_their_revisions(
+    team: Team, agent: Agent
+) -> None:
+    out, _ = run("doctor")
+    assert "revisions: ok" in out
+    Agent.objects.filter(pk=agent.pk).update(persona="Changed with SQL.")
+    with pytest.raises(CommandError, match="1 problem"):
+        run("doctor")
+    err = StringIO()
+    with pytest.raises(CommandError):
+        call_command("doctor", stdout=StringIO(), stderr=err)
+    assert "acme/wren: its declarations differ from its newest revision" in err.getvalue()
+    # Saving it once through the product records the change.
+    with transaction.atomic():
+        record_revision(agent, Actor(label="root"), Via.ADMIN)
+    out, _ = run("doctor")
+    assert "revisions: ok" in out
 
 
 def test_doctor_prints_counts(team: Team, agent: Agent) -> None:

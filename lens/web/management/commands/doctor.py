@@ -5,11 +5,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from django.db.models import Count, Sum
+from django.db.models import Count, OuterRef, Subquery, Sum
 
 from kvstore.models import Key, Version
 from lens.agents import config_of, with_config
-from lens.models import Agent, ApiToken, AuthoredEntry, SectionDeclaration, Team
+from lens.core.revisions import canonical_config, config_sha256
+from lens.models import Agent, ApiToken, AuthoredEntry, Revision, SectionDeclaration, Team
 from memory.deliveries.retention import storage
 from memory.queries import unreadable_memories
 from memory.search import index_health
@@ -86,14 +87,31 @@ class Command(BaseCommand):
             f"authored entries: {AuthoredEntry.objects.count()}  "
             f"api tokens: {ApiToken.objects.filter(revoked_at__isnull=True).count()}"
         )
-        invalid = 0
-        for agent in with_config(Agent.objects.all()).iterator(chunk_size=200):
+        invalid = unrecorded = 0
+        newest = Revision.objects.filter(agent=OuterRef("pk")).order_by("-number")
+        agents = with_config(Agent.objects.select_related("team")).annotate(
+            newest_config=Subquery(newest.values("config_id")[:1])
+        )
+        for agent in agents.iterator(chunk_size=200):
             try:
-                config_of(agent)
+                config = config_of(agent)
             except ValueError as exc:
                 invalid += 1
-                problems.append(f"agent {agent.team_id}/{agent.slug} does not validate: {exc}")
+                problems.append(f"agent {agent.team.slug}/{agent.slug} does not validate: {exc}")
+                continue
+            # Every change through the product writes a revision of what it left; rows
+            # that differ from the newest one were changed some other way (SQL, say).
+            if config_sha256(canonical_config(config)) != agent.newest_config:
+                unrecorded += 1
+                problems.append(
+                    f"agent {agent.team.slug}/{agent.slug}: its declarations differ from its "
+                    "newest revision; they were changed "
+                    "outside the product: save it once in the admin to record them"
+                )
         self.stdout.write(f"agent configs: {'ok' if not invalid else f'{invalid} invalid'}")
+        self.stdout.write(
+            f"revisions: {'ok' if not unrecorded else f'{unrecorded} agents changed outside them'}"
+        )
 
         self._report_memory(problems)
 
