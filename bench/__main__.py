@@ -40,6 +40,7 @@ def main() -> int:
         mcp_bench,
         memory_bench,
         request_floor_bench,
+        revision_bench,
         search_bench,
     )
     from bench.common import median_ms, report
@@ -55,6 +56,7 @@ def main() -> int:
         kv_bench,
         request_floor_bench,
         delivery_bench,
+        revision_bench,
         agent_tools_bench,
         mcp_bench,
     )

@@ -104,7 +104,11 @@ def record_revision(
     if newest is not None and newest.config_id == digest:
         return None
     before = stored_config(newest) if newest is not None else None
-    stored, _created = StoredConfig.objects.get_or_create(sha256=digest, defaults={"text": text})
+    # One statement whether or not the config is stored already (get_or_create takes
+    # four, and reads the whole text back when it is).
+    StoredConfig.objects.bulk_create(
+        [StoredConfig(sha256=digest, text=text)], ignore_conflicts=True
+    )
     _parsed.get(digest, _weight(text), lambda: config)
     revision = Revision.objects.create(
         agent=agent,
@@ -113,7 +117,7 @@ def record_revision(
         actor=actor.label,
         via=via,
         approved_by=approved_by,
-        config=stored,
+        config_id=digest,
         summary=[change.as_json() for change in summarise(before, config)],
     )
     return revision

@@ -4,6 +4,8 @@ names a routing spec) and applying a preset (a spec plus the sections it expects
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db import transaction
 from django.db.models import Max
 
@@ -22,7 +24,19 @@ from memory.core.presets import Preset
 from memory.registry import check_spec_key
 
 
-@transaction.atomic
+@dataclass(frozen=True)
+class Stored:
+    """What storing a config left: the agent, whether it was created, its config as it
+    now reads and the number of its newest revision, all read in the change's
+    transaction (so none of them can be a later writer's)."""
+
+    agent: Agent
+    created: bool
+    config: AgentConfig
+    revision: int
+    recorded: Revision | None  # None: the config was already this one
+
+
 def store_agent(
     team: Team,
     slug: str,
@@ -40,13 +54,22 @@ def store_agent(
     is not the agent's newest revision (0: the agent must not exist yet), having
     written nothing.
     """
-    agent, created, _revision = _store(team, slug, config, actor, via, if_revision)
-    return agent, created
+    stored = store_config(team, slug, config, actor=actor, via=via, if_revision=if_revision)
+    return stored.agent, stored.created
 
 
-def _store(
-    team: Team, slug: str, config: AgentConfig, actor: Actor, via: Via, if_revision: int | None
-) -> tuple[Agent, bool, Revision | None]:
+@transaction.atomic
+def store_config(
+    team: Team,
+    slug: str,
+    config: AgentConfig,
+    *,
+    actor: Actor = SYSTEM,
+    via: Via = Via.API,
+    if_revision: int | None = None,
+) -> Stored:
+    """``store_agent``, answering with the config as stored and its revision number as
+    well (what ``PUT /api/agents/{slug}`` answers), so they need not be read again."""
     check_slug(slug)
     check_spec_key(config.routing_spec)
     if if_revision is not None:
@@ -56,7 +79,9 @@ def _store(
             raise RevisionConflict(if_revision, current)
     agent, created = write_config(team, slug, config)
     stored = config_of(with_config(Agent.objects.filter(pk=agent.pk)).get())
-    return agent, created, record_revision(agent, actor, via, config=stored)
+    recorded = record_revision(agent, actor, via, config=stored)
+    number = recorded.number if recorded is not None else current_number(agent)
+    return Stored(agent, created, stored, number, recorded)
 
 
 @transaction.atomic
@@ -68,7 +93,7 @@ def restore_revision(agent: Agent, number: int, actor: Actor) -> Revision | None
     deployment no longer offers, having written nothing.
     """
     config = stored_config(get_revision(agent, number))
-    return _store(agent.team, agent.slug, config, actor, Via.RESTORE, None)[2]
+    return store_config(agent.team, agent.slug, config, actor=actor, via=Via.RESTORE).recorded
 
 
 @transaction.atomic

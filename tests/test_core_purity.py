@@ -106,9 +106,9 @@ def test_core_sources_do_not_mention_django_on_any_import_line() -> None:
                 assert "django" not in stripped.lower(), f"{path.name}:{number}: {stripped}"
 
 
-# Pure libraries a core may use: schemas, the token counter's encoder, and ICU's
-# confusable skeletons (UTS #39).
-THIRD_PARTY = frozenset({"__future__", "pydantic", "tiktoken", "regex", "icu"})
+# Pure libraries a core may use: schemas, the token counter's encoder, ICU's confusable
+# skeletons (UTS #39), and orjson's JSON writer (a revision's indented config).
+THIRD_PARTY = frozenset({"__future__", "pydantic", "tiktoken", "regex", "icu", "orjson"})
 
 
 def test_cores_import_only_the_stdlib_pydantic_and_cores() -> None:

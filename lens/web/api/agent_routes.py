@@ -20,7 +20,7 @@ from lens.web.api.auth import ApiRequest, team_of, token_of
 from lens.web.api.params import INT_MAX, iso_8601
 from memory.as_of import compose_as_of
 from memory.composition import compose, compose_many
-from memory.configuring import store_agent
+from memory.configuring import store_config
 from memory.core.composition import Composition
 from memory.deliveries.ledger import canonical_json
 
@@ -87,7 +87,7 @@ def get_agent_config(request: ApiRequest, slug: str) -> RevisedConfig:
 @agents.put("/{slug}", response={200: RevisedConfig, 201: RevisedConfig})
 def put_agent_config(request: ApiRequest, slug: str, config: ConfigInput) -> Status[RevisedConfig]:
     given = AgentConfig.model_construct(**{name: getattr(config, name) for name in CONFIG_FIELDS})
-    agent, created = store_agent(
+    stored = store_config(
         team_of(request),
         slug,
         given,
@@ -95,9 +95,10 @@ def put_agent_config(request: ApiRequest, slug: str, config: ConfigInput) -> Sta
         via=Via.API,
         if_revision=config.if_revision,
     )
-    return Status(
-        201 if created else 200, _revised(with_config(Agent.objects.all()).get(pk=agent.pk))
-    )
+    # The config and number as the write's own transaction read them: read again here,
+    # after the commit, they could be a later writer's.
+    answer = RevisedConfig.model_construct(**dict(stored.config), revision=stored.revision)
+    return Status(201 if stored.created else 200, answer)
 
 
 class CompositionParams(BaseModel):

@@ -109,7 +109,8 @@ def diff_revisions(
     request: ApiRequest, slug: str, params: Query[DiffParams], n: int = Number
 ) -> RevisionDiffOut:
     """Against ``against`` (default: the revision before; revision 1 against nothing)."""
-    found = revision_diff(get_agent(team_of(request), slug), n, params.against)
+    # The revisions' configs are composed, not the agent's own: it is not loaded.
+    found = revision_diff(get_agent(team_of(request), slug, full=False), n, params.against)
     return RevisionDiffOut(
         from_=found.from_number,
         to=found.to_number,

@@ -257,6 +257,51 @@ def test_the_canonical_text_is_sorted_compact_utf8_and_hashed() -> None:
     assert json.loads(indented_config(config)) == json.loads(text)
 
 
+# What the standard library and orjson write differently: small and large floats, integers
+# beyond 64 bits, lone surrogates, control characters.
+awkward_values = st.one_of(
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from([1e-07, 1.5e-05, 1e16, 1e22, -0.0, 5e-324, 2**63, 2**64, -(2**63) - 1, 2**70]),
+    st.integers(),
+    st.booleans(),
+    st.text(),
+    st.sampled_from(["\ud800", "a\x00\x1f\x7f\u2028\u2029\ufeff", '"\\/']),
+)
+
+
+@given(st.lists(awkward_values, max_size=8))
+def test_the_texts_are_the_standard_librarys_whatever_the_values(
+    entry_values: list[Any],
+) -> None:
+    entries = tuple(BackgroundEntry(key=f"k{i}", value=v) for i, v in enumerate(entry_values))
+    section = BackgroundSection(id="facts", title="Facts", entries=entries)
+    config = AgentConfig(name="Wrén", background=Background(sections=(section,)))
+    data = config.model_dump(mode="json")
+    assert indented_config(config) == json.dumps(data, sort_keys=True, indent=2, ensure_ascii=False)
+    assert canonical_config(config) == json.dumps(
+        data, sort_keys=True, separators=(",", ":"), ensure_ascii=False
+    )
+
+
+def test_entry_values_are_the_only_numbers_a_config_holds() -> None:
+    """The texts check only entry values for numbers orjson writes differently."""
+    numbers: list[list[Any]] = []
+
+    def walk(node: Any, path: list[Any]) -> None:
+        if isinstance(node, dict):
+            if node.get("type") in ("number", "integer"):
+                numbers.append(path)
+            for key, child in node.items():
+                walk(child, [*path, key])
+        elif isinstance(node, list):
+            for i, child in enumerate(node):
+                walk(child, [*path, i])
+
+    walk(AgentConfig.model_json_schema(mode="serialization"), [])
+    assert numbers
+    assert all(path[:4] == ["$defs", "BackgroundEntry", "properties", "value"] for path in numbers)
+
+
 @given(st.lists(st.integers(0, 50), unique=True))
 def test_the_kept_order_is_a_longest_increasing_run(positions: list[int]) -> None:
     kept = _kept_in_order(positions)
