@@ -64,6 +64,8 @@ KV_KEY = (
     + BLOB.translate(str.maketrans("+/=", "-_:"))
 )[:KEY_MAX]
 TEAM_NAME = _fill("PlatformInfrastructureReliability", 200)
+# A token's label as revisions keep it, at its column's length.
+ACTOR = f"token {SHA256[:8]}… ({_fill('ContinuousDeploymentPipelineBot', 200 - 18)})"
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,9 @@ class LongStrings:
             f"/deliveries/{second}/",
             f"/deliveries/{second}/diff/",
             f"/deliveries/{first}/live/",
+            f"/agents/{slug}/revisions/",
+            f"/agents/{slug}/revisions/1/",
+            f"/agents/{slug}/revisions/2/",
         ]
 
 
@@ -165,6 +170,11 @@ def seed_long_strings() -> LongStrings:
     pending = _save(agent, "preference", f"{WORD} {BLOB} {URL}", label=_fill("p", LABEL_MAX))
     # A pasted image: one base64 word as long as a memory may be.
     longest = _save(agent, "fact", _fill(BLOB, CONTENT_MAX), label="screenshot")
+    # Revision 2, by a token whose label is as long as an actor may be.
+    revised = long_config().model_dump(mode="json")
+    revised["tone"] = f"Terse. Cite {URL} always."
+    revised["background"]["sections"][2]["entries"].append({"key": LABEL, "value": WORD})
+    store_agent(team, SLUG, AgentConfig.model_validate(revised), actor=Actor(label=ACTOR))
     store.write(team, KV_KEY, f"{URL}\n{SHA256}\n")
     store.write(team, KV_KEY, f"{URL}&page=2\n{BLOB}\n{WORD}\n")
     return LongStrings(

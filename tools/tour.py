@@ -2,12 +2,15 @@
 the accessibility checks visit, who visits each page, and the walk itself in Chromium.
 
 The demo (``seed_demo``) has three agents with memories of every outcome, key/value keys
-with history and a delivery history; the tour adds a user who belongs to no team and,
-for the screenshots, a big agent (40 sections of 50 entries and a few hundred memories).
+with history and a delivery history; the tour adds a user who belongs to no team, a
+history of revisions of Wren's declarations by two hands (a person in the admin and the
+demo's token through the API, then a restore) and, for the screenshots, a big agent (40
+sections of 50 entries and a few hundred memories).
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -18,10 +21,12 @@ from django.core.management import call_command
 from bench.data import big_memory_config, memory_plan
 from kvstore.models import Key
 from lens.actors import SYSTEM, Actor
-from lens.models import Agent, SectionDeclaration, Team
-from memory.configuring import store_agent
+from lens.core.config import AgentConfig
+from lens.models import Agent, ApiToken, Revision, SectionDeclaration, Team, Via
+from memory.configuring import restore_revision, store_agent
 from memory.core.records import MemoryInput
 from memory.decisions import decide
+from memory.demo.configs import COMPANION
 from memory.models import Delivery, MemoryRecord, PromotionStatus
 from memory.saving import Saved, save_memory
 
@@ -51,8 +56,38 @@ def seed(big: bool = False) -> None:
     if created:
         loner.set_password(PASSWORDS["loner"])
         loner.save()
+    seed_revisions()
     if big:
         seed_big_agent()
+
+
+def seed_revisions() -> None:
+    """Wren's declarations changed five times, by the demo user in the admin and by the
+    demo's token through the API, then restored to revision 1 (so its prompt is the
+    demo's own): the revisions pages have words, diffs and a restore to show."""
+    team = Team.objects.get(slug=DEMO_TEAM)
+    wren = Agent.objects.get(team=team, slug="wren")
+    if Revision.objects.filter(agent=wren).count() > 1:
+        return
+    person = Actor.for_user(User.objects.get(username="demo"))
+    token = Actor.for_token(ApiToken.objects.filter(team=team).earliest("pk"))
+    config: dict[str, Any] = copy.deepcopy(COMPANION)
+    sections = config["background"]["sections"]
+
+    def save(actor: Actor, via: Via) -> None:
+        store_agent(team, "wren", AgentConfig.model_validate(config), actor=actor, via=via)
+
+    config["tone"] = "Warm, brief and plain-spoken."
+    save(person, Via.ADMIN)
+    sections[0]["entries"].append({"key": "home_city", "value": "Lyon"})
+    save(token, Via.API)
+    sections.append({"id": "projects", "title": "Current Projects", "promotion": "guarded"})
+    save(person, Via.ADMIN)
+    sections[2]["entries"][2]["value"] = 8  # check_in_hour
+    save(token, Via.API)
+    sections[1]["promotion"] = "auto"
+    save(person, Via.ADMIN)
+    restore_revision(wren, 1, person)
 
 
 def seed_big_agent() -> None:
@@ -130,6 +165,11 @@ def stops() -> list[Stop]:
             Stop("delivery-diff", f"/deliveries/{deliveries[-1]}/diff/"),
             Stop("delivery-live", f"/deliveries/{deliveries[0]}/live/"),
         ]
+    # Wren's history of revisions, and one that added a section and says so in words.
+    found += [
+        Stop("revisions", f"/agents/{wren.slug}/revisions/"),
+        Stop("revision", f"/agents/{wren.slug}/revisions/4/"),
+    ]
     section = SectionDeclaration.objects.filter(agent=wren).order_by("pk").first()
     found += [
         Stop("admin", "/admin/"),

@@ -12,6 +12,7 @@ from lens.web.pages import (
     kv_pages,
     login_forms,
     memory_pages,
+    revision_pages,
 )
 from lens.web.pages.accounts import account_urlpatterns
 
@@ -24,6 +25,22 @@ urlpatterns = [
     path("agents/<str:slug>/", agent_pages.agent_lens, name="agent-lens"),
     path("agents/<str:slug>/try/", agent_pages.agent_try, name="agent-try"),
     path("agents/<str:slug>/deliveries/", delivery_pages.timeline, name="delivery-timeline"),
+    path("agents/<str:slug>/revisions/", revision_pages.revision_list, name="agent-revisions"),
+    path(
+        "agents/<str:slug>/revisions/<int:number>/",
+        revision_pages.revision_detail,
+        name="agent-revision",
+    ),
+    path(
+        "agents/<str:slug>/revisions/<int:number>/restore/",
+        revision_pages.revision_restore,
+        name="agent-revision-restore",
+    ),
+    path(
+        "agents/<str:slug>/revisions/<int:number>/<str:part>.diff",
+        revision_pages.revision_diff_download,
+        name="agent-revision-diff",
+    ),
     path("deliveries/<str:delivery_id>/", delivery_pages.delivery_detail, name="delivery-detail"),
     path(
         "deliveries/<str:delivery_id>/prompt.txt",

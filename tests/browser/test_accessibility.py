@@ -88,6 +88,8 @@ def test_the_tour_visits_every_kind_of_page(db: None) -> None:
         "delivery",
         "delivery-diff",
         "delivery-live",
+        "revisions",
+        "revision",
         "admin",
         "admin-agent",
         "not-found",

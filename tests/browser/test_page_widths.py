@@ -43,6 +43,8 @@ def demo_pages() -> list[str]:
         f"/deliveries/{wren_deliveries[2]}/",
         f"/deliveries/{wren_deliveries[3]}/diff/",
         f"/deliveries/{wren_deliveries[-1]}/live/",
+        "/agents/wren/revisions/",
+        "/agents/wren/revisions/1/",
     ]
 
 

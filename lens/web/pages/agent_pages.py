@@ -16,7 +16,8 @@ from django.views.decorators.http import require_GET, require_http_methods
 from lens.agents import config_of, with_config
 from lens.core.errors import DomainError
 from lens.core.outline import context_blocks, outline
-from lens.models import Agent
+from lens.models import Agent, Revision
+from lens.revisions import revisions_of
 from lens.web.pages.lens_markup import CONTEXT, drop_items, prompt_section_items
 from lens.web.pages.memory_forms import TryMemoryForm
 from lens.web.pages.toolkit import AppRequest, current_team, get_agent_for_user
@@ -167,6 +168,7 @@ def _lens_context(agent: Agent, only_memory: bool = False) -> dict[str, Any]:
     return {
         "agent": agent,
         "composition": composition,
+        "revision": _newest_revision(agent),
         "last_delivery": last,
         "live_differs": last is not None
         and last.composition.prompt_sha256 != sha256_hex(composition.prompt.text),
@@ -179,6 +181,13 @@ def _lens_context(agent: Agent, only_memory: bool = False) -> dict[str, Any]:
         "memory_total": len(briefs),
         "nav": "agents",
     }
+
+
+def _newest_revision(agent: Agent) -> Revision | None:
+    """The agent's newest revision for the lens's "Revision 7 by alice" line: one query,
+    without the config it stored. None for an agent that predates revisions."""
+    fields = ("agent_id", "number", "created_at", "actor", "via", "approved_by")
+    return revisions_of(agent).only(*fields).first()
 
 
 def _recall_preview(agent: Agent, message: str | None) -> dict[str, Any]:
