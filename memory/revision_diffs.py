@@ -33,6 +33,7 @@ def revision_diff(agent: Agent, number: int, against: int | None = None) -> Revi
     old = stored_config(get_revision(agent, base)) if against is not None or base > 0 else None
     before_label, after_label = f"revision {base}", f"revision {number}"
     if old is None:
+        before_label = "(nothing)"  # the agent before its first revision
         (after,) = compose_configs(agent, [new])
         return RevisionDiff(
             from_number=0,

@@ -15,6 +15,7 @@ from django.urls import reverse
 from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.http import require_GET
 
+from lens.core.change_words import in_words
 from lens.core.diffs import diff_excerpt
 from lens.models import Agent, Team
 from lens.web.pages.lens_markup import prompt_section_items
@@ -245,12 +246,35 @@ def _download_url(name: str, delivery_id: str, against: str | None = None) -> st
 @require_GET
 @login_required
 def delivery_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
-    """``against`` (default: the previous delivery) → this delivery."""
+    """``against`` (default: the previous delivery) → this delivery, and why."""
     found, against = _found_diff(request, delivery_id)
     agent = get_agent_for_user(request, found.after.agent.slug)
     download = _download_url("delivery-diff-download", found.after.id, against)
     context = _diff_context(agent, found.comparison, found.before, found.after, download)
+    context["causes"] = _causes(agent, found.causes.items)
+    context["causes_total"] = found.causes.total
     return render(request, "memory/delivery_diff.html", context)
+
+
+# Phrases of a revision's summary the causes card shows; its page has them all.
+CAUSE_WORDS = 3
+
+
+def _causes(agent: Agent, causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The causes of a diff as the page lists them: each revision with its summary in
+    words, each memory event with the memory's brief (one query for all of them)."""
+    briefs = briefs_of([c["memory_id"] for c in causes if c["kind"] == "memory"])
+    titles = {s.section_id: s.title for s in agent.sections.all()}
+    shown = []
+    for cause in causes:
+        if cause["kind"] == "revision":
+            words = in_words(
+                cause["summary"], titles, created=cause["revision"] == 1, limit=CAUSE_WORDS
+            )
+            shown.append({**cause, "words": words})
+        else:
+            shown.append({**cause, "brief": briefs.get(cause["memory_id"])})
+    return shown
 
 
 @require_GET

@@ -8,12 +8,17 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from lens.actors import SYSTEM
+from lens.agents import get_agent
+from lens.core.config import AgentConfig
 from lens.core.diffs import PAGE_LINES, diff_lines
 from lens.models import Agent, ApiToken, Team
 from memory.composition import compose
+from memory.configuring import store_agent
 from memory.core.deliveries import DeliveryInput
 from memory.deliveries.ledger import deliver, delivery_diff, live_diff
 from memory.models import Delivery
@@ -183,3 +188,44 @@ def test_a_download_against_another_agents_delivery_is_404(
     theirs = delivered(create_agent(team, "other"))
     response = member_client.get(f"/deliveries/{mine.id}/diff/download/?against={theirs.id}")
     assert response.status_code == 404
+
+
+# --- why it changed -----------------------------------------------------------------------
+
+
+def causes_on(client: Client, delivery: Delivery) -> list[Any]:
+    page = dom(client.get(f"/deliveries/{delivery.id}/diff/"))
+    return [e for e in page.elements if e.get("data-cause")]
+
+
+def test_the_diff_page_lists_why_the_prompt_changed(member_client: Client, wren: Agent) -> None:
+    first = delivered(wren)
+    saved = remember(wren, "profile", "Doug", label="name")
+    store_agent(wren.team, "wren", AgentConfig.model_validate(memory_config(tone="Brisk.")))
+    second = delivered(get_agent(wren.team, "wren"))
+    found = causes_on(member_client, second)
+    assert [
+        (e.get("data-cause"), e.get("data-memory-id") or e.get("data-revision")) for e in found
+    ] == [
+        ("memory", saved),
+        ("revision", "2"),
+    ]
+    html = member_client.get(f"/deliveries/{second.id}/diff/").content.decode()
+    assert 'href="/agents/wren/revisions/2/"' in html
+    assert f'href="/memories/{saved}/"' in html
+    assert "Tone changed" in html
+    assert first
+
+
+def test_the_causes_cost_the_same_queries_however_many(member_client: Client, wren: Agent) -> None:
+    def queries_for(saves: int) -> int:
+        delivered(get_agent(wren.team, "wren"))
+        for n in range(saves):
+            remember(wren, "profile", f"Fact {n} of {saves}", label=f"f{n}-{saves}")
+        second = delivered(get_agent(wren.team, "wren"))
+        with CaptureQueriesContext(connection) as captured:
+            assert member_client.get(f"/deliveries/{second.id}/diff/").status_code == 200
+        return len(captured.captured_queries)
+
+    queries_for(0)  # the first page of a session reads what later ones have cached
+    assert queries_for(2) == queries_for(30)
