@@ -13,7 +13,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
 
-from lens.agents import config_of, with_config
+from lens.agents import AgentNotFound, config_of, with_config
 from lens.core.errors import DomainError
 from lens.core.outline import context_blocks, outline
 from lens.models import Agent, Revision
@@ -21,9 +21,10 @@ from lens.revisions import revisions_of
 from lens.web.pages.lens_markup import CONTEXT, drop_items, prompt_section_items
 from lens.web.pages.memory_forms import TryMemoryForm
 from lens.web.pages.toolkit import AppRequest, current_team, get_agent_for_user
+from memory.as_of import compose_as_of, revision_at
 from memory.composition import compose, compose_many, summarise
 from memory.core.composition import Composition
-from memory.core.deliveries import sha256_hex
+from memory.core.deliveries import parse_moment, sha256_hex
 from memory.core.explain import Explanation, Facts, explain, group_title, tone_of
 from memory.core.report import DROP_REASON_HELP, DROP_REASONS
 from memory.deliveries.ledger import last_delivery
@@ -53,7 +54,21 @@ def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
         # The recall preview moved to the agent's tools page; older links still land there.
         return redirect(f"{reverse('agent-try', args=[agent.slug])}?{request.GET.urlencode()}")
     only_memory = request.GET.get("only") == "memory"
-    return render(request, "lens/agent_lens.html", _lens_context(agent, only_memory))
+    asked = request.GET.get("as_of") or ""
+    if not asked:
+        return render(request, "lens/agent_lens.html", _lens_context(agent, only_memory))
+    moment = parse_moment(asked)
+    problem = None if moment is not None else f"{asked!r} is not an ISO 8601 date and time."
+    if moment is not None:
+        try:
+            context = _lens_context(agent, only_memory, moment)
+        except AgentNotFound:
+            problem = f"The agent did not exist yet at {moment:%Y-%m-%d %H:%M:%S} UTC."
+        else:
+            return render(request, "lens/agent_lens.html", context)
+    # A time the lens cannot go back to: the live lens, saying why, as a 400.
+    context = {**_lens_context(agent, only_memory), "as_of_problem": problem}
+    return render(request, "lens/agent_lens.html", context, status=400)
 
 
 @require_http_methods(["GET", "POST"])
@@ -159,16 +174,26 @@ def _lens_prompt(
     }
 
 
-def _lens_context(agent: Agent, only_memory: bool = False) -> dict[str, Any]:
-    """Everything the lens page shows of ``agent`` (a fixed number of queries)."""
+def _lens_context(
+    agent: Agent, only_memory: bool = False, moment: datetime | None = None
+) -> dict[str, Any]:
+    """Everything the lens page shows of ``agent`` (a fixed number of queries), now or
+    as it stood at ``moment`` (SPEC §14). Raises AgentNotFound for a moment before the
+    agent existed."""
     briefs, states = record_briefs(agent)
-    composition = compose(agent, states)
-    drop_groups = _drop_groups(agent, composition, briefs)
-    last = last_delivery(agent)
+    if moment is None:
+        composition = compose(agent, states)
+        revision = _newest_revision(agent)
+        last = last_delivery(agent)
+    else:
+        composition = compose_as_of(agent, moment)
+        revision = revision_at(agent, moment)
+        last = None  # the deliveries line is about now
     return {
         "agent": agent,
         "composition": composition,
-        "revision": _newest_revision(agent),
+        "as_of": moment,
+        "revision": revision,
         "last_delivery": last,
         "live_differs": last is not None
         and last.composition.prompt_sha256 != sha256_hex(composition.prompt.text),
@@ -176,7 +201,7 @@ def _lens_context(agent: Agent, only_memory: bool = False) -> dict[str, Any]:
         "prompt_length": f"{len(composition.prompt.text):,}",
         "prompt_tokens": f"{composition.tokens.total:,}",
         "declared": composition.background.sections,
-        "drop_groups": drop_groups,
+        "drop_groups": _drop_groups(agent, composition, briefs, today=moment is None),
         "drop_stats": _drop_stats(composition, len(briefs)),
         "memory_total": len(briefs),
         "nav": "agents",
@@ -207,13 +232,17 @@ def _recall_preview(agent: Agent, message: str | None) -> dict[str, Any]:
     return {**context, "recall": found, "recall_tiers": in_order}
 
 
-def _drop_groups(agent: Agent, composition: Composition, briefs: dict[str, Any]) -> list[Any]:
+def _drop_groups(
+    agent: Agent, composition: Composition, briefs: dict[str, Any], today: bool = True
+) -> list[Any]:
     """The drops panel: the memories left out of the prompt, grouped by reason in the
     report's order, each saying in words what keeps it out (a fixed number of queries).
+    A past composition (``today`` false) says each reason alone: the facts behind the
+    words (who decided, what holds the address) are today's.
     """
     if not briefs:  # no memory at all: nothing to read
         return []
-    explained = explain_agent(agent, composition)
+    explained = explain_agent(agent, composition) if today else {}
     grouped: dict[str, list[Explanation]] = defaultdict(list)
     for drop in composition.report.drops:
         found = explained.get(drop.memory_id)
