@@ -82,9 +82,10 @@ def tell_edits(agent: Agent, raw: dict[str, Any], people: dict[str, Actor]) -> i
     )
     if times["first"] is None:
         return written
-    Revision.objects.filter(agent=agent, number=1).update(
-        created_at=times["first"] - FIRST_REVISION_LEAD
-    )
+    # The agent was declared with its first revision, before its first delivery.
+    declared = times["first"] - FIRST_REVISION_LEAD
+    Revision.objects.filter(agent=agent, number=1).update(created_at=declared)
+    Agent.objects.filter(pk=agent.pk).update(created_at=declared)
     for number in range(2, written + 2):
         Revision.objects.filter(agent=agent, number=number).update(
             created_at=times["last"] + EDIT_STEP * (number - 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from io import StringIO
 from typing import Any
@@ -28,6 +29,8 @@ from lens.models import (
     Via,
 )
 from lens.revisions import record_revision
+from memory.as_of import compose_as_of
+from memory.deliveries.ledger import composition_data
 from memory.demo.configs import DEMO_AGENTS
 from memory.models import Delivery
 from tests.factories import make_user
@@ -239,6 +242,11 @@ def test_the_demo_history_has_revisions_by_two_people_around_its_deliveries() ->
     # Every delivery was composed from revision 1: made after it, before the edits.
     assert revisions[0].created_at < min(delivered)
     assert max(delivered) < revisions[1].created_at < revisions[2].created_at
+    # The whole demo is a history the product can go back through: every delivery is
+    # the composition as of its time.
+    for delivery in Delivery.objects.select_related("agent", "composition"):
+        then = json.loads(compose_as_of(delivery.agent, delivery.delivered_at).model_dump_json())
+        assert then["prompt"] == composition_data(delivery.composition)["prompt"]
 
 
 def test_seed_demo_keeps_other_data(team: Team, agent: Agent) -> None:
