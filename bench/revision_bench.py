@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from django.contrib.auth import get_user_model
 from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
@@ -26,8 +27,10 @@ from lens.agents import config_of, with_config, write_config
 from lens.core.background import Background
 from lens.core.config import AgentConfig
 from lens.core.revisions import config_sha256
-from lens.models import Agent, ApiToken, Revision, StoredConfig, Team, Via
+from lens.models import Agent, ApiToken, Membership, Revision, StoredConfig, Team, Via
 from lens.revisions import current_number, record_revision
+from memory.as_of import compose_as_of
+from memory.composition import compose
 from memory.configuring import store_agent
 
 _RUN = uuid.uuid4().hex[:8]
@@ -177,7 +180,39 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
         median_ms(lambda: api.get(f"/api/agents/big/revisions/{newest}/diff?against=1"), 15),
         100,
     )
+    _as_of(team, agent, actor, next_edit, report)
     _long_history(team, api, median_ms, report)
+
+
+AS_OF_REVISIONS = 100
+AS_OF_TARGET = 2.0
+
+
+def _as_of(
+    team: Team,
+    agent: Agent,
+    actor: Actor,
+    next_edit: Callable[[], AgentConfig],
+    report: Callable[..., None],
+) -> None:
+    """The composition as of a past moment against the live one, for the agent with
+    its 1,000 memories and 100 revisions (SPEC §14: at most 2×)."""
+    while current_number(agent) < AS_OF_REVISIONS:
+        store_agent(team, "big", next_edit(), actor=actor, via=Via.API)
+    middle = Revision.objects.get(agent=agent, number=AS_OF_REVISIONS // 2).created_at
+    fresh = with_config(Agent.objects.filter(pk=agent.pk).select_related("team"))
+    timed = _timed(
+        {
+            "live": lambda: compose(fresh.get()),
+            "as_of": lambda: compose_as_of(fresh.get(), middle),
+        },
+        ROUNDS // 2,
+    )
+    report("live composition (agent read + compose), fastest", timed["live"].fastest)
+    report("composition as of revision 50's time, fastest", timed["as_of"].fastest)
+    ratio = timed["as_of"].fastest / timed["live"].fastest
+    verdict = "met" if ratio <= AS_OF_TARGET else "MISSED"
+    print(f"  {'as_of / live':<58} {ratio:9.2f} ×  (target ≤ {AS_OF_TARGET:g} ×)  {verdict}")
 
 
 def _long_history(
@@ -239,6 +274,24 @@ def _long_history(
     )
     print(f"  queries of the page: {few} with 100 revisions, {many} with {HISTORY:,}")
 
+    # The page people read: /agents/history/revisions/, as a member of the team.
+    member = get_user_model().objects.create_user(f"bench-revisions-{_RUN}")
+    Membership.objects.create(team=team, user=member)
+    browser = Client()
+    browser.force_login(member)
+    page = "/agents/history/revisions/"
+    assert browser.get(page).status_code == 200
+    report(
+        f"/agents/<slug>/revisions/ page, {HISTORY:,} revisions, first page, median",
+        median_ms(lambda: browser.get(page), 30),
+        100,
+    )
+    report(
+        f"/agents/<slug>/revisions/ page, {HISTORY:,} revisions, last page, median",
+        median_ms(lambda: browser.get(f"{page}?page={HISTORY // PAGE}"), 30),
+        100,
+    )
+
 
 def cleanup() -> None:
     teams = Team.objects.filter(slug=f"bench-revisions-{_RUN}")
@@ -249,3 +302,4 @@ def cleanup() -> None:
     # Stored configs are shared across agents; drop only ours that nothing else holds.
     held = set(Revision.objects.filter(config_id__in=digests).values_list("config_id", flat=True))
     StoredConfig.objects.filter(sha256__in=digests - held).delete()
+    get_user_model().objects.filter(username=f"bench-revisions-{_RUN}").delete()
