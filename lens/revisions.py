@@ -70,11 +70,26 @@ def current_number(agent: Agent) -> int:
     return next(iter(newest), (0,))[0]
 
 
-def check_revision(agent: Agent, expected: int | None) -> None:
-    """Raise RevisionConflict unless ``expected`` is None or the number of the agent's
-    newest revision (call it with the agent's row locked, before changing anything)."""
-    if expected is not None and expected != (current := current_number(agent)):
-        raise RevisionConflict(expected, current)
+# Reads of an agent and its config a change may interleave with before one gives a pair.
+_PAIR_ATTEMPTS = 3
+
+
+def revised_config(agent: Agent) -> tuple[AgentConfig, int]:
+    """``agent``'s config with the number of the revision it is (0: none yet), as a
+    pair. The number read with the agent's row (``with_config``) still being the newest
+    after its rows were read means no change committed in between (a config and its
+    revision commit together); otherwise it is read again, and after a few tries the
+    newest revision's own stored config answers."""
+    for _attempt in range(_PAIR_ATTEMPTS):
+        config = config_of(agent)
+        newest = current_number(agent)
+        if getattr(agent, "revision_number", None) == (newest or None):
+            return config, newest
+        agent = with_config(Agent.objects.filter(pk=agent.pk)).get()
+    revision = newest_revision(agent)
+    if revision is None:
+        return config_of(agent), 0
+    return stored_config(revision), revision.number
 
 
 def record_revision(

@@ -78,6 +78,10 @@ def store_config(
         if current != if_revision:
             raise RevisionConflict(if_revision, current)
     agent, created = write_config(team, slug, config)
+    if if_revision == 0 and not created:
+        # Another creator committed the agent while this one waited for its row: the
+        # check above found no row to lock. Undone with this transaction.
+        raise RevisionConflict(0, current_number(agent))
     stored = config_of(with_config(Agent.objects.filter(pk=agent.pk)).get())
     recorded = record_revision(agent, actor, via, config=stored)
     number = recorded.number if recorded is not None else current_number(agent)
@@ -103,6 +107,9 @@ def apply_preset(agent: Agent, spec: Preset, actor: Actor = SYSTEM) -> list[str]
     Sections the agent already declares are left as they are (their tiers are the
     developer's decision); new ones are appended. Returns the ids added.
     """
+    # The agent's row first, as every writer of its declarations takes it: two presets
+    # applied at once then add the missing sections once.
+    Agent.objects.select_for_update().only("pk").get(pk=agent.pk)
     existing = set(agent.sections.values_list("section_id", flat=True))
     position = (agent.sections.aggregate(top=Max("position"))["top"] or 0) + 1
     added = []

@@ -5,8 +5,9 @@ prompt, oldest first.
 Revisions are taken by number, between the two deliveries' recorded revisions (exact
 even when a change committed while a delivery was being made); memory events by time.
 A memory's save counts when it was approved at once (a save that waits for review or is
-declined changes no prompt); its approval, rejection, revocation, reopening and
-supersession always count. At most ``CAUSES_MAX`` are listed; ``total`` counts them all.
+declined changes no prompt): its ``promoted`` event stands for it, named after who saved
+it; its approval, rejection, revocation, reopening and supersession always count. At
+most ``CAUSES_MAX`` are listed; ``total`` counts them, up to ``COUNTED_MAX``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,9 @@ from lens.models import Revision
 from memory.models import Delivery, EventKind, MemoryEvent
 
 CAUSES_MAX = 500
+# Counting stops here: two deliveries far apart may hold millions of events between them.
+COUNTED_MAX = 100_000
 _COUNTED = (
-    EventKind.SAVED,
     EventKind.PROMOTED,
     EventKind.APPROVED,
     EventKind.REJECTED,
@@ -47,8 +49,7 @@ def causes_between(before: Delivery | None, after: Delivery) -> Causes:
     revisions = _revision_rows(before, after)
     events = _event_rows(after.agent_id, since, after.delivered_at)
     listed = sorted(_revisions(revisions) + _events(events), key=lambda item: (item[0], item[1]))
-    # An approved-at-once save is one cause, read as its "saved" and "promoted" events.
-    total = revisions.count() + events.exclude(kind=EventKind.SAVED).count()
+    total = revisions.count() + events.values("id")[:COUNTED_MAX].count()
     return Causes(items=[item[2] for item in listed[:CAUSES_MAX]], total=total)
 
 
@@ -86,19 +87,27 @@ def _revisions(rows: QuerySet[Revision]) -> list[tuple[datetime, int, dict[str, 
 
 
 def _events(rows: QuerySet[MemoryEvent]) -> list[tuple[datetime, int, dict[str, Any]]]:
-    # Twice the cap: a save is counted with its promotion, read as two rows.
     found = list(
-        rows.order_by("at", "id").values_list("id", "record_id", "kind", "actor", "at")[
-            : 2 * CAUSES_MAX + 2
-        ]
+        rows.order_by("at", "id").values_list("id", "record_id", "kind", "actor", "at")[:CAUSES_MAX]
     )
-    promoted = {record for _id, record, kind, _actor, _at in found if kind == EventKind.PROMOTED}
+    # A save approved at once: its "promoted" event, named after who saved the memory.
+    promoted = [record for _id, record, kind, _actor, _at in found if kind == EventKind.PROMOTED]
+    savers = dict(
+        MemoryEvent.objects.filter(record_id__in=promoted, kind=EventKind.SAVED).values_list(
+            "record_id", "actor"
+        )
+    )
     return [
         (
             at,
             pk,
-            {"kind": "memory", "memory_id": record, "event": kind, "actor": actor, "at": at},
+            {
+                "kind": "memory",
+                "memory_id": record,
+                "event": EventKind.SAVED if kind == EventKind.PROMOTED else kind,
+                "actor": savers.get(record, actor) if kind == EventKind.PROMOTED else actor,
+                "at": at,
+            },
         )
         for pk, record, kind, actor, at in found
-        if kind != EventKind.PROMOTED and (kind != EventKind.SAVED or record in promoted)
     ]

@@ -11,11 +11,11 @@ from ninja import Query, Router, Status
 from pydantic import BaseModel, BeforeValidator, Field, StrictInt
 
 from lens.actors import Actor
-from lens.agents import config_of, get_agent, with_config
+from lens.agents import get_agent, with_config
 from lens.core.config import AgentConfig
 from lens.core.counts import Counts
 from lens.models import Agent, Via
-from lens.revisions import current_number
+from lens.revisions import revised_config
 from lens.web.api.auth import ApiRequest, team_of, token_of
 from lens.web.api.params import INT_MAX, iso_8601
 from memory.as_of import compose_as_of
@@ -74,9 +74,9 @@ class ConfigInput(AgentConfig):
 
 
 def _revised(agent: Agent) -> RevisedConfig:
-    config = config_of(agent)
+    config, number = revised_config(agent)
     # Validated already: only the revision number is added.
-    return RevisedConfig.model_construct(**dict(config), revision=current_number(agent))
+    return RevisedConfig.model_construct(**dict(config), revision=number)
 
 
 @agents.get("/{slug}", response=RevisedConfig)

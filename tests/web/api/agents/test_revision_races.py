@@ -87,6 +87,37 @@ def test_of_concurrent_puts_over_the_same_revision_exactly_one_lands() -> None:
     assert got == winner
 
 
+def test_of_concurrent_creators_with_if_revision_0_exactly_one_creates() -> None:
+    team = Team.objects.create(slug="acme", name="Acme")
+    _token, raw = ApiToken.objects.issue(team)
+
+    responses = race(
+        WRITERS,
+        lambda n: ApiClient(raw).put("/api/agents/fresh", config_for(n + 1, if_revision=0)),
+    )
+
+    assert sorted(r.status_code for r in responses) == [201] + [409] * (WRITERS - 1)
+    for refused in (r for r in responses if r.status_code == 409):
+        assert assert_error(refused, 409, "revision_conflict")["current_revision"] == 1
+    assert [row.number for row in revisions_of("fresh")] == [1]
+
+
+def test_reads_racing_writes_answer_a_config_with_its_own_revision() -> None:
+    raw = setup_agent()
+
+    def work(n: int) -> list[Any]:
+        client = ApiClient(raw)
+        if n % 2:
+            for round_ in range(5):
+                client.put("/api/agents/wren", config_for(10 * n + round_))
+            return []
+        return [client.get("/api/agents/wren").json() for _ in range(10)]
+
+    for answer in (a for answers in race(4, work) for a in answers):
+        row = Revision.objects.get(agent__slug="wren", number=answer["revision"])
+        assert without_revision(answer) == stored_json(row)
+
+
 def test_a_restore_racing_a_put_both_land_as_consecutive_revisions() -> None:
     raw = setup_agent()
     api = ApiClient(raw)

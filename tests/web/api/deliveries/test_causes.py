@@ -124,3 +124,19 @@ def test_a_delivery_older_than_revisions_takes_them_by_time(api: ApiClient, wren
     api.put("/api/agents/wren", config)
     found = causes(api, deliver(api))
     assert [(c["kind"], c["revision"]) for c in found["items"]] == [("revision", 2)]
+
+
+def test_saves_that_wait_for_review_do_not_hide_later_causes(
+    api: ApiClient, wren: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("memory.deliveries.causes.CAUSES_MAX", 3)
+    first = deliver(api)
+    waiting = [preference(wren, f"Prefers tea number {n}.", label=f"drink{n}") for n in range(6)]
+    decide(waiting[0], True, REVIEWER)
+    decide(waiting[1], False, REVIEWER)
+    found = causes(api, deliver(api), against=first)
+    assert [(c["event"], c["memory_id"]) for c in found["items"]] == [
+        ("approved", waiting[0]),
+        ("rejected", waiting[1]),
+    ]
+    assert found["total"] == 2
