@@ -6,9 +6,16 @@ Nothing is rewritten to make this possible: records are immutable and carry the 
 they were saved, revisions keep whole configs, and every change of a promotion's status
 writes an event in the change's transaction (saved and promoted, queued or declined;
 approved, rejected, revoked, reopened — an undo is a reopening —, superseded). A
-record's status at T is what its last event at or before T left it as. So for every
+record's status at T is what its last event at or before T left it as. So for a
 recorded delivery, the composition as of its time is its prompt, as long as the routing
 specs and the budget settings are the same as then.
+
+One limit: a change takes its time before it commits, and a delivery composes from what
+was committed when it read. A decision, save or revision committing while a delivery of
+the same agent is being made can carry a time just before the delivery's without being
+in its prompt; as of that time, it counts. (A delivery's ``revision`` and its causes by
+revision number are exact all the same.) Ordering the two would take a per-agent lock
+held by deliveries and by every such change.
 """
 
 from __future__ import annotations

@@ -61,7 +61,9 @@ def _first_revisions(apps: Any, schema_editor: Any) -> None:
         revision_model.objects.create(
             agent=agent,
             number=1,
-            created_at=now,
+            # Dated when the agent's declarations last changed, not at the migration: a
+            # delivery made since then was composed from this config.
+            created_at=agent.updated_at or now,
             actor="system",
             via="import",
             approved_by=None,

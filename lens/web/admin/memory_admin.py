@@ -25,6 +25,11 @@ class ReadOnlyAdmin(admin.ModelAdmin[_M]):
     def has_change_permission(self, request: HttpRequest, obj: Any = None) -> bool:
         return False
 
+    def has_delete_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        # Records, promotions and their events are the history deliveries, causes and
+        # compositions as of a moment are read from: nothing removes them here.
+        return False
+
 
 class PromotionInline(admin.StackedInline[Promotion, MemoryRecord]):
     model = Promotion

@@ -80,7 +80,8 @@ class RevisionDiffOut(BaseModel):
     tokens: TokensOut
 
 
-Number = Path(..., ge=1, le=INT_MAX)
+# 0 is a number no revision has: 404, as any unknown one.
+Number = Path(..., ge=0, le=INT_MAX)
 
 
 @router.get("/{slug}/revisions", response=RevisionList, by_alias=True)

@@ -189,6 +189,10 @@ def _lens_context(
         composition = compose_as_of(agent, moment)
         revision = revision_at(agent, moment)
         last = None  # the deliveries line is about now
+    # Every memory of the moment is in the prompt or among the drops (none silent); the
+    # briefs are every memory saved until now.
+    report = composition.report
+    memories = len(briefs) if moment is None else report.stats.composed + len(report.drops)
     return {
         "agent": agent,
         "composition": composition,
@@ -202,8 +206,8 @@ def _lens_context(
         "prompt_tokens": f"{composition.tokens.total:,}",
         "declared": composition.background.sections,
         "drop_groups": _drop_groups(agent, composition, briefs, today=moment is None),
-        "drop_stats": _drop_stats(composition, len(briefs)),
-        "memory_total": len(briefs),
+        "drop_stats": _drop_stats(composition, memories),
+        "memory_total": memories,
         "nav": "agents",
     }
 

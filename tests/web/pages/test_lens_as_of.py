@@ -42,6 +42,8 @@ def test_the_lens_shows_the_prompt_of_a_past_delivery(member_client: Client, wre
     assert "Brisk." not in then  # declared after that moment
     assert 'href="/agents/wren/revisions/1/"' in then  # the revision in force then
     assert "data-back-to-now" in then
+    assert "data-last-delivery" not in then  # that line is about now
+    assert "1 memory · 1 in the prompt · 0 not in the prompt" in then  # only what was saved then
     now = member_client.get("/agents/wren/").content.decode()
     assert "Lisbon" in now
     assert "Brisk." in now

@@ -137,7 +137,7 @@ def test_unknown_revisions_and_agents_are_404(api: ApiClient, other_api: ApiClie
     assert_error(api.get("/api/agents/wren/revisions/2"), 404, "revision_not_found")
     assert_error(api.get("/api/agents/wren/revisions/2/diff"), 404, "revision_not_found")
     assert_error(api.post("/api/agents/wren/revisions/2/restore"), 404, "revision_not_found")
-    assert_error(api.get("/api/agents/wren/revisions/0"), 422)
+    assert_error(api.get("/api/agents/wren/revisions/0"), 404, "revision_not_found")
     assert_error(api.get(f"/api/agents/wren/revisions/{2**31}"), 422)
     # Another team's agent is not found, whatever its history.
     for path in ("revisions", "revisions/1", "revisions/1/diff"):
