@@ -62,12 +62,13 @@ def seed(big: bool = False) -> None:
 
 
 def seed_revisions() -> None:
-    """Wren's declarations changed five times, by the demo user in the admin and by the
-    demo's token through the API, then restored to revision 1 (so its prompt is the
-    demo's own): the revisions pages have words, diffs and a restore to show."""
+    """After the demo's own three revisions of Wren, its declarations changed five more
+    times, by the demo user in the admin and by the demo's token through the API, then
+    restored to revision 1 (so its prompt is the demo's first): the revisions pages have
+    words, diffs and a restore to show. Revision 6 is the one that adds a section."""
     team = Team.objects.get(slug=DEMO_TEAM)
     wren = Agent.objects.get(team=team, slug="wren")
-    if Revision.objects.filter(agent=wren).count() > 1:
+    if Revision.objects.filter(agent=wren, via=Via.RESTORE).exists():
         return
     person = Actor.for_user(User.objects.get(username="demo"))
     token = Actor.for_token(ApiToken.objects.filter(team=team).earliest("pk"))
@@ -168,7 +169,7 @@ def stops() -> list[Stop]:
     # Wren's history of revisions, and one that added a section and says so in words.
     found += [
         Stop("revisions", f"/agents/{wren.slug}/revisions/"),
-        Stop("revision", f"/agents/{wren.slug}/revisions/4/"),
+        Stop("revision", f"/agents/{wren.slug}/revisions/6/"),
     ]
     section = SectionDeclaration.objects.filter(agent=wren).order_by("pk").first()
     found += [
