@@ -9,7 +9,9 @@ changes nothing writes nothing. Configs are stored once per content
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -70,22 +72,38 @@ def current_number(agent: Agent) -> int:
     return next(iter(newest), (0,))[0]
 
 
-# Reads of an agent and its config a change may interleave with before one gives a pair.
+_T = TypeVar("_T")
+# An agent read without its revision number (not through ``with_config``) is read again.
+_UNSET = object()
+# Reads of an agent's config that a change may interleave with before one gives a pair.
 _PAIR_ATTEMPTS = 3
+
+
+def at_one_revision(
+    agent: Agent, read: Callable[[Agent], _T], attempts: int
+) -> tuple[Agent, _T, int] | None:
+    """``read(agent)`` with the number of the revision the agent's declarations were at
+    (0: none yet), and the agent it read; None when a change interleaved every time.
+
+    The number read with the agent's row (``with_config``) still being the newest after
+    ``read`` means no change committed in between: a config and its revision commit
+    together. Otherwise the agent is read again and ``read`` runs again.
+    """
+    for _attempt in range(attempts):
+        value = read(agent)
+        newest = current_number(agent)
+        if getattr(agent, "revision_number", _UNSET) == (newest or None):
+            return agent, value, newest
+        agent = with_config(Agent.objects.filter(pk=agent.pk).select_related("team")).get()
+    return None
 
 
 def revised_config(agent: Agent) -> tuple[AgentConfig, int]:
     """``agent``'s config with the number of the revision it is (0: none yet), as a
-    pair. The number read with the agent's row (``with_config``) still being the newest
-    after its rows were read means no change committed in between (a config and its
-    revision commit together); otherwise it is read again, and after a few tries the
-    newest revision's own stored config answers."""
-    for _attempt in range(_PAIR_ATTEMPTS):
-        config = config_of(agent)
-        newest = current_number(agent)
-        if getattr(agent, "revision_number", None) == (newest or None):
-            return config, newest
-        agent = with_config(Agent.objects.filter(pk=agent.pk)).get()
+    pair; when changes keep interleaving, the newest revision's own stored config."""
+    found = at_one_revision(agent, config_of, _PAIR_ATTEMPTS)
+    if found is not None:
+        return found[1], found[2]
     revision = newest_revision(agent)
     if revision is None:
         return config_of(agent), 0

@@ -121,6 +121,20 @@ def memory_config(
     }
 
 
+def many_sections(sections: int, entries: int) -> dict[str, Any]:
+    """``memory_config()`` with ``sections`` more authored sections of ``entries`` each."""
+    config = memory_config()
+    config["background"]["sections"] += [
+        {
+            "id": f"section_{s}",
+            "title": f"Section {s}",
+            "entries": [{"key": f"key_{e}", "value": f"value {s}.{e}"} for e in range(entries)],
+        }
+        for s in range(sections)
+    ]
+    return config
+
+
 def approvals_config() -> dict[str, Any]:
     """``memory_config()`` with the guarded preferences section holding one authored entry
     (``theme``), so a queued memory can land on an authored address."""

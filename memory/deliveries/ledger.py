@@ -19,10 +19,9 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from lens.actors import Actor
-from lens.agents import with_config
 from lens.core.errors import DomainError
 from lens.models import Agent, Team
-from lens.revisions import current_number
+from lens.revisions import at_one_revision
 from memory.composition import compose
 from memory.core.composition import Composition
 from memory.core.deliveries import (
@@ -73,7 +72,10 @@ def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) ->
     """
     request = request or DeliveryInput()
     with transaction.atomic():
-        agent, composition, revision = _composed_at_a_revision(agent)
+        found = at_one_revision(agent, compose, _INSERT_ATTEMPTS)
+        if found is None:
+            raise DeliveriesBusy("The agent is being changed too often at once; try again.")
+        agent, composition, revision = found
         text = canonical_json(composition)
         stored = _store_composition(agent, composition, text)
         for _attempt in range(_INSERT_ATTEMPTS):
@@ -95,24 +97,6 @@ def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) ->
                 continue
             return Delivered(delivery=delivery, composition_json=text)
     raise DeliveriesBusy("The agent is being delivered too often at once; try again.")
-
-
-# An agent read without its revision number (not through ``with_config``) is read again.
-_UNSETTLED = object()
-
-
-def _composed_at_a_revision(agent: Agent) -> tuple[Agent, Composition, int]:
-    """``agent`` composed, with the number of the revision its declarations were read
-    at (0: none yet). The number read with the agent (``with_config``) still being the
-    newest after composing means no change committed in between: a change of the config
-    and its revision commit together. Otherwise the agent is read again."""
-    for _attempt in range(_INSERT_ATTEMPTS):
-        composition = compose(agent)
-        newest = current_number(agent)
-        if getattr(agent, "revision_number", _UNSETTLED) in (newest, newest or None):
-            return agent, composition, newest
-        agent = with_config(Agent.objects.filter(pk=agent.pk).select_related("team")).get()
-    raise DeliveriesBusy("The agent is being changed too often at once; try again.")
 
 
 def _next_moment(agent: Agent) -> datetime:

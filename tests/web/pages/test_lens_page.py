@@ -21,26 +21,13 @@ from tests.factories import (
     composed,
     create_agent,
     fill_memories,
+    many_sections,
     memory_config,
     remember,
 )
 from tests.pages import Dom, Element, dom
 
 pytestmark = pytest.mark.django_db
-
-
-def many_sections(sections: int, entries: int) -> dict[str, Any]:
-    """``memory_config()`` with ``sections`` more authored sections of ``entries`` each."""
-    config = memory_config()
-    config["background"]["sections"] += [
-        {
-            "id": f"section_{s}",
-            "title": f"Section {s}",
-            "entries": [{"key": f"key_{e}", "value": f"value {s}.{e}"} for e in range(entries)],
-        }
-        for s in range(sections)
-    ]
-    return config
 
 
 def lens(client: Client, query: str = "") -> Dom:

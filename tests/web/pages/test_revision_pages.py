@@ -20,7 +20,7 @@ from lens.revisions import current_number
 from lens.web.pages.toolkit import SESSION_KEY
 from memory.configuring import store_agent
 from memory.revision_diffs import revision_diff
-from tests.factories import create_agent, logged_in, make_user, memory_config
+from tests.factories import create_agent, logged_in, make_user, many_sections, memory_config
 from tests.pages import Dom, alert_text, buttons, dom
 
 pytestmark = pytest.mark.django_db
@@ -405,23 +405,10 @@ def test_the_diff_downloads_are_the_whole_diffs(member_client: Client, history: 
     assert links == [f"{LIST}4/config.diff?against=1", f"{LIST}4/prompt.diff?against=1"]
 
 
-def big_config(sections: int, entries: int) -> dict[str, Any]:
-    config = memory_config()
-    config["background"]["sections"] += [
-        {
-            "id": f"section_{s}",
-            "title": f"Section {s}",
-            "entries": [{"key": f"key_{e}", "value": f"value {s}.{e}"} for e in range(entries)],
-        }
-        for s in range(sections)
-    ]
-    return config
-
-
 def test_a_huge_diff_is_drawn_cut_short_with_a_count_and_a_download(
     member_client: Client, team: Team
 ) -> None:
-    agent = create_agent(team, "wren", big_config(40, 50))
+    agent = create_agent(team, "wren", many_sections(40, 50))
     page = dom(member_client.get(f"{LIST}1/"))
     found = revision_diff(agent, 1)
     total = len(found.config_diff.splitlines())
