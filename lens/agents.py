@@ -213,11 +213,12 @@ def config_of(agent: Agent) -> AgentConfig:
         agent.manual,
         agent.routing_spec,
         agent.recall_pinned_candidates,
+        agent.protected,
     )
     key = (scalars, capabilities, awareness, background)
 
     def validate() -> AgentConfig:
-        name, persona, tone, objective, manual, routing_spec, pinned = scalars
+        name, persona, tone, objective, manual, routing_spec, pinned, protected = scalars
         return AgentConfig.model_validate(
             {
                 "name": name,
@@ -236,6 +237,7 @@ def config_of(agent: Agent) -> AgentConfig:
                     for source, description, access in awareness
                 ],
                 "recall_pinned_candidates": pinned,
+                "protected": protected,
             }
         )
 
@@ -256,6 +258,7 @@ def write_config(team: Team, slug: str, config: AgentConfig) -> tuple[Agent, boo
     for field in ("name", "persona", "tone", "objective", "manual", "routing_spec"):
         setattr(agent, field, getattr(config, field))
     agent.recall_pinned_candidates = config.recall_pinned_candidates
+    agent.protected = config.protected
     agent.save()
 
     agent.capabilities.all().delete()

@@ -121,6 +121,11 @@ class Agent(models.Model):
     # NULL is "no routing spec selected" (the API's null), distinct from any spec key.
     routing_spec = models.CharField(max_length=100, null=True, blank=True)  # noqa: DJ001
     recall_pinned_candidates = models.BooleanField(default=False)
+    protected = models.BooleanField(
+        default=False,
+        help_text="Changes to a protected agent wait as proposals until another "
+        "reviewer of the team publishes them.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -269,6 +274,52 @@ class Revision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.agent.slug} revision {self.number}"
+
+
+class ProposalStatus(models.TextChoices):
+    PENDING = "pending", "pending"
+    PUBLISHED = "published", "published"
+    REJECTED = "rejected", "rejected"
+    STALE = "stale", "stale"
+    WITHDRAWN = "withdrawn", "withdrawn"
+
+
+class Proposal(models.Model):
+    """A change to a protected agent, waiting for a reviewer other than its proposer
+    (SPEC §14). It holds the whole config it would leave, made on ``base_revision``: once
+    the agent has moved past that revision it is stale and can never be published."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="proposals")
+    base_revision = models.PositiveIntegerField()
+    # The actor's label, as a revision's ``actor``; ``proposer`` is the person behind it
+    # (None for a token), who may not decide it.
+    proposed_by = models.CharField(max_length=200)
+    proposer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # Which way it was proposed (API, admin, restore); publishing it writes ``proposal``.
+    via = models.CharField(max_length=16, choices=Via.choices)
+    created_at = models.DateTimeField()
+    config = models.ForeignKey(
+        StoredConfig, on_delete=models.PROTECT, db_column="config_sha256", related_name="+"
+    )
+    summary = models.JSONField()
+    status = models.CharField(
+        max_length=16, choices=ProposalStatus.choices, default=ProposalStatus.PENDING
+    )
+    decided_by = models.CharField(max_length=150, null=True, blank=True)  # noqa: DJ001
+    decided_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [
+            models.Index(fields=["agent", "status", "-id"], name="proposal_agent_status"),
+            models.Index(fields=["status", "-id"], name="proposal_status"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.agent.slug} proposal {self.pk}"
 
 
 class LoginFailure(models.Model):

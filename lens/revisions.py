@@ -22,7 +22,7 @@ from lens.agents import ValidatedCache, config_of, with_config
 from lens.core.config import AgentConfig
 from lens.core.errors import DomainError
 from lens.core.revisions import canonical_config, config_sha256, summarise
-from lens.models import Agent, Revision, StoredConfig, Via
+from lens.models import Agent, Proposal, ProposalStatus, Revision, StoredConfig, Via
 
 
 class RevisionNotFound(DomainError):
@@ -51,14 +51,40 @@ def _weight(text: str) -> int:
     return len(text) // 1000 + 1  # about a kilobyte an entry, as the rows' caches count
 
 
-def stored_config(revision: Revision) -> AgentConfig:
-    """The whole config ``revision`` recorded."""
-    text = revision.config.text
+def stored_config(holder: Revision | Proposal) -> AgentConfig:
+    """The whole config ``holder`` (a revision, or a proposal) recorded."""
+    text = holder.config.text
     return _parsed.get(
-        revision.config_id,
+        holder.config_id,
         _weight(text),
         lambda: AgentConfig.model_validate_json(text),
     )
+
+
+def keep_config(digest: str, text: str) -> None:
+    """Store a config's canonical ``text`` under its ``digest``, once however often."""
+    # One statement whether or not the config is stored already (get_or_create takes
+    # four, and reads the whole text back when it is).
+    StoredConfig.objects.bulk_create(
+        [StoredConfig(sha256=digest, text=text)], ignore_conflicts=True
+    )
+
+
+def remember_parsed(digest: str, text: str, config: AgentConfig) -> None:
+    """``config`` is the one stored as ``text``: it need not be parsed again."""
+    _parsed.get(digest, _weight(text), lambda: config)
+
+
+def stale_reason(current: int) -> str:
+    return f"The agent moved to revision {current} before this was published."
+
+
+def mark_stale(agent: Agent, current: int) -> int:
+    """Every pending proposal of ``agent`` made on a revision before ``current`` can no
+    longer be published: it is marked stale. Returns how many."""
+    return Proposal.objects.filter(
+        agent=agent, status=ProposalStatus.PENDING, base_revision__lt=current
+    ).update(status=ProposalStatus.STALE, decided_at=timezone.now(), reason=stale_reason(current))
 
 
 def newest_revision(agent: Agent) -> Revision | None:
@@ -137,12 +163,8 @@ def record_revision(
     if newest is not None and newest.config_id == digest:
         return None
     before = stored_config(newest) if newest is not None else None
-    # One statement whether or not the config is stored already (get_or_create takes
-    # four, and reads the whole text back when it is).
-    StoredConfig.objects.bulk_create(
-        [StoredConfig(sha256=digest, text=text)], ignore_conflicts=True
-    )
-    _parsed.get(digest, _weight(text), lambda: config)
+    keep_config(digest, text)
+    remember_parsed(digest, text, config)
     revision = Revision.objects.create(
         agent=agent,
         number=newest.number + 1 if newest is not None else 1,
@@ -153,6 +175,9 @@ def record_revision(
         config_id=digest,
         summary=[change.as_json() for change in summarise(before, config)],
     )
+    # A proposal made on an older revision can never be published now: say so at once,
+    # so the queue does not offer it.
+    mark_stale(agent, revision.number)
     return revision
 
 

@@ -12,12 +12,22 @@ from django.db.models import Max
 from lens.actors import SYSTEM, Actor
 from lens.agents import check_slug, config_of, with_config, write_config
 from lens.core.config import AgentConfig
-from lens.models import Agent, Revision, SectionDeclaration, Team, Via
+from lens.models import Agent, Proposal, ProposalStatus, Revision, SectionDeclaration, Team, Via
+from lens.proposals import (
+    Recorded,
+    check_decider,
+    decide,
+    lock_pending,
+    proposed_config,
+    start_change,
+)
 from lens.revisions import (
     RevisionConflict,
     current_number,
     get_revision,
+    newest_revision,
     record_revision,
+    stale_reason,
     stored_config,
 )
 from memory.core.presets import Preset
@@ -34,7 +44,8 @@ class Stored:
     created: bool
     config: AgentConfig
     revision: int
-    recorded: Revision | None  # None: the config was already this one
+    recorded: Revision | None  # None: the config was already this one, or is proposed
+    proposal: Proposal | None = None  # the agent is protected: the change waits in it
 
 
 def store_agent(
@@ -52,7 +63,8 @@ def store_agent(
 
     Raises InvalidSlug or UnknownRoutingSpec, or RevisionConflict when ``if_revision``
     is not the agent's newest revision (0: the agent must not exist yet), having
-    written nothing.
+    written nothing. On a protected agent nothing changes: the change is proposed
+    (``store_config`` says which proposal).
     """
     stored = store_config(team, slug, config, actor=actor, via=via, if_revision=if_revision)
     return stored.agent, stored.created
@@ -72,44 +84,85 @@ def store_config(
     well (what ``PUT /api/agents/{slug}`` answers), so they need not be read again."""
     check_slug(slug)
     check_spec_key(config.routing_spec)
+    existing = Agent.objects.select_for_update().filter(team=team, slug=slug).first()
     if if_revision is not None:
-        existing = Agent.objects.select_for_update().filter(team=team, slug=slug).first()
         current = current_number(existing) if existing is not None else 0
         if current != if_revision:
             raise RevisionConflict(if_revision, current)
+    changing = start_change(existing)
     agent, created = write_config(team, slug, config)
     if if_revision == 0 and not created:
         # Another creator committed the agent while this one waited for its row: the
         # check above found no row to lock. Undone with this transaction.
         raise RevisionConflict(0, current_number(agent))
     stored = config_of(with_config(Agent.objects.filter(pk=agent.pk)).get())
-    recorded = record_revision(agent, actor, via, config=stored)
-    number = recorded.number if recorded is not None else current_number(agent)
-    return Stored(agent, created, stored, number, recorded)
+    recorded = changing.record(agent, actor, via, config=stored)
+    if recorded.proposal is not None or changing.protected:
+        # Undone: the agent reads as before, at the revision it stays at.
+        agent.refresh_from_db()
+        revised = newest_revision(agent)
+        assert revised is not None  # a protected agent has been stored before
+        return Stored(agent, False, stored_config(revised), revised.number, None, recorded.proposal)
+    number = recorded.revision.number if recorded.revision is not None else current_number(agent)
+    return Stored(agent, created, stored, number, recorded.revision)
 
 
 @transaction.atomic
-def restore_revision(agent: Agent, number: int, actor: Actor) -> Revision | None:
+def restore_revision(agent: Agent, number: int, actor: Actor) -> Stored:
     """Make ``agent``'s config revision ``number``'s again, as a new revision (``via``
-    restore). Returns it, or None when the config is already that one.
+    restore; ``recorded`` None when the config is already that one), or as a proposal
+    on a protected agent.
 
     Raises RevisionNotFound, or UnknownRoutingSpec when the revision names a spec this
     deployment no longer offers, having written nothing.
     """
     config = stored_config(get_revision(agent, number))
-    return store_config(agent.team, agent.slug, config, actor=actor, via=Via.RESTORE).recorded
+    return store_config(agent.team, agent.slug, config, actor=actor, via=Via.RESTORE)
 
 
 @transaction.atomic
-def apply_preset(agent: Agent, spec: Preset, actor: Actor = SYSTEM) -> list[str]:
-    """Select ``spec`` for ``agent`` and declare the preset's sections it lacks.
+def publish_proposal(team: Team, proposal_id: int, reviewer: Actor) -> Proposal:
+    """A reviewer other than the proposer applies the proposal: its config becomes the
+    agent's next revision (``via`` proposal, ``actor`` the proposer, ``approved_by``
+    the reviewer). When the agent has moved past the revision it was made on, the
+    proposal is marked stale instead and the agent is unchanged (the answer says which).
+
+    Raises ProposalNotFound, ProposalDecided, OwnProposal, or UnknownRoutingSpec when
+    its spec is no longer offered, having changed nothing.
+    """
+    proposal = lock_pending(team, proposal_id, reviewer)
+    check_decider(proposal, reviewer)
+    agent = proposal.agent
+    current = current_number(agent)
+    if current != proposal.base_revision:
+        decide(proposal, ProposalStatus.STALE, None, stale_reason(current))
+        return proposal
+    config = proposed_config(proposal)
+    check_spec_key(config.routing_spec)
+    decide(proposal, ProposalStatus.PUBLISHED, reviewer, "")
+    write_config(team, agent.slug, config)
+    proposer = Actor(label=proposal.proposed_by, user=proposal.proposer)
+    record_revision(agent, proposer, Via.PROPOSAL, approved_by=reviewer.label)
+    return proposal
+
+
+@dataclass(frozen=True)
+class PresetApplied:
+    added: list[str]  # the ids of the sections added (or proposed)
+    recorded: Recorded
+
+
+@transaction.atomic
+def apply_preset(agent: Agent, spec: Preset, actor: Actor = SYSTEM) -> PresetApplied:
+    """Select ``spec`` for ``agent`` and declare the preset's sections it lacks (on a
+    protected agent: propose it).
 
     Sections the agent already declares are left as they are (their tiers are the
-    developer's decision); new ones are appended. Returns the ids added.
+    developer's decision); new ones are appended.
     """
     # The agent's row first, as every writer of its declarations takes it: two presets
     # applied at once then add the missing sections once.
-    Agent.objects.select_for_update().only("pk").get(pk=agent.pk)
+    changing = start_change(agent)
     existing = set(agent.sections.values_list("section_id", flat=True))
     position = (agent.sections.aggregate(top=Max("position"))["top"] or 0) + 1
     added = []
@@ -127,5 +180,5 @@ def apply_preset(agent: Agent, spec: Preset, actor: Actor = SYSTEM) -> list[str]
         added.append(declaration.id)
     agent.routing_spec = spec.key
     agent.save(update_fields=["routing_spec", "updated_at"])
-    record_revision(agent, actor, Via.ADMIN)
-    return added
+    recorded = changing.record(agent, actor, Via.ADMIN)
+    return PresetApplied(added, recorded)

@@ -119,6 +119,7 @@ def normalised(config: dict[str, Any]) -> dict[str, Any]:
             for a in config.get("awareness", [])
         ],
         "recall_pinned_candidates": config.get("recall_pinned_candidates", False),
+        "protected": config.get("protected", False),
     }
 
 

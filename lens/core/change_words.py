@@ -25,6 +25,7 @@ FIELD_NAMES = {
     "manual": "Manual",
     "awareness": "Information sources",
     "recall_pinned_candidates": "Recall of pinned candidates",
+    "protected": "Protection",
 }
 # What happened, by kind of change: (the noun, its plural, the verb).
 _SAID = {

@@ -147,6 +147,9 @@ class AgentConfig(_Frozen):
     background: Background = Background()
     awareness: tuple[AwarenessSource, ...] = ()
     recall_pinned_candidates: StrictBool = False
+    # Four eyes (SPEC §14): a change to a protected agent waits as a proposal until a
+    # reviewer other than its proposer publishes it. Rendered nowhere in the prompt.
+    protected: StrictBool = False
 
     @field_validator("name")
     @classmethod

@@ -46,6 +46,7 @@ FIELDS = (
     "manual",
     "awareness",
     "recall_pinned_candidates",
+    "protected",
 )
 
 

@@ -30,6 +30,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "delivery_not_found": 404,
     "promotion_not_found": 404,
     "revision_not_found": 404,
+    "proposal_not_found": 404,
     "invalid_request": 422,
     "invalid_background": 422,
     "invalid_kind": 422,
@@ -47,9 +48,13 @@ STATUS_BY_CODE: dict[str, int] = {
     "version_conflict": 409,
     "revision_conflict": 409,
     "not_pending": 409,
+    "proposal_decided": 409,
     # Undo is a page action today; the statuses keep any later API caller honest.
     "undo_refused": 409,
     "undo_not_yours": 403,
+    # Four eyes: pages answer these today, and a later API caller keeps them.
+    "own_proposal": 403,
+    "not_proposer": 403,
     "undo_expired": 409,
     "undo_changed": 409,
     "address_taken": 409,

@@ -141,7 +141,7 @@ def test_applying_a_preset_adds_only_the_missing_sections_and_selects_its_spec(
         },
     )
 
-    added = apply_preset(agent, USER_BACKGROUND)
+    added = apply_preset(agent, USER_BACKGROUND).added
 
     assert added == ["user_preferences"]
     fresh = Agent.objects.get(pk=agent.pk)
@@ -159,7 +159,7 @@ def test_applying_a_preset_twice_adds_nothing_the_second_time(team: Team) -> Non
     agent = create_agent(team)
     apply_preset(agent, PROJECT)
     before = stored()
-    assert apply_preset(agent, PROJECT) == []
+    assert apply_preset(agent, PROJECT).added == []
     assert stored() == before
 
 
@@ -167,7 +167,7 @@ def test_a_preset_applied_to_an_agent_without_sections_declares_them_all_in_orde
     team: Team,
 ) -> None:
     agent = create_agent(team, config={**SAMPLE_CONFIG, "background": {"sections": []}})
-    assert apply_preset(agent, PROJECT) == [s.id for s in PROJECT.sections]
+    assert apply_preset(agent, PROJECT).added == [s.id for s in PROJECT.sections]
     assert section_rows(agent) == [(s.id, s.promotion) for s in PROJECT.sections]
     assert config_of(Agent.objects.get(pk=agent.pk)).routing_spec == "project"
 

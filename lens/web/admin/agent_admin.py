@@ -25,11 +25,12 @@ from lens.models import (
     AwarenessSource,
     Capability,
     Membership,
+    Proposal,
     SectionDeclaration,
     Team,
     Via,
 )
-from lens.revisions import record_revision
+from lens.proposals import Changing, Recorded, start_change
 from lens.web.admin.declaration_forms import (
     AgentForm,
     AuthoredEntryForm,
@@ -128,24 +129,81 @@ class AwarenessSourceInline(
     ordering = ["position", "id"]
 
 
+# The change in progress on this request (``lens.proposals.start_change``), and the
+# proposal it became: kept on the request, since one ModelAdmin serves every thread.
+_CHANGING = "_lens_changing"
+_PROPOSED = "_lens_proposed"
+
+
 class RecordsRevisions(admin.ModelAdmin[Any]):
     """Every change of an agent's declarations made here writes its revision (SPEC §14)
     in the admin's own transaction (its change and delete views are atomic), once the
-    form and all its inlines are saved; a save that changes nothing writes none."""
+    form and all its inlines are saved; a save that changes nothing writes none.
+
+    On a protected agent the change is undone and proposed instead: the admin says so,
+    links the proposal, and logs no change that did not happen."""
 
     def agent_of(self, obj: Any) -> Agent:
         return obj if isinstance(obj, Agent) else obj.agent
 
-    def record(self, request: HttpRequest, agent: Agent) -> None:
-        revision = record_revision(agent, Actor.for_user(request.user), Via.ADMIN)
-        if revision is not None:
+    def report(self, request: HttpRequest, agent: Agent, recorded: Recorded) -> None:
+        if recorded.proposal is not None:
+            setattr(request, _PROPOSED, recorded.proposal)
             self.message_user(
-                request, f"{agent.name}: revision {revision.number} recorded.", messages.INFO
+                request,
+                format_html(
+                    "This agent is protected: your change was proposed, not applied. "
+                    '<a href="{}">Proposal {}</a> waits for another reviewer of the team.',
+                    reverse("proposal", args=[recorded.proposal.pk]),
+                    recorded.proposal.pk,
+                ),
+                messages.WARNING,
             )
+        elif recorded.revision is not None:
+            self.message_user(
+                request,
+                f"{agent.name}: revision {recorded.revision.number} recorded.",
+                messages.INFO,
+            )
+
+    def proposed(self, request: HttpRequest) -> Proposal | None:
+        found: Proposal | None = getattr(request, _PROPOSED, None)
+        return found
+
+    def save_model(self, request: HttpRequest, obj: Any, form: Any, change: bool) -> None:
+        # Before the row is written: a protected agent's change is undone to this point.
+        agent = self.agent_of(obj) if change or not isinstance(obj, Agent) else None
+        setattr(request, _CHANGING, start_change(agent))
+        super().save_model(request, obj, form, change)
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         super().save_related(request, form, formsets, change)
-        self.record(request, self.agent_of(form.instance))
+        changing: Changing = getattr(request, _CHANGING)
+        agent = self.agent_of(form.instance)
+        self.report(request, agent, changing.record(agent, Actor.for_user(request.user), Via.ADMIN))
+
+    def log_change(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        if self.proposed(request) is None:
+            return super().log_change(request, obj, message)
+        return None  # nothing changed
+
+    def log_addition(self, request: HttpRequest, obj: Any, message: Any) -> Any:
+        if self.proposed(request) is None:
+            return super().log_addition(request, obj, message)
+        return None
+
+    def response_change(self, request: HttpRequest, obj: Any) -> HttpResponse:
+        if self.proposed(request) is None:
+            return super().response_change(request, obj)
+        # Back to the agent as it still reads, with the message saying why.
+        return HttpResponseRedirect(agent_change_url(self.agent_of(obj).pk))
+
+    def response_add(
+        self, request: HttpRequest, obj: Any, post_url_continue: str | None = None
+    ) -> HttpResponse:
+        if self.proposed(request) is None:
+            return super().response_add(request, obj, post_url_continue)
+        return HttpResponseRedirect(agent_change_url(self.agent_of(obj).pk))
 
 
 @admin.register(Agent)
@@ -156,7 +214,19 @@ class AgentAdmin(RecordsRevisions, LineBreaksAdmin[Agent], OrderedRowsAdmin[Agen
     search_fields = ["name", "slug"]
     list_select_related = ["team"]
     fieldsets = [
-        (None, {"fields": ["team", "slug", "name", "routing_spec", "recall_pinned_candidates"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "team",
+                    "slug",
+                    "name",
+                    "routing_spec",
+                    "recall_pinned_candidates",
+                    "protected",
+                ]
+            },
+        ),
         ("Role", {"fields": ["persona", "tone", "objective", "manual"]}),
     ]
     inlines = [SectionDeclarationInline, CapabilityInline, AwarenessSourceInline]
@@ -173,13 +243,16 @@ class AgentAdmin(RecordsRevisions, LineBreaksAdmin[Agent], OrderedRowsAdmin[Agen
 def _preset_action(spec: Preset) -> Any:
     def apply(modeladmin: AgentAdmin, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
         for agent in queryset:
-            added = apply_preset(agent, spec, Actor.for_user(request.user))
+            applied = apply_preset(agent, spec, Actor.for_user(request.user))
+            if applied.recorded.proposal is not None:
+                modeladmin.report(request, agent, applied.recorded)
+                continue
             modeladmin.message_user(
                 request,
                 f"{agent.slug}: routing spec {agent.routing_spec}; "
                 + (
-                    f"added sections {', '.join(added)}."
-                    if added
+                    f"added sections {', '.join(applied.added)}."
+                    if applied.added
                     else "all sections were already declared."
                 ),
                 messages.SUCCESS,
@@ -232,16 +305,30 @@ class SectionDeclarationAdmin(
 
     def delete_model(self, request: HttpRequest, obj: SectionDeclaration) -> None:
         agent = obj.agent
+        changing = start_change(agent)
         super().delete_model(request, obj)
-        self.record(request, agent)
+        self.report(request, agent, changing.record(agent, Actor.for_user(request.user), Via.ADMIN))
+
+    def log_deletions(self, request: HttpRequest, queryset: Any) -> Any:
+        # Logged before the rows go; a protected agent's section stays (it is proposed).
+        kept: Any = [obj for obj in queryset if not obj.agent.protected]  # log_actions iterates
+        return super().log_deletions(request, kept) if kept else None
+
+    def response_delete(self, request: HttpRequest, obj_display: str, obj_id: Any) -> HttpResponse:
+        proposal = self.proposed(request)
+        if proposal is None:
+            return super().response_delete(request, obj_display, obj_id)
+        return HttpResponseRedirect(agent_change_url(proposal.agent_id))
 
     def delete_queryset(self, request: HttpRequest, queryset: QuerySet[SectionDeclaration]) -> None:
-        # "Delete selected": one revision for each agent that lost sections.
+        # "Delete selected": one revision (or proposal) for each agent that lost sections.
+        actor = Actor.for_user(request.user)
         with transaction.atomic():
             agents = list(Agent.objects.filter(sections__in=queryset).distinct())
-            super().delete_queryset(request, queryset)
             for agent in agents:
-                self.record(request, agent)
+                changing = start_change(agent)
+                super().delete_queryset(request, queryset.filter(agent=agent))
+                self.report(request, agent, changing.record(agent, actor, Via.ADMIN))
 
     def response_change(self, request: HttpRequest, obj: SectionDeclaration) -> HttpResponse:
         response = super().response_change(request, obj)

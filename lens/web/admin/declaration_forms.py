@@ -307,6 +307,7 @@ class AgentForm(forms.ModelForm[Agent]):
             "manual",
             "routing_spec",
             "recall_pinned_candidates",
+            "protected",
         ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:

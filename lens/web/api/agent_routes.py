@@ -18,6 +18,7 @@ from lens.models import Agent, Via
 from lens.revisions import revised_config
 from lens.web.api.auth import ApiRequest, team_of, token_of
 from lens.web.api.params import INT_MAX, iso_8601
+from lens.web.api.proposal_routes import ProposedOut
 from memory.as_of import compose_as_of
 from memory.composition import compose, compose_many
 from memory.configuring import store_config
@@ -84,8 +85,12 @@ def get_agent_config(request: ApiRequest, slug: str) -> RevisedConfig:
     return _revised(get_agent(team_of(request), slug))
 
 
-@agents.put("/{slug}", response={200: RevisedConfig, 201: RevisedConfig})
-def put_agent_config(request: ApiRequest, slug: str, config: ConfigInput) -> Status[RevisedConfig]:
+@agents.put("/{slug}", response={200: RevisedConfig, 201: RevisedConfig, 202: ProposedOut})
+def put_agent_config(
+    request: ApiRequest, slug: str, config: ConfigInput
+) -> Status[RevisedConfig | ProposedOut]:
+    """200 or 201 with the config as stored; 202 when the agent is protected: nothing
+    changed, the change waits as a proposal (SPEC §14)."""
     given = AgentConfig.model_construct(**{name: getattr(config, name) for name in CONFIG_FIELDS})
     stored = store_config(
         team_of(request),
@@ -95,6 +100,8 @@ def put_agent_config(request: ApiRequest, slug: str, config: ConfigInput) -> Sta
         via=Via.API,
         if_revision=config.if_revision,
     )
+    if stored.proposal is not None:
+        return Status(202, ProposedOut.of(stored.proposal))
     # The config and number as the write's own transaction read them: read again here,
     # after the commit, they could be a later writer's.
     answer = RevisedConfig.model_construct(**dict(stored.config), revision=stored.revision)

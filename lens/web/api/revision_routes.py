@@ -17,6 +17,7 @@ from lens.models import Revision
 from lens.revisions import get_revision, newest_revision, revision_page, stored_config
 from lens.web.api.auth import ApiRequest, team_of, token_of
 from lens.web.api.params import INT_MAX
+from lens.web.api.proposal_routes import ProposedOut
 from memory.configuring import restore_revision
 from memory.revision_diffs import revision_diff
 
@@ -122,13 +123,19 @@ def diff_revisions(
     )
 
 
-@router.post("/{slug}/revisions/{n}/restore", response={200: RevisionOut, 201: RevisionOut})
-def restore(request: ApiRequest, slug: str, n: int = Number) -> Status[RevisionOut]:
-    """201 with the new revision; 200 with the newest when the config already is that one."""
+@router.post(
+    "/{slug}/revisions/{n}/restore",
+    response={200: RevisionOut, 201: RevisionOut, 202: ProposedOut},
+)
+def restore(request: ApiRequest, slug: str, n: int = Number) -> Status[RevisionOut | ProposedOut]:
+    """201 with the new revision; 200 with the newest when the config already is that
+    one; 202 when the agent is protected and the restore was proposed."""
     agent = get_agent(team_of(request), slug)
     restored = restore_revision(agent, n, Actor.for_token(token_of(request)))
-    if restored is not None:
-        return Status(201, RevisionOut.of(restored))
+    if restored.proposal is not None:
+        return Status(202, ProposedOut.of(restored.proposal))
+    if restored.recorded is not None:
+        return Status(201, RevisionOut.of(restored.recorded))
     newest = newest_revision(agent)
     assert newest is not None  # revision n exists, so the agent has a newest one
     return Status(200, RevisionOut.of(newest))

@@ -14,6 +14,8 @@ from lens.web.api.kv_routes import bootstrap_router
 from lens.web.api.kv_routes import router as kv_router
 from lens.web.api.memory_routes import router as memory_router
 from lens.web.api.parser import JsonParser
+from lens.web.api.proposal_routes import agent_proposals
+from lens.web.api.proposal_routes import proposals as proposals_router
 from lens.web.api.rendering import ApiRenderer
 from lens.web.api.revision_routes import router as revision_router
 
@@ -38,4 +40,6 @@ api.add_router("/agents", agents)
 api.add_router("/agents", memory_router)
 api.add_router("/agents", agent_deliveries)
 api.add_router("/agents", revision_router)
+api.add_router("/agents", agent_proposals)
+api.add_router("/proposals", proposals_router)
 api.add_router("/deliveries", deliveries_router)

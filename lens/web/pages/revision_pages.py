@@ -280,12 +280,20 @@ def revision_restore(request: AppRequest, slug: str, number: int) -> HttpRespons
     except DomainError as exc:  # e.g. its routing spec is no longer offered
         messages.error(request, f"Revision {revision.number} was not restored: {exc.message}")
     else:
-        if restored is None:
+        if restored.proposal is not None:
+            messages.success(
+                request,
+                f"{agent.name} is protected: restoring revision {revision.number} was "
+                f"proposed as proposal {restored.proposal.pk}, not applied. Another "
+                "reviewer publishes it from the approvals queue.",
+            )
+        elif restored.recorded is None:
             messages.info(
                 request, f"Revision {revision.number} is already in force: nothing changed."
             )
         else:
             messages.success(
-                request, f"Restored revision {revision.number} as revision {restored.number}."
+                request,
+                f"Restored revision {revision.number} as revision {restored.recorded.number}.",
             )
     return redirect(_revisions_url(agent, **{TEAM_FIELD: team.slug}))

@@ -44,6 +44,7 @@ def test_put_fills_the_defaults_of_a_minimal_config(api: ApiClient) -> None:
         "background": {"sections": []},
         "awareness": [],
         "recall_pinned_candidates": False,
+        "protected": False,
         "revision": 1,
     }
 
