@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import importlib
+import json
 
 import pytest
 from django.apps import apps
@@ -61,3 +62,33 @@ def test_an_agent_whose_rows_no_longer_validate_is_skipped(api: ApiClient) -> No
     # Each valid config is stored once: the PUTs stored them already.
     assert StoredConfig.objects.count() == stored_before
     assert api.get("/api/agents/atlas").json()["revision"] == 1
+
+
+protection = importlib.import_module("lens.migrations.0004_protected_proposals")
+
+
+def test_configs_stored_before_protection_are_rewritten_with_it(api: ApiClient) -> None:
+    """``0004`` gives every stored config ``"protected": false``: its hash is again the
+    canonical config's, so a save that changes nothing still writes no revision."""
+    api.put("/api/agents/wren", SAMPLE_CONFIG)
+    api.put("/api/agents/wren", {**SAMPLE_CONFIG, "persona": "Changed since."})
+    api.put("/api/agents/atlas", {**SAMPLE_CONFIG, "persona": "Changed since."})
+    for stored in list(StoredConfig.objects.all()):
+        # As 0003 stored it, before ``protected`` existed.
+        data = json.loads(stored.text)
+        del data["protected"]
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        StoredConfig.objects.create(sha256=config_sha256(text), text=text)
+        Revision.objects.filter(config_id=stored.sha256).update(config_id=config_sha256(text))
+        stored.delete()
+
+    protection._configs_say_protected(apps, None)
+    protection._configs_say_protected(apps, None)  # and again: nothing more to do
+
+    assert StoredConfig.objects.count() == 2  # wren's two configs; atlas shares one
+    for row in Revision.objects.select_related("config"):
+        assert '"protected":false' in row.config.text
+        assert row.config_id == config_sha256(canonical_config(stored_config(row)))
+    answer = api.put("/api/agents/wren", {**SAMPLE_CONFIG, "persona": "Changed since."})
+    assert answer.status_code == 200
+    assert answer.json()["revision"] == 2
