@@ -17,8 +17,8 @@ from django.db.models import Max, Min
 
 from lens.actors import Actor
 from lens.core.config import AgentConfig
-from lens.models import Agent, Revision, Via
-from memory.configuring import store_agent
+from lens.models import Agent, Proposal, Revision, Via
+from memory.configuring import store_agent, store_config
 from memory.models import Delivery
 
 # The second person of the demo team, beside the demo superuser: a reviewer.
@@ -46,8 +46,29 @@ def _wren_quiet_hours(config: dict[str, Any]) -> None:
     )
 
 
+def _protect(config: dict[str, Any]) -> None:
+    config["protected"] = True
+
+
+def _sentinel_tracker_owns_state(config: dict[str, Any]) -> None:
+    context = next(s for s in config["background"]["sections"] if s["id"] == "team_context")
+    for entry in context["entries"]:
+        if entry["key"] == "review_sla_hours":
+            entry["value"] = 8
+    config["background"]["sections"] = [
+        s for s in config["background"]["sections"] if s["id"] != "project_state"
+    ]
+
+
 EDITS: dict[str, list[Edit]] = {
     "wren": [("demo", _wren_shorter_check_in), (SECOND_PERSON, _wren_quiet_hours)],
+    # The code reviewer's prompt is guarded by four eyes: its changes wait as proposals.
+    "sentinel": [("demo", _protect)],
+}
+# Changes proposed on a protected demo agent after its edits, left for a reviewer: the
+# demo user (a reviewer who did not propose them) can publish or reject them.
+PROPOSALS: dict[str, list[Edit]] = {
+    "sentinel": [(SECOND_PERSON, _sentinel_tracker_owns_state)],
 }
 
 
@@ -64,11 +85,13 @@ def edited(slug: str, config: dict[str, Any]) -> list[tuple[str, dict[str, Any]]
 
 def tell_edits(agent: Agent, raw: dict[str, Any], people: dict[str, Actor]) -> int:
     """Apply ``agent``'s demo edits as the people who made them (through the admin's
-    path: each writes a revision), once its history is told; then move its revisions to
-    the times the story gives them: the first before its first delivery, the edits after
-    its newest one (a few minutes apart). Returns how many revisions the edits wrote."""
+    path: each writes a revision), once its history is told, and make its proposals;
+    then move its revisions and proposals to the times the story gives them: the first
+    revision before its first delivery, the edits after its newest one (a few minutes
+    apart), the proposals after those. Returns how many revisions the edits wrote."""
     written = 0
-    for who, config in edited(agent.slug, raw):
+    steps = edited(agent.slug, raw)
+    for who, config in steps:
         store_agent(
             agent.team,
             agent.slug,
@@ -77,6 +100,20 @@ def tell_edits(agent: Agent, raw: dict[str, Any], people: dict[str, Actor]) -> i
             via=Via.ADMIN,
         )
         written += 1
+    current = steps[-1][1] if steps else raw
+    proposed = []
+    for who, edit in PROPOSALS.get(agent.slug, []):
+        config = copy.deepcopy(current)
+        edit(config)
+        stored = store_config(
+            agent.team,
+            agent.slug,
+            AgentConfig.model_validate(config),
+            actor=people[who],
+            via=Via.ADMIN,
+        )
+        if stored.proposal is not None:
+            proposed.append(stored.proposal.pk)
     times = Delivery.objects.filter(agent=agent).aggregate(
         first=Min("delivered_at"), last=Max("delivered_at")
     )
@@ -90,4 +127,6 @@ def tell_edits(agent: Agent, raw: dict[str, Any], people: dict[str, Actor]) -> i
         Revision.objects.filter(agent=agent, number=number).update(
             created_at=times["last"] + EDIT_STEP * (number - 1)
         )
+    for n, pk in enumerate(proposed, start=written + 1):
+        Proposal.objects.filter(pk=pk).update(created_at=times["last"] + EDIT_STEP * n)
     return written

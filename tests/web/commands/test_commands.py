@@ -22,13 +22,15 @@ from lens.models import (
     AwarenessSource,
     Capability,
     Membership,
+    Proposal,
     Revision,
     SectionDeclaration,
     StoredConfig,
     Team,
     Via,
 )
-from lens.revisions import record_revision
+from lens.proposals import is_proposer
+from lens.revisions import current_number, record_revision
 from memory.as_of import compose_as_of
 from memory.deliveries.ledger import composition_data
 from memory.demo.configs import DEMO_AGENTS
@@ -247,6 +249,22 @@ def test_the_demo_history_has_revisions_by_two_people_around_its_deliveries() ->
     for delivery in Delivery.objects.select_related("agent", "composition"):
         then = json.loads(compose_as_of(delivery.agent, delivery.delivered_at).model_dump_json())
         assert then["prompt"] == composition_data(delivery.composition)["prompt"]
+
+
+def test_the_demo_has_a_protected_agent_with_a_change_waiting_for_a_reviewer() -> None:
+    run("seed_demo", "--force")
+    sentinel = Agent.objects.get(slug="sentinel")
+    assert sentinel.protected
+    [proposal] = Proposal.objects.filter(agent=sentinel)
+    assert (proposal.status, proposal.proposed_by) == ("pending", "maya")
+    assert proposal.base_revision == current_number(sentinel)
+    assert {"change": "section_removed", "section": "project_state"} in proposal.summary
+    # The demo user did not propose it: they may publish it.
+    assert not is_proposer(proposal, Actor.for_user(User.objects.get(username="demo")))
+    assert proposal.created_at > Revision.objects.get(agent=sentinel, number=2).created_at
+    # Seeding again proposes nothing more.
+    run("seed_demo", "--force")
+    assert Proposal.objects.filter(agent=sentinel).count() == 1
 
 
 def test_seed_demo_keeps_other_data(team: Team, agent: Agent) -> None:
