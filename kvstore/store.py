@@ -4,6 +4,7 @@ anything is written; a refused write changes nothing.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -21,6 +22,8 @@ from kvstore.core.keys import (
     runes,
 )
 from kvstore.models import Key, Version
+from lens.actors import Actor
+from lens.audit import Entry, append_one
 from lens.core.diffs import unified_diff
 from lens.core.errors import DomainError
 from lens.models import Team
@@ -67,7 +70,9 @@ def check_key(key: str) -> str:
     return key
 
 
-def write(team: Team, key: str, payload: str, if_version: int | None = None) -> Written:
+def write(
+    team: Team, key: str, payload: str, if_version: int | None = None, actor: Actor | str = "system"
+) -> Written:
     """Append version n+1 (the first is 1). With ``if_version`` the write lands only if
     the current version equals it (0: only if the key does not exist).
     """
@@ -96,7 +101,21 @@ def write(team: Team, key: str, payload: str, if_version: int | None = None) -> 
                 current_version=current,
             )
         cursor.execute(_ADD_VERSION, [key_id, version, payload, size, first_line(payload), stamp])
+        append_one(
+            team.pk,
+            actor,
+            Entry(
+                "kv.written",
+                "kv",
+                key,
+                details={"version": version, "runes": size, "sha256": payload_sha256(payload)},
+            ),
+        )
     return Written(key=key, version=version, written_at=now, runes=size)
+
+
+def payload_sha256(payload: str) -> str:
+    return hashlib.sha256(payload.encode()).hexdigest()
 
 
 # The write path as plain SQL: the ORM's query building cost several times the two
@@ -227,7 +246,7 @@ def keys_with_prefix(team: Team, prefix: str) -> QuerySet[Key]:
     return rows.order_by("ordered")
 
 
-def delete(team: Team, key: str) -> int:
+def delete(team: Team, key: str, actor: Actor | str = "system") -> int:
     """Remove every version of ``key``; returns how many there were."""
     with transaction.atomic():
         row = Key.objects.select_for_update().filter(team=team, key=check_key(key)).first()
@@ -235,6 +254,7 @@ def delete(team: Team, key: str) -> int:
             raise KeyNotFound(f"No key {key!r}.", key=key)
         count = row.versions.count()
         row.delete()
+        append_one(team.pk, actor, Entry("kv.deleted", "kv", key, details={"versions": count}))
     return count
 
 

@@ -6,3 +6,7 @@ from django.apps import AppConfig
 class LensConfig(AppConfig):
     name = "lens"
     verbose_name = "Composition Lens"
+
+    def ready(self) -> None:
+        # Audit events of memberships and tokens, and a team's deletion with its log.
+        from lens import signals  # noqa: F401

@@ -322,6 +322,66 @@ class Proposal(models.Model):
         return f"{self.agent.slug} proposal {self.pk}"
 
 
+class AuditEvent(models.Model):
+    """One change, appended to its team's log in the change's own transaction (SPEC §15).
+
+    Each event seals the one before it: ``sha256`` is the SHA-256 of the event's
+    canonical JSON (``lens.audit``) without ``sha256``, which holds ``prev_sha256``. The
+    database refuses UPDATE and DELETE on this table (triggers, migration 0005), except
+    the deletion of a whole team's log while that team is being deleted. Details hold ids, sizes and hashes, never a
+    memory's content or a key's payload.
+    """
+
+    # Deleting a team deletes its log: the one way rows leave it (``lens.audit``).
+    team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="+")
+    seq = models.PositiveBigIntegerField()
+    at = models.DateTimeField()
+    actor = models.CharField(max_length=200)
+    action = models.CharField(max_length=40)
+    object_type = models.CharField(max_length=20)
+    object_id = models.CharField(max_length=300)
+    agent = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    details = models.JSONField(default=dict)
+    prev_sha256 = models.CharField(max_length=64)
+    sha256 = models.CharField(max_length=64)
+
+    class Meta:
+        ordering = ["team", "seq"]
+        constraints = [
+            models.UniqueConstraint(fields=["team", "seq"], name="audit_unique_seq"),
+        ]
+        indexes = [
+            models.Index(fields=["team", "agent", "seq"], name="audit_team_agent"),
+            models.Index(fields=["team", "action", "seq"], name="audit_team_action"),
+            models.Index(fields=["team", "at"], name="audit_team_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.action} #{self.seq}"
+
+
+class AuditHead(models.Model):
+    """The newest event of a team's log: its number and hash. Appending locks this row,
+    so a team's events are numbered one after another with no gap, whoever writes."""
+
+    team = models.OneToOneField(Team, on_delete=models.CASCADE, primary_key=True, related_name="+")
+    seq = models.PositiveBigIntegerField(default=0)
+    sha256 = models.CharField(max_length=64)
+
+    def __str__(self) -> str:
+        return f"{self.team_id} at {self.seq}"
+
+
+class AuditPurge(models.Model):
+    """A team being deleted, for the length of its deletion's transaction: the audit
+    triggers let its events go, and no others."""
+
+    team_id = models.BigIntegerField(primary_key=True)
+
+    def __str__(self) -> str:
+        return f"purging {self.team_id}"
+
+
 class LoginFailure(models.Model):
     """One failed sign-in for a username, kept for the login throttle (lens/serving/throttle.py).
 

@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from lens.actors import Actor
 from lens.agents import config_of, with_config
+from lens.audit import append_one
 from lens.core.config import AgentConfig
 from lens.core.errors import DomainError
 from lens.core.revisions import canonical_config, config_sha256, summarise
@@ -29,6 +30,7 @@ from lens.models import Agent, Proposal, ProposalStatus, Revision, Team, Via
 from lens.revisions import (
     keep_config,
     newest_revision,
+    proposal_entry,
     record_revision,
     remember_parsed,
     stored_config,
@@ -130,7 +132,7 @@ def propose(agent: Agent, actor: Actor, via: Via, config: AgentConfig) -> Propos
     remember_parsed(digest, text, config)
     before = stored_config(newest) if newest is not None else None
     user = actor.user if actor.user is not None and actor.user.is_authenticated else None
-    return Proposal.objects.create(
+    proposal = Proposal.objects.create(
         agent=agent,
         base_revision=newest.number if newest is not None else 0,
         proposed_by=actor.label,
@@ -140,6 +142,20 @@ def propose(agent: Agent, actor: Actor, via: Via, config: AgentConfig) -> Propos
         config_id=digest,
         summary=[change.as_json() for change in summarise(before, config)],
     )
+    append_one(
+        agent.team_id,
+        actor,
+        proposal_entry(
+            "proposal.created",
+            agent,
+            proposal.pk,
+            base_revision=proposal.base_revision,
+            via=via,
+            config_sha256=digest,
+            changes=len(proposal.summary),
+        ),
+    )
+    return proposal
 
 
 def proposals_of(agent: Agent, status: str | None = None) -> QuerySet[Proposal]:
@@ -201,12 +217,19 @@ def check_decider(proposal: Proposal, actor: Actor) -> None:
 
 
 def decide(proposal: Proposal, status: ProposalStatus, actor: Actor | None, reason: str) -> None:
-    """Close ``proposal`` (locked and pending) with ``status``."""
+    """Close ``proposal`` (locked and pending) with ``status``; ``actor`` None: the
+    system (a stale one)."""
     proposal.status = status
     proposal.decided_by = actor.label[:150] if actor is not None else None
     proposal.decided_at = timezone.now()
     proposal.reason = reason
     proposal.save(update_fields=["status", "decided_by", "decided_at", "reason"])
+    append_one(
+        proposal.agent.team_id,
+        actor or "system",
+        # The reason is a person's words: the event holds its length, not its text.
+        proposal_entry(f"proposal.{status}", proposal.agent, proposal.pk, reason_chars=len(reason)),
+    )
 
 
 def _checked_reason(reason: str) -> str:

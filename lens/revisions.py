@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from django.db import transaction
 from django.db.models import QuerySet
@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from lens.actors import Actor
 from lens.agents import ValidatedCache, config_of, with_config
+from lens.audit import Entry, append, append_one
 from lens.core.config import AgentConfig
 from lens.core.errors import DomainError
 from lens.core.revisions import canonical_config, config_sha256, summarise
@@ -81,10 +82,26 @@ def stale_reason(current: int) -> str:
 
 def mark_stale(agent: Agent, current: int) -> int:
     """Every pending proposal of ``agent`` made on a revision before ``current`` can no
-    longer be published: it is marked stale. Returns how many."""
-    return Proposal.objects.filter(
+    longer be published: it is marked stale (each an audit event). Returns how many."""
+    waiting = Proposal.objects.filter(
         agent=agent, status=ProposalStatus.PENDING, base_revision__lt=current
-    ).update(status=ProposalStatus.STALE, decided_at=timezone.now(), reason=stale_reason(current))
+    )
+    ids = list(waiting.values_list("pk", flat=True))
+    if not ids:
+        return 0
+    Proposal.objects.filter(pk__in=ids).update(
+        status=ProposalStatus.STALE, decided_at=timezone.now(), reason=stale_reason(current)
+    )
+    append(
+        agent.team_id,
+        "system",
+        [proposal_entry("proposal.stale", agent, pk, revision=current) for pk in ids],
+    )
+    return len(ids)
+
+
+def proposal_entry(action: str, agent: Agent, proposal_id: int, **details: Any) -> Entry:
+    return Entry(action, "proposal", str(proposal_id), agent.slug, details)
 
 
 def newest_revision(agent: Agent) -> Revision | None:
@@ -174,6 +191,23 @@ def record_revision(
         approved_by=approved_by,
         config_id=digest,
         summary=[change.as_json() for change in summarise(before, config)],
+    )
+    append_one(
+        agent.team_id,
+        actor,
+        Entry(
+            "agent.created" if revision.number == 1 else "agent.revised",
+            "agent",
+            agent.slug,
+            agent.slug,
+            {
+                "revision": revision.number,
+                "via": via,
+                "approved_by": approved_by,
+                "config_sha256": digest,
+                "changes": len(revision.summary),
+            },
+        ),
     )
     # A proposal made on an older revision can never be published now: say so at once,
     # so the queue does not offer it.

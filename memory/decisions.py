@@ -18,7 +18,8 @@ from django.utils import timezone
 from lens.actors import Actor
 from lens.core.errors import DomainError
 from lens.models import Agent, Team
-from memory.models import EventKind, MemoryEvent, Promotion, PromotionStatus, new_event
+from memory.events import write_events
+from memory.models import EventKind, Promotion, PromotionStatus, new_event
 from memory.saving import holder_of
 
 
@@ -98,7 +99,7 @@ def _transition(
         if not changed:
             return AlreadyDecided(promotion)
         detail = {"reason": note} if note else {}
-        new_event(record_id, promotion.agent_id, kind, actor, at, **detail).save()
+        write_events([new_event(record_id, promotion.agent_id, kind, actor, at, **detail)])
     return Decided(promotion)
 
 
@@ -163,9 +164,7 @@ def decide_many(
     kind = EventKind.APPROVED if approve else EventKind.REJECTED
     detail = {"reason": note, "bulk": True} if note else {"bulk": True}
     agent_ids = dict(Promotion.objects.filter(pk__in=ids).values_list("record_id", "agent_id"))
-    MemoryEvent.objects.bulk_create(
-        new_event(rid, agent_ids[rid], kind, actor, at, **detail) for rid in ids
-    )
+    write_events([new_event(rid, agent_ids[rid], kind, actor, at, **detail) for rid in ids])
     return ids
 
 
@@ -222,9 +221,13 @@ def reopen(
             )
             if changed:
                 detail = {"reason": note} if note else {}
-                new_event(
-                    record_id, promotion.agent_id, EventKind.REOPENED, actor, at, **detail
-                ).save()
+                write_events(
+                    [
+                        new_event(
+                            record_id, promotion.agent_id, EventKind.REOPENED, actor, at, **detail
+                        )
+                    ]
+                )
     except IntegrityError:
         holder = holder_of(promotion.agent, promotion.placement_key or "")
         return AddressTaken(promotion, holder.record_id if holder else "")
@@ -318,9 +321,18 @@ def undo(
                 status=PromotionStatus.PENDING, decided_by=None, decided_at=None, decision_note=""
             )
             if changed:
-                new_event(
-                    record_id, promotion.agent_id, EventKind.REOPENED, actor, at, undone=decided
-                ).save()
+                write_events(
+                    [
+                        new_event(
+                            record_id,
+                            promotion.agent_id,
+                            EventKind.REOPENED,
+                            actor,
+                            at,
+                            undone=decided,
+                        )
+                    ]
+                )
     except IntegrityError:
         holder = holder_of(promotion.agent, promotion.placement_key or "")
         held = f"memory {holder.record_id}" if holder else "another memory"
@@ -423,9 +435,11 @@ def undo_many(
             agent_ids = dict(
                 Promotion.objects.filter(pk__in=ids).values_list("record_id", "agent_id")
             )
-            MemoryEvent.objects.bulk_create(
-                new_event(rid, agent_ids[rid], EventKind.REOPENED, actor, at, undone=decided)
-                for rid in ids
+            write_events(
+                [
+                    new_event(rid, agent_ids[rid], EventKind.REOPENED, actor, at, undone=decided)
+                    for rid in ids
+                ]
             )
             return UndoneMany(ids, {})
     except (_NotWhole, IntegrityError):

@@ -23,10 +23,10 @@ from memory.core.routing import (
     placement_key,
     spec_key_source,
 )
+from memory.events import saved_details, write_events
 from memory.models import (
     HOLDING,
     EventKind,
-    MemoryEvent,
     MemoryRecord,
     Promotion,
     PromotionStatus,
@@ -195,5 +195,5 @@ def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> st
         events.append(
             new_event(record.pk, agent.pk, EventKind.DECLINED, SYSTEM, at, reason=outcome.reason)
         )
-    MemoryEvent.objects.bulk_create(events)
+    write_events(events, agent=agent, saved={record.pk: saved_details(record)})
     return record.id

@@ -16,6 +16,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonR
 from django.template import loader
 from django.utils.cache import patch_cache_control
 
+from lens.audit import acting_for
 from lens.core.errors import error_body, invalid_input
 from lens.core.raw_input import Problem, form_problem, multipart_problem, path_problem
 from lens.core.text import unstorable
@@ -235,3 +236,15 @@ class SecurityHeadersMiddleware:
         if user is not None and user.is_authenticated:
             patch_cache_control(response, private=True, no_store=True)
         return response
+
+
+class ActingPersonMiddleware:
+    """Who acts, for the audit events of changes made through Django's own forms (the
+    admin's inlines): the signed-in person of this request (``lens.audit.acting_label``)."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        with acting_for(request):
+            return self.get_response(request)

@@ -19,6 +19,7 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from lens.actors import Actor
+from lens.audit import Entry, append_one
 from lens.core.errors import DomainError
 from lens.models import Agent, Team
 from lens.revisions import at_one_revision
@@ -95,8 +96,25 @@ def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) ->
                 # Another delivery of this agent took the same microsecond (or, once in
                 # 2^36, the same id): read the newest time again and step past it.
                 continue
+            append_one(agent.team_id, actor, _delivery_entry(agent, delivery, stored))
             return Delivered(delivery=delivery, composition_json=text)
     raise DeliveriesBusy("The agent is being delivered too often at once; try again.")
+
+
+def _delivery_entry(agent: Agent, delivery: Delivery, stored: StoredComposition) -> Entry:
+    # The session and model are the runtime's own labels: ids, kept as it sent them.
+    return Entry(
+        "delivery.recorded",
+        "delivery",
+        str(delivery.pk),
+        agent.slug,
+        {
+            "revision": delivery.revision,
+            "prompt_sha256": stored.prompt_sha256,
+            "composition_sha256": stored.digest,
+            "session": delivery.session,
+        },
+    )
 
 
 def _next_moment(agent: Agent) -> datetime:

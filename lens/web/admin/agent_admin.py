@@ -18,6 +18,7 @@ from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
 
 from lens.actors import Actor
+from lens.audit import Entry, append_one
 from lens.models import (
     Agent,
     ApiToken,
@@ -231,6 +232,16 @@ class AgentAdmin(RecordsRevisions, LineBreaksAdmin[Agent], OrderedRowsAdmin[Agen
     ]
     inlines = [SectionDeclarationInline, CapabilityInline, AwarenessSourceInline]
 
+    def delete_model(self, request: HttpRequest, obj: Agent) -> None:
+        with transaction.atomic():
+            _log_deleted(request, [obj])
+            super().delete_model(request, obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[Agent]) -> None:
+        with transaction.atomic():
+            _log_deleted(request, list(queryset))
+            super().delete_queryset(request, queryset)
+
     def get_actions(self, request: HttpRequest) -> dict[str, Any]:
         actions = super().get_actions(request)
         for spec in preset_specs():
@@ -238,6 +249,13 @@ class AgentAdmin(RecordsRevisions, LineBreaksAdmin[Agent], OrderedRowsAdmin[Agen
             description = f"Apply preset {spec.key}: add its sections, select its spec"
             actions[name] = (_preset_action(spec), name, description)
         return actions
+
+
+def _log_deleted(request: HttpRequest, agents: list[Agent]) -> None:
+    actor = Actor.for_user(request.user)
+    for agent in agents:
+        entry = Entry("agent.deleted", "agent", agent.slug, agent.slug, {"agent_id": agent.pk})
+        append_one(agent.team_id, actor, entry)
 
 
 def _preset_action(spec: Preset) -> Any:

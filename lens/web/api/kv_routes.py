@@ -9,8 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from kvstore import store
 from kvstore.bootstrap import bootstrap
+from lens.actors import Actor
 from lens.models import Team
-from lens.web.api.auth import ApiRequest, team_of
+from lens.web.api.auth import ApiRequest, team_of, token_of
 from lens.web.api.params import INT_MAX
 
 router = Router(tags=["key/value store"])
@@ -168,14 +169,19 @@ def write_key(request: ApiRequest, key: str, body: WriteIn) -> Status[KeyOut]:
     """Append a version (201 for version 1). ``if_version``: compare-and-swap; 0 means
     "only if the key does not exist". Over-limit payloads are refused, never truncated.
     """
-    written = store.write(team_of(request), key, body.payload, body.if_version)
+    written = store.write(
+        team_of(request), key, body.payload, body.if_version, Actor.for_token(token_of(request))
+    )
     return Status(201 if written.version == 1 else 200, written_out(key, written))
 
 
 @router.delete("/{path:key}", response=DeletedOut)
 def delete_key(request: ApiRequest, key: str) -> DeletedOut:
     """Remove every version; a later write starts again at version 1."""
-    return DeletedOut(id=key, deleted_versions=store.delete(team_of(request), key))
+    return DeletedOut(
+        id=key,
+        deleted_versions=store.delete(team_of(request), key, Actor.for_token(token_of(request))),
+    )
 
 
 bootstrap_router = Router(tags=["key/value store"])

@@ -7,6 +7,7 @@ from ninja import NinjaAPI
 
 from lens.web.api import errors
 from lens.web.api.agent_routes import agents
+from lens.web.api.audit_routes import router as audit_router
 from lens.web.api.auth import TeamToken
 from lens.web.api.delivery_routes import agent_deliveries
 from lens.web.api.delivery_routes import deliveries as deliveries_router
@@ -43,3 +44,4 @@ api.add_router("/agents", revision_router)
 api.add_router("/agents", agent_proposals)
 api.add_router("/proposals", proposals_router)
 api.add_router("/deliveries", deliveries_router)
+api.add_router("/audit", audit_router)

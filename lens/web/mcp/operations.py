@@ -136,9 +136,11 @@ def kv_store(
         return value_out(id, store.read(team, id, validated(ReadParams, options).version))
     if command == "write":
         body = validated(WriteIn, options)
-        return written_out(id, store.write(team, id, body.payload, body.if_version))
+        return written_out(
+            id, store.write(team, id, body.payload, body.if_version, Actor.for_token(token))
+        )
     if command == "delete":
-        return DeletedOut(id=id, deleted_versions=store.delete(team, id))
+        return DeletedOut(id=id, deleted_versions=store.delete(team, id, Actor.for_token(token)))
     page = validated(Page, options)
     if command == "list":
         return key_list(team, id, page)

@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 from kvstore import history, store
 from kvstore.core.keys import PAYLOAD_MAX_RUNES, key_problem
 from kvstore.models import Key, Version
+from lens.actors import Actor
 from lens.core.line_diffs import line_diff
 from lens.models import Team
 from lens.web.pages.kv_forms import DeleteForm, WriteForm
@@ -227,7 +228,7 @@ def _post(request: AppRequest, team: Team, row: Key) -> HttpResponse:
         if not delete.is_valid():
             messages.error(request, str(delete.errors["confirm"][0]))
             return redirect(_detail_url(key, team=team.slug))
-        count = store.delete(team, key)
+        count = store.delete(team, key, Actor.for_user(request.user))
         messages.success(
             request, f"Deleted {key} and its {count} version{'s' if count != 1 else ''}."
         )
@@ -243,7 +244,7 @@ def _post(request: AppRequest, team: Team, row: Key) -> HttpResponse:
         return render(request, "kvstore/key_detail.html", context, status=400)
     payload, if_version = form.cleaned_data["payload"], form.cleaned_data["if_version"]
     try:
-        written = store.write(team, key, payload, if_version)
+        written = store.write(team, key, payload, if_version, Actor.for_user(request.user))
     except (store.VersionConflict, store.PayloadTooLarge) as exc:
         extra: dict[str, Any] = {"draft": payload, "write_error": exc.message}
         if isinstance(exc, store.VersionConflict):

@@ -9,8 +9,10 @@ from django.db.models import Count, OuterRef, Subquery, Sum
 
 from kvstore.models import Key, Version
 from lens.agents import config_of, with_config
+from lens.audit import verify_all
 from lens.core.revisions import canonical_config, config_sha256
 from lens.models import Agent, ApiToken, AuthoredEntry, Revision, SectionDeclaration, Team
+from lens.web.management.commands.verify_audit import audit_problem
 from memory.deliveries.retention import storage
 from memory.queries import unreadable_memories
 from memory.search import index_health
@@ -18,6 +20,11 @@ from memory.search import index_health
 
 class Command(BaseCommand):
     help = "Check the database and stores, print counts; exit 0 when healthy."
+
+    def _report_audit(self, problems: list[str]) -> None:
+        broken = [found for found in verify_all() if found.first_bad is not None]
+        problems.extend(audit_problem(found) for found in broken)
+        self.stdout.write(f"audit log: {'ok' if not broken else f'{len(broken)} teams broken'}")
 
     def _report_kv(self) -> None:
         totals = Version.objects.aggregate(versions=Count("pk"), runes=Sum("runes"))
@@ -118,6 +125,8 @@ class Command(BaseCommand):
         self._report_deliveries()
 
         self._report_kv()
+
+        self._report_audit(problems)
 
         if problems:
             for problem in problems:

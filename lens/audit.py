@@ -1,0 +1,265 @@
+"""The audit log: every change, appended to its team's log in the change's own
+transaction, each event sealing the one before it (SPEC §15).
+
+``append`` is the one function that writes events; every operation that changes
+something calls it (directly, or through the one writer of its kind of change:
+``lens.revisions.record_revision``, ``memory.events.write_events``, …). A change that is
+refused or rolled back takes its events with it: they are rows of the same transaction.
+
+An event's ``sha256`` is the SHA-256 of its canonical JSON without ``sha256`` — keys
+sorted, no spaces, UTF-8 — exactly as the API answers it; that JSON holds
+``prev_sha256``, the hash of the team's event before (64 zeros for the first). Changing,
+removing or reordering any event breaks the chain from there on, and ``verify`` names
+the first event that no longer fits.
+
+Numbers have no gaps however many write at once: appending first moves the team's
+chain head (``AuditHead``) forward in one statement, which holds the head's row lock
+(PostgreSQL) or the database's write lock (SQLite) until the transaction ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.db import connection, transaction
+from django.utils import timezone
+
+from lens.actors import Actor
+from lens.models import AuditEvent, AuditHead, AuditPurge, Team
+
+GENESIS = "0" * 64
+# Every action an event can name (SPEC §15).
+ACTIONS = frozenset(
+    {
+        "agent.created",
+        "agent.revised",
+        "agent.deleted",
+        "proposal.created",
+        "proposal.published",
+        "proposal.rejected",
+        "proposal.stale",
+        "proposal.withdrawn",
+        "memory.saved",
+        "memory.approved",
+        "memory.rejected",
+        "memory.revoked",
+        "memory.reopened",
+        "memory.superseded",
+        "memory.erased",
+        "delivery.recorded",
+        "kv.written",
+        "kv.deleted",
+        "token.issued",
+        "token.revoked",
+        "member.added",
+        "member.removed",
+        "webhook.created",
+        "webhook.deleted",
+    }
+)
+# Events read at a time when the whole log is checked: memory stays flat however long.
+_VERIFY_CHUNK = 2000
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One event to append: what happened to which object. ``details`` holds ids,
+    sizes, hashes and counts: never content."""
+
+    action: str
+    object_type: str
+    object_id: str
+    agent: str | None = None
+    details: Mapping[str, Any] = field(default_factory=dict)
+    actor: str | None = None  # who, when not the one actor ``append`` is given
+
+
+def stamp(at: datetime) -> str:
+    """An event's time as the API writes it and the hash covers it: UTC, microseconds."""
+    return at.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def canonical(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def event_data(row: AuditEvent) -> dict[str, Any]:
+    """The event as the API answers it, ``sha256`` included."""
+    return {
+        "seq": row.seq,
+        "at": stamp(row.at),
+        "actor": row.actor,
+        "action": row.action,
+        "object": {"type": row.object_type, "id": row.object_id},
+        "agent": row.agent,
+        "details": row.details,
+        "prev_sha256": row.prev_sha256,
+        "sha256": row.sha256,
+    }
+
+
+def seal(data: Mapping[str, Any]) -> str:
+    """The hash of an event: of its canonical JSON without ``sha256``."""
+    unsealed = {name: value for name, value in data.items() if name != "sha256"}
+    return hashlib.sha256(canonical(unsealed).encode()).hexdigest()
+
+
+# Creates the head at N events, or moves it N forward; answers the new number and the
+# hash of the event before the first new one (the head's hash is set after).
+_BUMP = (
+    f"INSERT INTO {AuditHead._meta.db_table} (team_id, seq, sha256) VALUES (%s, %s, %s) "
+    f"ON CONFLICT (team_id) DO UPDATE SET seq = {AuditHead._meta.db_table}.seq + %s "
+    "RETURNING seq, sha256"
+)
+_SET_HEAD = f"UPDATE {AuditHead._meta.db_table} SET sha256 = %s WHERE team_id = %s"
+
+
+def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> list[AuditEvent]:
+    """Append ``entries`` to the log of team ``team_id``, in order, in the caller's
+    transaction. Returns the events written."""
+    if not entries:
+        return []
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("audit events are appended in the transaction of their change")
+    label = actor if isinstance(actor, str) else actor.label
+    count = len(entries)
+    with connection.cursor() as cursor:
+        cursor.execute(_BUMP, [team_id, count, GENESIS, count])
+        last, prev = cursor.fetchone()
+    at = timezone.now()
+    rows = []
+    for seq, entry in enumerate(entries, start=last - count + 1):
+        if entry.action not in ACTIONS:
+            raise ValueError(f"unknown audit action {entry.action!r}")
+        row = AuditEvent(
+            team_id=team_id,
+            seq=seq,
+            at=at,
+            actor=(entry.actor or label)[:200],
+            action=entry.action,
+            object_type=entry.object_type,
+            object_id=entry.object_id[:300],
+            agent=entry.agent,
+            details=dict(entry.details),
+            prev_sha256=prev,
+        )
+        row.sha256 = prev = seal(event_data(row))
+        rows.append(row)
+    AuditEvent.objects.bulk_create(rows)
+    with connection.cursor() as cursor:
+        cursor.execute(_SET_HEAD, [prev, team_id])
+    return rows
+
+
+def append_one(team_id: int, actor: Actor | str, entry: Entry) -> None:
+    append(team_id, actor, [entry])
+
+
+def events_after(
+    team: Team, after: int, limit: int, *, agent: str = "", action: str = ""
+) -> list[AuditEvent]:
+    """Up to ``limit`` + 1 of ``team``'s events with ``seq`` above ``after``, oldest
+    first (the one more tells the caller whether a next page exists). Each filter is
+    an index range: (team, agent, seq) or (team, action, seq)."""
+    rows = AuditEvent.objects.filter(team=team, seq__gt=after)
+    if agent:
+        rows = rows.filter(agent=agent)
+    if action:
+        rows = rows.filter(action=action)
+    return list(rows.order_by("seq")[: limit + 1])
+
+
+# --- checking the chain --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verified:
+    team: str
+    events: int  # how many were checked before the first problem (all, when none)
+    head: str  # the hash of the newest event (64 zeros: an empty log)
+    first_bad: int | None = None  # the first ``seq`` that was changed, removed or reordered
+    problem: str = ""
+
+
+def verify(team: Team) -> Verified:
+    """Check ``team``'s whole log, oldest first, in bounded memory."""
+    expected, prev = 1, GENESIS
+    rows = AuditEvent.objects.filter(team=team).order_by("seq").iterator(chunk_size=_VERIFY_CHUNK)
+    for row in rows:
+        problem = _misfit(row, expected, prev)
+        if problem is not None:
+            return Verified(team.slug, expected - 1, prev, expected, problem)
+        expected, prev = expected + 1, row.sha256
+    head = AuditHead.objects.filter(team=team).values_list("seq", "sha256").first()
+    if (head or (0, GENESIS)) != (expected - 1, prev):
+        return Verified(
+            team.slug,
+            expected - 1,
+            prev,
+            expected,
+            f"event {expected} and after were removed: the chain head says "
+            f"{head[0] if head else 0} events",
+        )
+    return Verified(team.slug, expected - 1, prev)
+
+
+def _misfit(row: AuditEvent, expected: int, prev: str) -> str | None:
+    if row.seq != expected:
+        return f"event {expected} was removed (the next event is {row.seq})"
+    if seal(event_data(row)) != row.sha256:
+        return f"event {row.seq} was changed: its hash does not match its content"
+    if row.prev_sha256 != prev:
+        return f"event {row.seq} does not follow event {row.seq - 1}: removed or reordered"
+    return None
+
+
+def verify_all(slug: str | None = None) -> Iterator[Verified]:
+    teams = Team.objects.order_by("slug")
+    if slug is not None:
+        teams = teams.filter(slug=slug)
+    for team in teams:
+        yield verify(team)
+
+
+# --- deleting a team deletes its log --------------------------------------------------
+
+
+def allow_purge(team_id: int) -> None:
+    """Let the database delete ``team_id``'s events within this transaction (the team
+    is being deleted: ``lens.signals``)."""
+    AuditPurge.objects.get_or_create(team_id=team_id)
+
+
+def end_purge(team_id: int) -> None:
+    AuditPurge.objects.filter(team_id=team_id).delete()
+
+
+# --- who acts where no operation says: a person's page request, or the system ------------
+
+_acting: ContextVar[Any] = ContextVar("lens_audit_acting", default=None)
+
+
+def acting_label() -> str:
+    """Who the current request's person is (``ActingPersonMiddleware``), or ``system``
+    (a command, a migration): the actor of changes made through Django's own forms."""
+    request = _acting.get()
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        return str(user.get_username())
+    return "system"
+
+
+@contextmanager
+def acting_for(request: Any) -> Iterator[None]:
+    token = _acting.set(request)
+    try:
+        yield
+    finally:
+        _acting.reset(token)

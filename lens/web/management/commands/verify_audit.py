@@ -1,0 +1,40 @@
+"""``verify_audit``: check every team's audit log chain (SPEC §15)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from lens.audit import Verified, verify_all
+from lens.models import Team
+
+
+def audit_problem(found: Verified) -> str:
+    return f"team {found.team}: audit log broken at seq {found.first_bad}: {found.problem}"
+
+
+class Command(BaseCommand):
+    help = (
+        "Check each team's audit log: every event's hash, and that each seals the one "
+        "before. Exit 1 naming the first event that was changed, removed or reordered."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--team", help="check this team's log only (its slug)")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        slug = opts["team"]
+        if slug is not None and not Team.objects.filter(slug=slug).exists():
+            raise CommandError(f"No team {slug!r}.")
+        broken = []
+        for found in verify_all(slug):
+            if found.first_bad is None:
+                self.stdout.write(
+                    f"{found.team}: {found.events} events verified, head {found.head}"
+                )
+            else:
+                broken.append(found)
+                self.stderr.write(audit_problem(found))
+        if broken:
+            raise CommandError(f"{len(broken)} team(s) with a broken audit log")

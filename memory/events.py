@@ -1,0 +1,100 @@
+"""The one writer of memory events: each is a row of the memory's history
+(``MemoryEvent``) and, for what the audit log names, an audit event of the agent's team
+in the same transaction (SPEC §15).
+
+A save writes the saving event and its outcome (promoted, queued or declined): the
+audit log has one ``memory.saved`` for both, saying the outcome, the content's size and
+hash — never the content, label or tags.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from lens.audit import Entry, append
+from lens.models import Agent
+from memory.models import EventKind, MemoryEvent, MemoryRecord
+
+_ACTIONS = {
+    EventKind.SAVED: "memory.saved",
+    EventKind.SUPERSEDED: "memory.superseded",
+    EventKind.APPROVED: "memory.approved",
+    EventKind.REJECTED: "memory.rejected",
+    EventKind.REVOKED: "memory.revoked",
+    EventKind.REOPENED: "memory.reopened",
+}
+# A save's outcome, said in its ``memory.saved`` event.
+_OUTCOMES = {EventKind.PROMOTED, EventKind.QUEUED, EventKind.DECLINED}
+
+
+def content_sha256(content: str) -> str:
+    return hashlib.sha256(content.encode()).hexdigest()
+
+
+def saved_details(record: MemoryRecord) -> dict[str, Any]:
+    """What the audit log keeps of a saved memory: its kind, size and hash."""
+    return {
+        "kind": record.kind,
+        "size": len(record.content),
+        "content_sha256": content_sha256(record.content),
+        "supersedes": record.supersedes_id,
+    }
+
+
+def write_events(
+    events: Sequence[MemoryEvent],
+    *,
+    agent: Agent | None = None,
+    saved: Mapping[str, dict[str, Any]] | None = None,
+) -> None:
+    """Store ``events`` and append their audit events, in the caller's transaction.
+
+    ``agent``: the agent of every event, when the caller has it (else its team and slug
+    are read); ``saved``: the audit details of the records saved, by id.
+    """
+    if not events:
+        return
+    MemoryEvent.objects.bulk_create(events)
+    if agent is not None:
+        places = {agent.pk: (agent.team_id, agent.slug)}
+    else:
+        ids = {event.agent_id for event in events}
+        places = {
+            pk: (team_id, slug)
+            for pk, team_id, slug in Agent.objects.filter(pk__in=ids).values_list(
+                "pk", "team_id", "slug"
+            )
+        }
+    outcomes = {
+        event.record_id: {"outcome": str(event.kind), **event.detail}
+        for event in events
+        if event.kind in _OUTCOMES
+    }
+    by_team: dict[int, list[Entry]] = {}
+    for event in events:
+        action = _ACTIONS.get(EventKind(event.kind))
+        if action is None:
+            continue
+        team_id, slug = places[event.agent_id]
+        details: dict[str, Any] = {}
+        if event.kind == EventKind.SAVED:
+            details = {
+                **(saved or {}).get(event.record_id, {}),
+                **outcomes.get(event.record_id, {}),
+            }
+        elif event.kind == EventKind.SUPERSEDED:
+            details = {"by": event.detail.get("by")}
+        else:
+            # A reviewer's note is their words: its length, not its text.
+            details = {"bulk": bool(event.detail.get("bulk"))}
+            if "undone" in event.detail:
+                details["undone"] = event.detail["undone"]
+            if event.detail.get("reason"):
+                details["note_chars"] = len(event.detail["reason"])
+        by_team.setdefault(team_id, []).append(
+            Entry(action, "memory", event.record_id, slug, details, actor=event.actor)
+        )
+    for team_id, entries in by_team.items():
+        append(team_id, entries[0].actor or "system", entries)
