@@ -8,6 +8,7 @@ from lens.web.api.root import api
 from lens.web.pages import (
     agent_pages,
     approval_pages,
+    audit_pages,
     delivery_pages,
     kv_pages,
     login_forms,
@@ -78,6 +79,7 @@ urlpatterns = [
     path("memories/<str:record_id>/revoke/", approval_pages.revoke_one, name="memory-revoke"),
     path("memories/<str:record_id>/reopen/", approval_pages.reopen_one, name="memory-reopen"),
     path("memories/<str:record_id>/", memory_pages.memory_detail, name="memory-detail"),
+    path("audit/", audit_pages.audit_log, name="audit-log"),
     path("kv/", kv_pages.key_list, name="kv-list"),
     # Before kv-detail, whose <path:key> would take "key/raw" (never a valid key).
     path("kv/<path:key>/raw/", kv_pages.key_raw, name="kv-raw"),
