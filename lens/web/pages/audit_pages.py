@@ -99,7 +99,9 @@ def filtered(team: Team, filters: Filters) -> QuerySet[AuditEvent]:
     if filters.since is not None:
         rows = rows.filter(at__gte=datetime.combine(filters.since, time.min, zone))
     if filters.until is not None:
-        rows = rows.filter(at__lt=datetime.combine(filters.until + timedelta(days=1), time.min, zone))
+        rows = rows.filter(
+            at__lt=datetime.combine(filters.until + timedelta(days=1), time.min, zone)
+        )
     return rows.order_by("-seq")
 
 

@@ -34,9 +34,7 @@ def logged(api: ApiClient, team: Team) -> Team:
     return team
 
 
-def test_members_see_their_teams_events_newest_first(
-    member_client: Client, logged: Team
-) -> None:
+def test_members_see_their_teams_events_newest_first(member_client: Client, logged: Team) -> None:
     shown = seqs(member_client)
     total = AuditEvent.objects.filter(team=logged).count()
     assert shown == list(range(total, 0, -1))
