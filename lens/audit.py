@@ -54,6 +54,10 @@ ACTIONS = frozenset(
         "memory.superseded",
         "memory.erased",
         "delivery.recorded",
+        # Retention: the deliveries recorded before a time were removed (not in SPEC
+        # §15's list, which names changes a person or an agent makes; pruning is the
+        # operator's, and an auditor must see it).
+        "delivery.pruned",
         "kv.written",
         "kv.deleted",
         "token.issued",

@@ -8,10 +8,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.db import DatabaseError, connection, transaction
-from django.db.models import Exists, OuterRef, QuerySet, Sum
+from django.db.models import Count, Exists, OuterRef, QuerySet, Sum
 from django.db.models.functions import Length
 from django.utils import timezone
 
+from lens.audit import Entry, append_one, stamp
 from memory.models import CompositionMemory, Delivery, StoredComposition
 
 
@@ -43,7 +44,24 @@ def prune(older_than: timedelta, *, dry_run: bool = False) -> Pruned:
         )
         return Pruned(deliveries=old.count(), compositions=unused.count())
     with transaction.atomic():
+        by_team = dict(
+            old.values_list("agent__team_id")
+            .annotate(n=Count("pk"))
+            .values_list("agent__team_id", "n")
+        )
         deliveries, _ = old.delete()
+        # Each team's log says its deliveries went, and which: those before the cutoff.
+        for team_id, count in sorted(by_team.items()):
+            append_one(
+                team_id,
+                "system",
+                Entry(
+                    "delivery.pruned",
+                    "deliveries",
+                    stamp(cutoff),
+                    details={"deliveries": count, "older_than_days": older_than.days},
+                ),
+            )
     compositions, after = 0, 0
     # Each batch moves past the ids it looked at: at most (compositions / batch) + 1 turns.
     while (batch := _remove_unused(after)) is not None:

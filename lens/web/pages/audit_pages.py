@@ -37,6 +37,7 @@ ACTION_WORDS = {
     "memory.superseded": "Memory superseded",
     "memory.erased": "Memory erased",
     "delivery.recorded": "Prompt delivered",
+    "delivery.pruned": "Old deliveries removed",
     "kv.written": "Key written",
     "kv.deleted": "Key deleted",
     "token.issued": "Token issued",

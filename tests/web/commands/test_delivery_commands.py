@@ -14,7 +14,8 @@ from django.core.management.base import CommandError
 from django.utils import timezone
 
 from lens.actors import Actor
-from lens.models import Agent, ApiToken, Team
+from lens.audit import verify
+from lens.models import Agent, ApiToken, AuditEvent, Team
 from memory.deliveries.ledger import (
     deliver,
     delivery_diff,
@@ -459,6 +460,19 @@ def test_prune_removes_old_deliveries_and_compositions_no_delivery_uses(
     assert set(StoredComposition.objects.values_list("pk", flat=True)) == kept
     assert set(CompositionMemory.objects.values_list("composition_id", flat=True)) == kept
     assert not CompositionMemory.objects.filter(composition_id=history["old"].composition_id)
+
+
+def test_prune_writes_an_audit_event_for_each_team_it_pruned(
+    history: dict[str, Delivery],
+) -> None:
+    team_id = history["old"].agent.team_id
+    run("prune_deliveries", "--older-than", "30")
+    [event] = AuditEvent.objects.filter(team_id=team_id, action="delivery.pruned")
+    assert event.actor == "system"
+    assert event.details == {"deliveries": 2, "older_than_days": 30}
+    assert verify(Team.objects.get(pk=team_id)).first_bad is None
+    run("prune_deliveries", "--older-than", "30")  # nothing more to remove: no event
+    assert AuditEvent.objects.filter(action="delivery.pruned").count() == 1
 
 
 def test_prune_keeps_what_is_recent_enough(history: dict[str, Delivery]) -> None:
