@@ -56,11 +56,15 @@ ACCESS_LOG = '%(addr)s "%(method)s %(path)s %(protocol)s" %(status)d %(dt_ms).2f
 HEADER_READ_TIMEOUT_MS = 10_000
 
 
-def _server(**settings: Any) -> MPServer:
+APPLICATION = "lens.serving.served:application"
+
+
+def _server(target: str = APPLICATION, **settings: Any) -> MPServer:
     """What both configurations share: Django behind Granian's ASGI interface, HTTP/1.1
-    on ``HOST:PORT``, the header deadline and the access log's format."""
+    on ``HOST:PORT``, the header deadline and the access log's format. ``target``: the
+    application (benchmarks serve a variant of it)."""
     return MPServer(
-        "lens.serving.served:application",
+        target,
         address=env_str("HOST", "127.0.0.1"),
         port=env_int("PORT", 8000, minimum=1),
         interface=Interfaces.ASGINL,
@@ -74,8 +78,9 @@ def _server(**settings: Any) -> MPServer:
     )
 
 
-def production() -> MPServer:
+def production(target: str = APPLICATION) -> MPServer:
     return _server(
+        target,
         workers=env_int("WEB_CONCURRENCY", 2, minimum=1),
         backlog=env_int("SERVER_BACKLOG", 1024, minimum=128),
         log_access=env_bool("ACCESS_LOG", default=True),

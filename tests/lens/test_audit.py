@@ -21,7 +21,7 @@ from django.db import DatabaseError, connection, transaction
 
 from kvstore import store
 from lens.actors import Actor
-from lens.audit import GENESIS, canonical, event_data, seal, verify
+from lens.audit import GENESIS, Entry, append, canonical, event_data, seal, verify
 from lens.audit_guard import install, uninstall
 from lens.models import ApiToken, AuditEvent, Membership, Team
 from lens.proposals import reject_proposal
@@ -331,3 +331,32 @@ def test_deleting_a_team_deletes_its_log_and_leaves_others_sealed(
     assert not AuditEvent.objects.filter(team_id=told.pk).exists()
     assert verify(other_team).first_bad is None
     assert json.loads(json.dumps(events(other_team)))[0]["action"] == "member.added"
+
+
+def test_a_large_batch_is_appended_in_chunks_as_one_chain(team: Team) -> None:
+    entries = [Entry("kv.written", "kv", f"k{n}", details={"version": 1}) for n in range(1201)]
+    with transaction.atomic():
+        append(team.pk, "system", entries[:1])
+        append(team.pk, "system", entries)
+    found = verify(team)
+    assert found.first_bad is None
+    assert found.events == AuditEvent.objects.filter(team=team).count()
+    assert AuditEvent.objects.filter(team=team, action="kv.written").count() == 1202
+
+
+def test_an_unknown_action_writes_nothing(team: Team) -> None:
+    before = AuditEvent.objects.count()
+    with pytest.raises(ValueError, match="unknown audit action"), transaction.atomic():
+        append(team.pk, "system", [Entry("kv.written", "kv", "a"), Entry("kv.read", "kv", "k")])
+    assert AuditEvent.objects.count() == before
+
+
+def test_odd_unicode_is_sealed_as_the_api_writes_it(team: Team, api: ApiClient) -> None:
+    key = "notes.\u00e9\u200b\U0001f600"
+    with transaction.atomic():
+        append(team.pk, "Zoë \u202e", [Entry("kv.written", "kv", key, details={"n": 1})])
+    [event] = api.get("/api/audit?action=kv.written").json()["events"]
+    assert event["object"]["id"] == key
+    assert event["actor"] == "Zoë \u202e"
+    assert seal(event) == event["sha256"]
+    assert verify(team).first_bad is None

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from lens.audit import verify
+from lens.audit import Entry, append, verify
 from lens.models import ApiToken, AuditEvent, Team
 from tests.api_calls import ApiClient, post_memory
 from tests.factories import memory_config, race
@@ -45,3 +45,11 @@ def test_eight_concurrent_writers_leave_a_valid_chain() -> None:
     found = verify(team)
     assert found.first_bad is None
     assert found.events == len(rows)
+
+
+def test_appending_outside_a_transaction_is_refused() -> None:
+    team = Team.objects.create(slug="acme", name="Acme")
+    before = AuditEvent.objects.count()
+    with pytest.raises(RuntimeError, match="transaction"):
+        append(team.pk, "system", [Entry("kv.written", "kv", "k")])
+    assert AuditEvent.objects.count() == before
