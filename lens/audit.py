@@ -159,6 +159,9 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
         return
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit events are appended in the transaction of their change")
+    unknown = [entry.action for entry in entries if entry.action not in ACTIONS]
+    if unknown:
+        raise ValueError(f"unknown audit action {unknown[0]!r}")
     label = actor if isinstance(actor, str) else actor.label
     count = len(entries)
     with connection.cursor() as cursor:
@@ -168,8 +171,6 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
         when, stored_at = stamp(at), connection.ops.adapt_datetimefield_value(at)
         params: list[Any] = []
         for seq, entry in enumerate(entries, start=last - count + 1):
-            if entry.action not in ACTIONS:
-                raise ValueError(f"unknown audit action {entry.action!r}")
             who = (entry.actor or label)[:200]
             ident = entry.object_id[:300]
             details = dict(entry.details)
