@@ -33,6 +33,7 @@ def main() -> int:
     from bench import (
         agent_tools_bench,
         approvals_bench,
+        audit_bench,
         composition_bench,
         delivery_bench,
         kv_bench,
@@ -59,6 +60,7 @@ def main() -> int:
         revision_bench,
         agent_tools_bench,
         mcp_bench,
+        audit_bench,
     )
     for module in modules:
         if only and module.__name__.removeprefix("bench.") not in only:
