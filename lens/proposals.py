@@ -14,10 +14,11 @@ routing spec); rejecting and withdrawing change only the proposal.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Count, QuerySet
 from django.utils import timezone
 
 from lens.actors import Actor
@@ -172,6 +173,20 @@ def pending_proposals(team: Team, agent_slug: str = "") -> QuerySet[Proposal]:
     if agent_slug:
         found = found.filter(agent__slug=agent_slug)
     return found.select_related("agent", "config").order_by("id")
+
+
+def pending_counts(agents: Sequence[Agent]) -> dict[int, int]:
+    """How many proposals wait for each of ``agents`` that has any, by agent id: one
+    query (none for no agents)."""
+    if not agents:
+        return {}
+    rows = (
+        Proposal.objects.filter(agent__in=list(agents), status=ProposalStatus.PENDING)
+        .order_by()
+        .values_list("agent_id")
+        .annotate(waiting=Count("pk"))
+    )
+    return dict(rows)
 
 
 def get_proposal(team: Team, proposal_id: int) -> Proposal:

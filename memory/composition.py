@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from django.conf import settings
 
@@ -52,12 +53,41 @@ def compose_many(
 def compose_configs(agent: Agent, configs: Sequence[AgentConfig]) -> list[Composition]:
     """``agent``'s memories as they are now, composed with each of ``configs`` in place of
     its stored declarations (a revision's, a proposal's), reading the memories once."""
-    placed = placed_records([agent.pk])
-    states = promotion_states([agent.pk]).get(agent.pk, [])
-    unreadable = placed.unreadable.get(agent.pk, set())
-    return [
-        compose_from(agent, placed.of(agent.pk), states, unreadable, config) for config in configs
-    ]
+    memories = memories_of([agent])[agent.pk]
+    return [memories.compose(config) for config in configs]
+
+
+@dataclass(frozen=True)
+class Memories:
+    """What composing reads of one agent's memories as they are now, read once so that
+    several configs (revisions, proposals) compose from the same memories."""
+
+    agent: Agent
+    placed: list[PlacedRecord]  # the approved, placed records the fold may compose
+    states: list[PromotionState]
+    unreadable: set[str]
+
+    def compose(self, config: AgentConfig) -> Composition:
+        """The agent composed with ``config`` in place of its stored declarations."""
+        return compose_from(self.agent, self.placed, self.states, self.unreadable, config)
+
+
+def memories_of(agents: Sequence[Agent]) -> dict[int, Memories]:
+    """The memories of ``agents``, by agent id: two queries however many agents."""
+    ids = [agent.pk for agent in agents]
+    if not ids:
+        return {}
+    placed = placed_records(ids)
+    states = promotion_states(ids)
+    return {
+        agent.pk: Memories(
+            agent,
+            placed.of(agent.pk),
+            states.get(agent.pk, []),
+            placed.unreadable.get(agent.pk, set()),
+        )
+        for agent in agents
+    }
 
 
 def compose_from(

@@ -24,9 +24,9 @@ from kvstore.models import Version
 from lens.actors import SYSTEM, Actor
 from lens.agents import with_config
 from lens.core.config import AgentConfig
-from lens.models import Agent, Membership, Team
+from lens.models import Agent, Membership, Proposal, Revision, Team, Via
 from memory.composition import compose
-from memory.configuring import store_agent
+from memory.configuring import store_agent, store_config
 from memory.core.composition import Composition
 from memory.core.records import MemoryInput
 from memory.decisions import decide, revoke
@@ -82,6 +82,20 @@ def login(page: Any, base_url: str, username: str, password: str = PASSWORD) -> 
 def create_agent(team: Team, slug: str = "wren", config: dict[str, Any] | None = None) -> Agent:
     agent, _ = store_agent(team, slug, AgentConfig.model_validate(config or SAMPLE_CONFIG))
     return agent
+
+
+def propose(team: Team, slug: str, config: dict[str, Any], user: User) -> Proposal:
+    """``user``'s change of the protected agent ``slug`` to ``config``: it waits as a
+    proposal, nothing applied."""
+    stored = store_config(
+        team, slug, AgentConfig.model_validate(config), actor=Actor.for_user(user), via=Via.API
+    )
+    assert stored.proposal is not None, "the agent is not protected, or nothing changed"
+    return stored.proposal
+
+
+def revision_count(agent: Agent) -> int:
+    return Revision.objects.filter(agent=agent).count()
 
 
 def sample_config() -> dict[str, Any]:
@@ -458,6 +472,22 @@ def post_bulk(
         data,
         headers=HTMX if htmx else {},
     )
+
+
+def post_proposal(
+    client: Client,
+    proposal_id: int,
+    action: str,
+    *,
+    htmx: bool = False,
+    team: str | None = FORM_TEAM,
+    **data: str,
+) -> Any:
+    """Post ``action`` (publish, reject, withdraw) of a proposal, as its page's forms do
+    (or, with ``htmx``, as the queue's rows do)."""
+    if team is not None:
+        data["team"] = team
+    return client.post(f"/proposals/{proposal_id}/{action}/", data, headers=HTMX if htmx else {})
 
 
 # --- races -------------------------------------------------------------------------

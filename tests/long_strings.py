@@ -24,7 +24,7 @@ from lens.core.background import KEY_MAX as ENTRY_KEY_MAX
 from lens.core.background import SECTION_ID_MAX, TITLE_MAX
 from lens.core.config import NAME_MAX, AgentConfig
 from lens.models import Agent, Team
-from memory.configuring import store_agent
+from memory.configuring import store_agent, store_config
 from memory.core.deliveries import DeliveryInput
 from memory.core.records import CONTENT_MAX, LABEL_MAX, MemoryInput
 from memory.decisions import decide
@@ -78,6 +78,7 @@ class LongStrings:
     pending: str
     longest: str
     deliveries: list[str]
+    proposal: int
 
     def pages(self) -> list[str]:
         slug = self.agent.slug
@@ -104,6 +105,7 @@ class LongStrings:
             f"/agents/{slug}/revisions/",
             f"/agents/{slug}/revisions/1/",
             f"/agents/{slug}/revisions/2/",
+            f"/proposals/{self.proposal}/",
         ]
 
 
@@ -175,8 +177,23 @@ def seed_long_strings() -> LongStrings:
     revised["tone"] = f"Terse. Cite {URL} always."
     revised["background"]["sections"][2]["entries"].append({"key": LABEL, "value": WORD})
     store_agent(team, SLUG, AgentConfig.model_validate(revised), actor=Actor(label=ACTOR))
+    # Revision 3 protects it; then the same token proposes a long title and entry, which
+    # moves the profile memories to a section titled as long as a title may be.
+    revised["protected"] = True
+    store_agent(team, SLUG, AgentConfig.model_validate(revised), actor=Actor(label=ACTOR))
+    revised["background"]["sections"][0]["title"] = _fill("AboutTheCustomerAccount", TITLE_MAX)
+    revised["background"]["sections"][2]["entries"].append({"key": "certificate-2", "value": BLOB})
+    proposal = store_config(
+        team, SLUG, AgentConfig.model_validate(revised), actor=Actor(label=ACTOR)
+    ).proposal
+    assert proposal is not None
     store.write(team, KV_KEY, f"{URL}\n{SHA256}\n")
     store.write(team, KV_KEY, f"{URL}&page=2\n{BLOB}\n{WORD}\n")
     return LongStrings(
-        agent=agent, composed=composed, pending=pending, longest=longest, deliveries=deliveries
+        agent=agent,
+        composed=composed,
+        pending=pending,
+        longest=longest,
+        deliveries=deliveries,
+        proposal=proposal.pk,
     )

@@ -200,6 +200,10 @@ def queue_rows(page: Dom) -> dict[str, Element]:
     return {e.get("data-promotion-id") or "": e for e in page.all("data-promotion-id")}
 
 
+def proposal_row_ids(page: Dom) -> list[int]:
+    return [int(e.get("data-proposal-id") or 0) for e in page.all("data-proposal-id", tag="li")]
+
+
 def oob_count(page: Dom) -> int:
     """The pending count sent out of band with an htmx answer."""
     counter = page.one("id", "pending-count")

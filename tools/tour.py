@@ -4,8 +4,9 @@ the accessibility checks visit, who visits each page, and the walk itself in Chr
 The demo (``seed_demo``) has three agents with memories of every outcome, key/value keys
 with history and a delivery history; the tour adds a user who belongs to no team, a
 history of revisions of Wren's declarations by two hands (a person in the admin and the
-demo's token through the API, then a restore) and, for the screenshots, a big agent (40
-sections of 50 entries and a few hundred memories).
+demo's token through the API, then a restore), a change proposed for Sentinel once it is
+protected and, for the screenshots, a big agent (40 sections of 50 entries and a few
+hundred memories).
 """
 
 from __future__ import annotations
@@ -22,11 +23,12 @@ from bench.data import big_memory_config, memory_plan
 from kvstore.models import Key
 from lens.actors import SYSTEM, Actor
 from lens.core.config import AgentConfig
-from lens.models import Agent, ApiToken, Revision, SectionDeclaration, Team, Via
-from memory.configuring import restore_revision, store_agent
+from lens.models import Agent, ApiToken, Proposal, Revision, SectionDeclaration, Team, Via
+from memory.configuring import restore_revision, store_agent, store_config
 from memory.core.records import MemoryInput
 from memory.decisions import decide
-from memory.demo.configs import COMPANION
+from memory.demo.configs import CODE_REVIEWER, COMPANION
+from memory.demo.edits import SECOND_PERSON
 from memory.models import Delivery, MemoryRecord, PromotionStatus
 from memory.saving import Saved, save_memory
 
@@ -57,6 +59,7 @@ def seed(big: bool = False) -> None:
         loner.set_password(PASSWORDS["loner"])
         loner.save()
     seed_revisions()
+    seed_proposal()
     if big:
         seed_big_agent()
 
@@ -89,6 +92,32 @@ def seed_revisions() -> None:
     sections[1]["promotion"] = "auto"
     save(person, Via.ADMIN)
     restore_revision(wren, 1, person)
+
+
+def seed_proposal() -> int:
+    """Sentinel protected by the demo user, and a change the demo's second person
+    proposed for it, waiting in the queue: it retitles Project State (its memories move),
+    locks Conventions (the approved ones leave the prompt) and changes the tone. Returns
+    the proposal's id."""
+    team = Team.objects.get(slug=DEMO_TEAM)
+    sentinel = Agent.objects.get(team=team, slug="sentinel")
+    waiting = Proposal.objects.filter(agent=sentinel).order_by("pk").first()
+    if waiting is not None:
+        return waiting.pk
+    config: dict[str, Any] = copy.deepcopy(CODE_REVIEWER)
+    config["protected"] = True
+    person = Actor.for_user(User.objects.get(username="demo"))
+    store_agent(team, "sentinel", AgentConfig.model_validate(config), actor=person, via=Via.ADMIN)
+    sections = {section["id"]: section for section in config["background"]["sections"]}
+    sections["project_state"]["title"] = "Work in Flight"
+    sections["conventions"]["promotion"] = "locked"
+    config["tone"] = "Direct and specific. Quote the line you mean."
+    proposer = Actor.for_user(User.objects.get(username=SECOND_PERSON))
+    stored = store_config(
+        team, "sentinel", AgentConfig.model_validate(config), actor=proposer, via=Via.ADMIN
+    )
+    assert stored.proposal is not None
+    return stored.proposal.pk
 
 
 def seed_big_agent() -> None:
@@ -128,8 +157,12 @@ def stops() -> list[Stop]:
         found.append(Stop(f"lens-{agent.slug}", f"/agents/{agent.slug}/"))
     # The agent's tools page, with a recall preview shown.
     found.append(Stop("try", f"/agents/{wren.slug}/try/?recall=coffee"))
+    found.append(Stop("approvals", "/approvals/"))
+    # A change proposed for a protected agent, with the memories it moves.
+    proposal = Proposal.objects.filter(agent__team=team).order_by("pk").first()
+    if proposal is not None:
+        found.append(Stop("proposal", f"/proposals/{proposal.pk}/"))
     found += [
-        Stop("approvals", "/approvals/"),
         Stop("memories", "/memories/"),
         Stop("memories-search", "/memories/?q=coffee"),
     ]

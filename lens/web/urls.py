@@ -13,6 +13,7 @@ from lens.web.pages import (
     kv_pages,
     login_forms,
     memory_pages,
+    proposal_pages,
     revision_pages,
 )
 from lens.web.pages.accounts import account_urlpatterns
@@ -75,6 +76,27 @@ urlpatterns = [
     path("approvals/undo/", approval_pages.undo_bulk, name="approvals-undo-bulk"),
     path("approvals/<str:record_id>/decide/", approval_pages.decide_one, name="approvals-decide"),
     path("approvals/<str:record_id>/undo/", approval_pages.undo_one, name="approvals-undo"),
+    path("proposals/<int:proposal_id>/", proposal_pages.proposal_detail, name="proposal"),
+    path(
+        "proposals/<int:proposal_id>/publish/",
+        proposal_pages.proposal_publish,
+        name="proposal-publish",
+    ),
+    path(
+        "proposals/<int:proposal_id>/reject/",
+        proposal_pages.proposal_reject,
+        name="proposal-reject",
+    ),
+    path(
+        "proposals/<int:proposal_id>/withdraw/",
+        proposal_pages.proposal_withdraw,
+        name="proposal-withdraw",
+    ),
+    path(
+        "proposals/<int:proposal_id>/<str:part>.diff",
+        proposal_pages.proposal_diff_download,
+        name="proposal-diff",
+    ),
     path("memories/", memory_pages.memory_list, name="memory-list"),
     path("memories/<str:record_id>/revoke/", approval_pages.revoke_one, name="memory-revoke"),
     path("memories/<str:record_id>/reopen/", approval_pages.reopen_one, name="memory-reopen"),

@@ -1,9 +1,11 @@
 // The approval queue, for reviewers who work fast: keyboard shortcuts, busy buttons while
-// a decision travels, focus that moves on to the next memory, decisions read out, and an
-// Undo that goes away when its time is up. Everything here is an enhancement: without
-// JavaScript the rows are plain forms and the page reloads.
+// a decision travels, focus that moves on to the next row, decisions read out, and an
+// Undo that goes away when its time is up. Rows are memories (data-promotion-id) and
+// proposed changes of protected agents (data-proposal-id); the same keys work on both.
+// Everything here is an enhancement: without JavaScript the rows are plain forms and the
+// page reloads.
 (() => {
-  const ROW = "li.queue-row[data-promotion-id]";
+  const ROW = "li.queue-row[data-promotion-id], li.queue-row[data-proposal-id]";
   const announcer = () => document.getElementById("queue-announcer");
   let current = null; // the row the shortcuts act on
   let bulkSent = false;
@@ -12,6 +14,9 @@
 
   const rows = () => [...document.querySelectorAll(ROW)];
   const isPending = (row) => row && !row.classList.contains("decided");
+  const isProposal = (row) => row.dataset.proposalId !== undefined;
+  // One key for either kind of row (a memory and a proposal may share a number).
+  const keyOf = (row) => (isProposal(row) ? `proposal:${row.dataset.proposalId}` : row.dataset.promotionId);
 
   function setCurrent(row, { focus = true } = {}) {
     for (const other of document.querySelectorAll(".queue-row.is-current")) {
@@ -76,7 +81,11 @@
   const keys = {
     j: () => move(1),
     k: () => move(-1),
-    a: () => press(currentRow(), "approve"),
+    // Approving a memory and publishing a proposed change are the same gesture.
+    a: () => {
+      const row = currentRow();
+      if (row) press(row, isProposal(row) ? "publish" : "approve");
+    },
     r: () => {
       const row = currentRow();
       const reason = isPending(row) && row.querySelector("[data-reason]");
@@ -151,8 +160,9 @@
     if (!row) return;
     const undoing = form.classList.contains("undo-form")
       && form.querySelector('input[name="decided"]')?.value === "approved";
-    if (form.classList.contains("approve-form") || undoing) {
-      changing.set(row.dataset.promotionId, row.dataset.agent);
+    // Publishing changes the agent's declarations, and so what approving its memories does.
+    if (form.classList.contains("approve-form") || form.classList.contains("publish-form") || undoing) {
+      changing.set(keyOf(row), row.dataset.agent);
     }
     row.setAttribute("aria-busy", "true");
     for (const alert of row.querySelectorAll("[data-row-error]")) alert.remove();
@@ -239,7 +249,7 @@
     const queue = document.getElementById("queue");
     const url = queue && queue.dataset.impactsUrl;
     const others = rows().filter(
-      (r) => isPending(r) && r.dataset.agent === agent && r.dataset.promotionId !== except,
+      (r) => isPending(r) && !isProposal(r) && r.dataset.agent === agent && keyOf(r) !== except,
     );
     if (!url || !others.length || !window.htmx) return;
     const opened = others.filter((r) => r.querySelector("details.queue-preview[open]"));
@@ -251,20 +261,24 @@
   }
 
   function afterChange(elt) {
-    const id = elt.dataset.promotionId;
+    const id = keyOf(elt);
     const agent = changing.get(id);
     changing.delete(id);
     const landed = !elt.classList.contains("decided")
-      || (elt.dataset.decision === "approved" && elt.dataset.undo !== "refused");
+      || (["approved", "published"].includes(elt.dataset.decision) && elt.dataset.undo !== "refused");
     if (agent && landed) refresh(agent, id);
   }
 
   function arrived(elt) {
     if (!(elt instanceof Element)) return;
+    // A row replaced beside the one decided (a proposal left stale by publishing another):
+    // it changes nothing for focus or for what is read out.
+    if (elt.matches("[data-aside]")) return;
     for (const form of elt.querySelectorAll("[data-undo-seconds]")) undoTimer(form);
     if (elt.matches("[data-undo-seconds]")) undoTimer(elt);
     if (elt.matches(ROW)) afterChange(elt);
-    if (elt.matches(`${ROW}.decided`)) {
+    // ROW is a list of selectors: test the class on its own.
+    if (elt.matches(ROW) && elt.classList.contains("decided")) {
       const notice = elt.querySelector("[data-notice-text]");
       const undo = elt.querySelector(".undo-form");
       announce(`${notice ? notice.textContent.trim() : ""}${undo ? " Press u to undo." : ""}`);

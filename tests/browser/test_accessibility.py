@@ -76,6 +76,7 @@ def test_the_tour_visits_every_kind_of_page(db: None) -> None:
         "lens-wren",
         "try",
         "approvals",
+        "proposal",
         "memories",
         "memories-search",
         "memory-approved",

@@ -121,6 +121,21 @@ def test_htmx_updates_run_under_the_policy_and_keep_no_copies(
     assert tab.violations() == []
 
 
+def test_publishing_a_proposal_from_the_queue_runs_under_the_policy(
+    live_server: Any, watched: Any
+) -> None:
+    seed()
+    tab = watched()
+    page = tab.page
+    log_in(page, live_server.url, "demo")
+    page.goto(f"{live_server.url}/approvals/")
+    row = page.locator("li[data-proposal-id]").first
+    row.locator("details").first.locator("summary").click()
+    row.get_by_role("button", name="Publish", exact=True).click()
+    page.locator('li[data-proposal-id][data-decision="published"]').wait_for()
+    assert tab.violations() == []
+
+
 def test_logging_out_leaves_no_copy_of_a_page_behind(live_server: Any, watched: Any) -> None:
     seed()
     tab = watched()

@@ -15,12 +15,14 @@ from kvstore.models import Key
 from memory.models import Delivery, MemoryRecord
 from tests.factories import login
 from tests.long_strings import seed_long_strings
+from tools.tour import seed_proposal
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def demo_pages() -> list[str]:
     call_command("seed_demo", "--force", verbosity=0)
+    proposal = seed_proposal()
     wren_deliveries = list(
         Delivery.objects.filter(agent__slug="wren")
         .order_by("delivered_at")
@@ -34,6 +36,7 @@ def demo_pages() -> list[str]:
         "/agents/wren/try/?recall=coffee",
         "/agents/sentinel/",
         "/approvals/",
+        f"/proposals/{proposal}/",
         "/memories/",
         "/memories/?q=coffee",
         f"/memories/{memory}/",

@@ -17,6 +17,7 @@ from lens.agents import AgentNotFound, config_of, with_config
 from lens.core.errors import DomainError
 from lens.core.outline import context_blocks, outline
 from lens.models import Agent, Revision
+from lens.proposals import pending_counts
 from lens.revisions import revisions_of
 from lens.web.pages.lens_markup import CONTEXT, drop_items, prompt_section_items
 from lens.web.pages.memory_forms import TryMemoryForm
@@ -42,7 +43,15 @@ def agent_list(request: AppRequest) -> HttpResponse:
         list(with_config(Agent.objects.filter(team=team)).order_by("name", "slug")) if team else []
     )
     compositions = compose_many(agents)
-    rows = [{"agent": agent, "summary": summarise(compositions[agent.pk])} for agent in agents]
+    waiting = pending_counts([agent for agent in agents if agent.protected])
+    rows = [
+        {
+            "agent": agent,
+            "summary": summarise(compositions[agent.pk]),
+            "pending_proposals": waiting.get(agent.pk, 0),
+        }
+        for agent in agents
+    ]
     return render(request, "lens/agent_list.html", {"team": team, "rows": rows, "nav": "agents"})
 
 
@@ -208,6 +217,8 @@ def _lens_context(
         "drop_groups": _drop_groups(agent, composition, briefs, today=moment is None),
         "drop_stats": _drop_stats(composition, memories),
         "memory_total": memories,
+        # A protected agent's changes wait as proposals: the lens says how many wait.
+        "pending_proposals": pending_counts([agent]).get(agent.pk, 0) if agent.protected else 0,
         "nav": "agents",
     }
 

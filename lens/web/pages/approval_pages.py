@@ -30,6 +30,7 @@ from lens.web.pages.memory_forms import (
     UndoForm,
     UndoManyForm,
 )
+from lens.web.pages.proposal_rows import queue_proposals
 from lens.web.pages.toolkit import (
     PAGE_SIZE,
     AppRequest,
@@ -114,14 +115,28 @@ def _queue_context(request: AppRequest, team: Team, **extra: Any) -> dict[str, A
     page = Paginator(pending(team, **filters), PAGE_SIZE).get_page(
         request.GET.get("page") or request.POST.get("page")
     )
+    can_decide = can_review(request.user, team)
+    agents = team_agents(team)
+    # Proposals head the first page; a section filter is about memories' sections, which
+    # a proposal has none of. Only protected agents have proposals waiting (turning
+    # protection off is itself published, which leaves the agent's others stale), so a
+    # team without one is not asked for any.
+    shows_proposals = (
+        page.number == 1
+        and not filters["section"]
+        and any(a.protected for a in agents if a.slug == filters["agent"] or not filters["agent"])
+    )
     return {
         "page": page,
         "rows": queue_rows(list(page.object_list)),
+        "proposals": queue_proposals(request, team, can_decide, filters["agent"])
+        if shows_proposals
+        else None,
         "filters": filters,
         "filter_query": _filter_query(request),
-        "agents": team_agents(team),
+        "agents": agents,
         "sections": guarded_sections(team),
-        "can_decide": can_review(request.user, team),
+        "can_decide": can_decide,
         "select_all": request.GET.get("select") == "all",
         "undo_last": _undo_last(request),
         "undo_seconds": undo_seconds(),

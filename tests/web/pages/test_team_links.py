@@ -14,8 +14,10 @@ from django.test.utils import CaptureQueriesContext
 
 from kvstore import store
 from lens.actors import SYSTEM
+from lens.core.config import AgentConfig
 from lens.models import Membership, Team
 from lens.web.pages.toolkit import SESSION_KEY
+from memory.configuring import store_config
 from memory.core.deliveries import DeliveryInput
 from memory.deliveries.ledger import deliver
 from tests.factories import HTMX, create_agent, make_user, memory_config, remember, write_versions
@@ -44,6 +46,11 @@ def links(other_team: Team) -> Links:
     remember(gizmo, "profile", "Works nights.", label="shift")
     delivery = deliver(gizmo, SYSTEM, DeliveryInput(session="s-1")).delivery.id
     write_versions(other_team, KEY, "globex v1", "globex v2")
+    create_agent(other_team, "gadget", memory_config(name="Gadget", protected=True))
+    proposed = store_config(
+        other_team, "gadget", AgentConfig.model_validate(memory_config(name="Gadget 2"))
+    ).proposal
+    assert proposed is not None
     pages = {
         "/agents/gizmo/": "agent",
         "/agents/gizmo/deliveries/": "agent",
@@ -54,6 +61,7 @@ def links(other_team: Team) -> Links:
         f"/deliveries/{delivery}/live/": "delivery",
         f"/kv/{KEY}/": "key",
         f"/kv/{KEY}/?version=1&from=1&to=2": "key",
+        f"/proposals/{proposed.pk}/": "proposal",
     }
     return Links(pages, delivery, earlier)
 
