@@ -24,11 +24,10 @@ from kvstore.models import Key
 from lens.actors import SYSTEM, Actor
 from lens.core.config import AgentConfig
 from lens.models import Agent, ApiToken, Proposal, Revision, SectionDeclaration, Team, Via
-from memory.configuring import restore_revision, store_agent, store_config
+from memory.configuring import restore_revision, store_agent
 from memory.core.records import MemoryInput
 from memory.decisions import decide
-from memory.demo.configs import CODE_REVIEWER, COMPANION
-from memory.demo.edits import SECOND_PERSON
+from memory.demo.configs import COMPANION
 from memory.models import Delivery, MemoryRecord, PromotionStatus
 from memory.saving import Saved, save_memory
 
@@ -95,29 +94,10 @@ def seed_revisions() -> None:
 
 
 def seed_proposal() -> int:
-    """Sentinel protected by the demo user, and a change the demo's second person
-    proposed for it, waiting in the queue: it retitles Project State (its memories move),
-    locks Conventions (the approved ones leave the prompt) and changes the tone. Returns
-    the proposal's id."""
-    team = Team.objects.get(slug=DEMO_TEAM)
-    sentinel = Agent.objects.get(team=team, slug="sentinel")
-    waiting = Proposal.objects.filter(agent=sentinel).order_by("pk").first()
-    if waiting is not None:
-        return waiting.pk
-    config: dict[str, Any] = copy.deepcopy(CODE_REVIEWER)
-    config["protected"] = True
-    person = Actor.for_user(User.objects.get(username="demo"))
-    store_agent(team, "sentinel", AgentConfig.model_validate(config), actor=person, via=Via.ADMIN)
-    sections = {section["id"]: section for section in config["background"]["sections"]}
-    sections["project_state"]["title"] = "Work in Flight"
-    sections["conventions"]["promotion"] = "locked"
-    config["tone"] = "Direct and specific. Quote the line you mean."
-    proposer = Actor.for_user(User.objects.get(username=SECOND_PERSON))
-    stored = store_config(
-        team, "sentinel", AgentConfig.model_validate(config), actor=proposer, via=Via.ADMIN
-    )
-    assert stored.proposal is not None
-    return stored.proposal.pk
+    """The demo's change waiting on protected Sentinel (``memory.demo.edits``): maya's,
+    which retitles Project State, locks Conventions and changes the tone. Its id."""
+    sentinel = Agent.objects.get(team__slug=DEMO_TEAM, slug="sentinel")
+    return Proposal.objects.filter(agent=sentinel).order_by("pk").values_list("pk", flat=True)[0]
 
 
 def seed_big_agent() -> None:
@@ -178,6 +158,7 @@ def stops() -> list[Stop]:
             if status == PromotionStatus.APPROVED:
                 # Revoke's confirmation page: what would leave the prompt.
                 found.append(Stop("memory-revoke", f"/memories/{record.pk}/revoke/"))
+    found.append(Stop("audit", "/audit/"))
     found.append(Stop("kv", "/kv/"))
     # A key with history, showing the diff of its last change.
     key = (

@@ -50,14 +50,13 @@ def _protect(config: dict[str, Any]) -> None:
     config["protected"] = True
 
 
-def _sentinel_tracker_owns_state(config: dict[str, Any]) -> None:
-    context = next(s for s in config["background"]["sections"] if s["id"] == "team_context")
-    for entry in context["entries"]:
-        if entry["key"] == "review_sla_hours":
-            entry["value"] = 8
-    config["background"]["sections"] = [
-        s for s in config["background"]["sections"] if s["id"] != "project_state"
-    ]
+def _sentinel_reworded(config: dict[str, Any]) -> None:
+    """Retitles Project State (its memories move), locks Conventions (the approved ones
+    leave the prompt) and changes the tone: a proposal whose review has fates to show."""
+    sections = {section["id"]: section for section in config["background"]["sections"]}
+    sections["project_state"]["title"] = "Work in Flight"
+    sections["conventions"]["promotion"] = "locked"
+    config["tone"] = "Direct and specific. Quote the line you mean."
 
 
 EDITS: dict[str, list[Edit]] = {
@@ -68,7 +67,7 @@ EDITS: dict[str, list[Edit]] = {
 # Changes proposed on a protected demo agent after its edits, left for a reviewer: the
 # demo user (a reviewer who did not propose them) can publish or reject them.
 PROPOSALS: dict[str, list[Edit]] = {
-    "sentinel": [(SECOND_PERSON, _sentinel_tracker_owns_state)],
+    "sentinel": [(SECOND_PERSON, _sentinel_reworded)],
 }
 
 

@@ -83,6 +83,7 @@ def test_the_tour_visits_every_kind_of_page(db: None) -> None:
         "memory-revoke",
         "memory-pending",
         "memory-rejected",
+        "audit",
         "kv",
         "kv-key",
         "deliveries",

@@ -42,6 +42,8 @@ def demo_pages() -> list[str]:
         f"/memories/{memory}/",
         "/kv/",
         f"/kv/{key}/",
+        "/audit/",
+        "/audit/?action=agent.revised",
         "/agents/wren/deliveries/",
         f"/deliveries/{wren_deliveries[2]}/",
         f"/deliveries/{wren_deliveries[3]}/diff/",
