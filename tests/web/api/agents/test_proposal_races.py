@@ -9,11 +9,13 @@ import json
 from typing import Any
 
 import pytest
+from django.db import transaction
 
 from lens.actors import Actor
+from lens.core.config import AgentConfig
 from lens.core.errors import DomainError
-from lens.models import ApiToken, Proposal, Revision, Team
-from lens.proposals import reject_proposal
+from lens.models import Agent, ApiToken, Proposal, Revision, Team, Via
+from lens.proposals import propose, reject_proposal
 from memory.configuring import publish_proposal
 from tests.api_calls import ApiClient
 from tests.factories import grant, make_user, race
@@ -102,3 +104,43 @@ def test_changes_racing_on_a_protected_agent_all_wait_as_proposals() -> None:
     assert {answer.json()["base_revision"] for answer in answers} == {1}
     assert Proposal.objects.filter(status="pending").count() == 6
     assert Revision.objects.count() == 1
+
+
+def test_a_publish_racing_a_direct_change_loses_neither() -> None:
+    """An unprotected agent with a proposal still waiting (made while it was protected):
+    a publish and a direct PUT at once. Either the publish lands and the PUT follows as
+    the next revision, or the PUT lands first and the proposal goes stale: never a
+    publish written over a newer revision."""
+    team = Team.objects.create(slug="acme", name="Acme")
+    _token, raw = ApiToken.objects.issue(team)
+    assert ApiClient(raw).put("/api/agents/wren", config(protected=False)).status_code == 201
+    agent = Agent.objects.get(slug="wren")
+    with transaction.atomic():
+        made = propose(
+            agent,
+            Actor(label="maya"),
+            Via.ADMIN,
+            AgentConfig.model_validate(config(protected=False, persona="Proposed.")),
+        )
+    assert made is not None
+    reviewer = Actor.for_user(grant(make_user("rhea", team)))
+
+    def act(n: int) -> str:
+        if n == 0:
+            return decide_or_refuse(lambda: publish_proposal(team, made.pk, reviewer))
+        answer = ApiClient(raw).put("/api/agents/wren", config(protected=False, tone="Direct."))
+        return str(answer.status_code)
+
+    outcomes = race(2, act)
+
+    rows = list(Revision.objects.filter(agent=agent).order_by("number"))
+    final = ApiClient(raw).get("/api/agents/wren").json()
+    assert final["tone"] == "Direct."  # the PUT is never lost
+    if outcomes[0] == "published":
+        assert [(r.number, r.via) for r in rows] == [(1, "api"), (2, "proposal"), (3, "api")]
+        # The PUT replaced the whole config after the publish, as a PUT does.
+        assert final["persona"] == SAMPLE_CONFIG["persona"]
+    else:
+        assert outcomes[0] == "stale"
+        assert [(r.number, r.via) for r in rows] == [(1, "api"), (2, "api")]
+        assert Proposal.objects.get(pk=made.pk).status == "stale"
