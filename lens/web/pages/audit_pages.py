@@ -3,6 +3,7 @@ filtered by agent, actor, action and date, each event linked to what it names.""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from typing import Any
@@ -126,8 +127,20 @@ def object_link(event: AuditEvent) -> str | None:
     return None
 
 
-def _detail_words(details: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(name, str(value)) for name, value in details.items() if value not in (None, "")]
+_HASH = re.compile(r"[0-9a-f]{64}")
+
+
+def _detail_words(details: dict[str, Any]) -> list[tuple[str, str, str]]:
+    """Each detail as (name, shown, whole): hashes shortened (the whole in a title),
+    empty and false ones left out (a bulk flag that is off says nothing)."""
+    shown = []
+    for name, value in details.items():
+        if value in (None, "", False):
+            continue
+        whole = "yes" if value is True else str(value)
+        short = whole[:12] + "…" if _HASH.fullmatch(whole) else whole
+        shown.append((name.replace("_", " "), short, whole))
+    return shown
 
 
 @require_GET
