@@ -147,13 +147,22 @@ def _insert(vendor: str, rows: int) -> str:
     return f"INSERT INTO {_EVENTS} ({_COLUMNS}) VALUES " + ", ".join([row] * rows)
 
 
-def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
+def append(
+    team_id: int, actor: Actor | str, entries: Sequence[Entry], *, settle: bool = True
+) -> None:
     """Append ``entries`` to the log of team ``team_id``, in order, in the caller's
     transaction.
 
     Plain SQL, as the key/value writes: it rides on every write an agent makes, and the
     ORM's insert cost several times the statements themselves. Three statements (two on
     PostgreSQL, where the insert and the head's hash are one) whatever the count.
+
+    ``settle``: on PostgreSQL, check the transaction's deferred foreign keys first (Django
+    defers them to the commit). Those checks lock the rows referred to — the agent of a
+    delivery or a saved memory — and taken at the commit, after the head, they would
+    wait for a change of the agent that holds its row and waits for the head: a
+    deadlock. Settled here, every transaction takes the agent before the head. Only a
+    caller whose rows refer to nothing a writer locks (a key's versions) passes False.
     """
     if not entries:
         return
@@ -165,6 +174,8 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
     label = actor if isinstance(actor, str) else actor.label
     count = len(entries)
     with connection.cursor() as cursor:
+        if settle and connection.vendor == "postgresql":
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
         cursor.execute(_BUMP, [team_id, count, GENESIS, count])
         last, prev = cursor.fetchone()
         at = timezone.now()
@@ -205,8 +216,8 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
         cursor.execute(_SET_HEAD, [prev, team_id])
 
 
-def append_one(team_id: int, actor: Actor | str, entry: Entry) -> None:
-    append(team_id, actor, [entry])
+def append_one(team_id: int, actor: Actor | str, entry: Entry, *, settle: bool = True) -> None:
+    append(team_id, actor, [entry], settle=settle)
 
 
 def events_after(
