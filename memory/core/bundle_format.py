@@ -214,7 +214,7 @@ class BundleReader:
             if TYPES.index(kind) < order:
                 raise InvalidBundle(
                     number,
-                    f"a {kind} line after the {TYPES[order]} lines: lines come in the "
+                    f"{_a(kind)} {kind} line after the {TYPES[order]} lines: lines come in the "
                     f"order {', '.join(TYPES)}",
                 )
             order = TYPES.index(kind)
@@ -298,9 +298,13 @@ def _parse(number: int, raw: bytes) -> Line:
         line: Line = schema.model_validate(data)  # type: ignore[assignment]  # SCHEMAS maps each type to its model
     except ValidationError as exc:
         raise InvalidBundle(
-            number, f"a {kind} line that does not read: {_first_problem(exc)}"
+            number, f"{_a(kind)} {kind} line that does not read: {_first_problem(exc)}"
         ) from None
     return line
+
+
+def _a(word: str) -> str:
+    return "an" if word[0] in "aeiou" else "a"
 
 
 def _first_problem(exc: ValidationError) -> str:

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from django.contrib.auth.models import User
@@ -31,7 +31,7 @@ from lens.models import Agent, AuditEvent, Membership, Revision, Team, Via
 from memory.bundles.exporting import export_bundle
 from memory.bundles.importing import BundleConflict, import_bundle, verify_bundle
 from memory.core.bundle_format import InvalidBundle
-from memory.core.bundle_lines import TYPES
+from memory.core.bundle_lines import TYPES, EventKindName, PromotionStatusName, ViaName
 from memory.models import Delivery, EventKind, MemoryRecord, PromotionStatus
 from tests.api_calls import ApiClient
 from tests.factories import (
@@ -39,6 +39,7 @@ from tests.factories import (
     agent_state,
     bundle_story,
     bundle_text,
+    create_agent,
     deliver_through,
     rebundle,
 )
@@ -262,8 +263,6 @@ def test_audit_lines_are_the_source_events_and_each_verifies_with_its_seal(
 def test_an_export_of_an_agent_with_nothing_yet_imports(
     team: Team, other_team: Team, tmp_path: Path
 ) -> None:
-    from tests.factories import create_agent
-
     agent = create_agent(team, "bare")
     path = tmp_path / "bare.gz"
     exported(agent, path)
@@ -715,3 +714,9 @@ def test_a_bundle_goes_to_the_other_database_and_back_unchanged(
 
 def _without_audit(lines: list[bytes]) -> list[bytes]:
     return [line for line in lines if not line.startswith(b'{"type":"audit"')]
+
+
+def test_the_line_schemas_take_every_value_the_columns_hold() -> None:
+    assert set(get_args(ViaName)) == set(Via.values)
+    assert set(get_args(PromotionStatusName)) == set(PromotionStatus.values)
+    assert set(get_args(EventKindName)) == set(EventKind.values)
