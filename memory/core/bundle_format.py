@@ -288,14 +288,14 @@ def _parse(number: int, raw: bytes) -> Line:
     if not isinstance(data, dict):
         raise InvalidBundle(number, "the line is not a JSON object")
     kind = data.get("type")
-    schema = SCHEMAS.get(kind) if isinstance(kind, str) else None
-    if schema is None:
+    if not isinstance(kind, str) or kind not in SCHEMAS:
         raise InvalidBundle(number, f"unknown line type {kind!r}")
+    schema = SCHEMAS[kind]
     if (found := unstorable_path(data)) is not None:
         where, why = found
         raise InvalidBundle(number, f"{'.'.join(str(p) for p in where)}: {why}")
     try:
-        line: Line = schema.model_validate(data)  # type: ignore[assignment]  # SCHEMAS maps each type to its model
+        line: Line = schema.model_validate(data)  # type: ignore[assignment]  # one of Line
     except ValidationError as exc:
         raise InvalidBundle(
             number, f"{_a(kind)} {kind} line that does not read: {_first_problem(exc)}"
