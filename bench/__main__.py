@@ -33,6 +33,7 @@ def main() -> int:
     from bench import (
         agent_tools_bench,
         approvals_bench,
+        bundle_bench,
         composition_bench,
         delivery_bench,
         kv_bench,
@@ -57,6 +58,7 @@ def main() -> int:
         request_floor_bench,
         delivery_bench,
         revision_bench,
+        bundle_bench,
         agent_tools_bench,
         mcp_bench,
     )
