@@ -510,6 +510,20 @@ def test_a_bundle_into_a_team_that_has_its_slug_is_refused(
     )
 
 
+def test_a_bundle_naming_a_routing_spec_this_instance_lacks_is_refused(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    agent_line = json.loads(lines[1])
+    agent_line["config"]["routing_spec"] = "someone-elses-spec"
+    lines[1] = json.dumps(agent_line, ensure_ascii=False).encode() + b"\n"
+    path = tmp_path / "spec.gz"
+    path.write_bytes(rebundle(lines))
+    error = refused(path, other_team, "spec")
+    assert error.code == "bundle_conflict"
+    assert error.message.startswith("line 2: Unknown routing spec 'someone-elses-spec' (known: ")
+
+
 def test_a_bundle_with_one_memory_twice_is_refused_at_the_second(
     wren: Agent, other_team: Team, tmp_path: Path
 ) -> None:

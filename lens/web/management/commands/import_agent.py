@@ -35,14 +35,10 @@ class Command(BaseCommand):
             raise CommandError(f"{file}: {exc.message}") from None
         except OSError as exc:
             raise CommandError(f"Cannot read {file}: {exc.strerror or exc}") from None
+        # A bundle whose declarations were not its newest revision gets one more (via import).
+        added = " (its declarations as a new revision)" if imported.recorded_revision else ""
         self.stdout.write(
             f"Imported agent {imported.agent.slug} into team {found.slug}: "
-            f"{counts_in_words(imported.counts)}; at revision {imported.revision}"
-            + (
-                " (its declarations recorded as a revision of the import)"
-                if imported.recorded_revision
-                else ""
-            )
-            + "."
+            f"{counts_in_words(imported.counts)}; at revision {imported.revision}{added}."
         )
         self.stdout.write(f"bundle sha256 {imported.manifest.sha256}")
