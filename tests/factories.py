@@ -10,6 +10,9 @@ fixtures.
 from __future__ import annotations
 
 import copy
+import gzip
+import hashlib
+import json
 import threading
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -22,15 +25,18 @@ from django.test import Client
 from kvstore import store
 from kvstore.models import Version
 from lens.actors import SYSTEM, Actor
-from lens.agents import with_config
+from lens.agents import config_of, with_config
 from lens.core.config import AgentConfig
 from lens.models import Agent, Membership, Proposal, Revision, Team, Via
+from memory import search
 from memory.composition import compose
 from memory.configuring import store_agent, store_config
 from memory.core.composition import Composition
 from memory.core.records import MemoryInput
-from memory.decisions import decide, revoke
+from memory.decisions import decide, reopen, revoke
+from memory.deliveries.ledger import canonical_json, composition_json
 from memory.models import (
+    CompositionMemory,
     Delivery,
     EventKind,
     MemoryEvent,
@@ -40,7 +46,7 @@ from memory.models import (
     SearchDoc,
 )
 from memory.saving import Saved, save_memory
-from tests.api_calls import db_snapshot
+from tests.api_calls import ApiClient, db_snapshot, memory_body, post_memory
 from tests.samples import SAMPLE_CONFIG
 
 # --- people and clients ------------------------------------------------------------
@@ -488,6 +494,147 @@ def post_proposal(
     if team is not None:
         data["team"] = team
     return client.post(f"/proposals/{proposal_id}/{action}/", data, headers=HTMX if htmx else {})
+
+
+# --- portable bundles --------------------------------------------------------------
+
+
+def bundle_story(team: Team, api: ApiClient, reviewer: User) -> dict[str, str]:
+    """Wren with a history worth carrying, made by the real operations: three revisions
+    by different people and ways, memories saved through the API (odd Unicode, tags, a
+    supersede), every decision a reviewer can make (with notes), and deliveries between
+    them, two of which share a composition. Returns the memories' ids by role."""
+    decider = Actor.for_user(reviewer)
+    store_agent(team, "wren", AgentConfig.model_validate(memory_config()))
+    config = api.get("/api/agents/wren").json()
+    config["persona"] = "You are Wren, a companion — brief, warm, «exact»."
+    assert api.put("/api/agents/wren", config).status_code == 200
+    ids = {
+        "name": post_memory(api, memory_body("profile", "The user's name is Doug.", label="name")),
+        "city": post_memory(
+            api, memory_body("profile", "Lives in Kraków — near the Café\u2028Zoë.", label="city")
+        ),
+        "fact": post_memory(
+            api, memory_body("fact", "Once saw a 🦊 at 5\u00a0a.m.", tags=["animals", "ночь"])
+        ),
+    }
+    deliver_through(api, session="s-1", model="gpt-4.1-mini")
+    ids["tea"] = post_memory(api, memory_body("preference", "Tea, never coffee.", label="drink"))
+    ids["jokes"] = post_memory(api, memory_body("preference", "Wants daily jokes.", label="jokes"))
+    ids["waiting"] = post_memory(api, memory_body("preference", "Likes jazz.", label="music"))
+    decide(ids["tea"], True, decider)
+    decide(ids["jokes"], False, decider, "not useful")
+    deliver_through(api, session="s-2")
+    deliver_through(api, session="s-2")  # nothing changed: the same composition again
+    ids["new_name"] = post_memory(
+        api,
+        memory_body("profile", "The user's name is Douglas.", label="name", supersedes=ids["name"]),
+    )
+    revoke(ids["tea"], decider, "asked to forget")
+    reopen(ids["jokes"], decider)
+    edited = {name: value for name, value in config.items() if name != "revision"}
+    edited["tone"] = "Plain."
+    store_agent(team, "wren", AgentConfig.model_validate(edited), actor=decider, via=Via.ADMIN)
+    deliver_through(api, model="claude")
+    return ids
+
+
+def deliver_through(api: ApiClient, slug: str = "wren", **body: str) -> dict[str, Any]:
+    """``POST /api/agents/{slug}/deliveries``: the delivery as answered."""
+    response = api.post(f"/api/agents/{slug}/deliveries", body)
+    assert response.status_code == 201, response.content
+    return dict(response.json())
+
+
+def agent_state(agent: Agent) -> dict[str, Any]:
+    """Everything a bundle carries of ``agent``, by ids and times (integer keys are
+    this database's own): its declarations and row times, revisions, memories,
+    promotions, events, deliveries with the composition each delivered, the live
+    composition, and which memories a search finds."""
+    agent = with_config(Agent.objects.filter(pk=agent.pk)).get()
+    deliveries = Delivery.objects.filter(agent=agent).select_related("composition")
+    return {
+        "created_at": agent.created_at,
+        "updated_at": agent.updated_at,
+        "config": config_of(agent).model_dump(mode="json"),
+        "revisions": list(
+            Revision.objects.filter(agent=agent)
+            .order_by("number")
+            .values_list(
+                "number", "created_at", "actor", "via", "approved_by", "config_id", "summary"
+            )
+        ),
+        "memories": list(
+            MemoryRecord.objects.filter(agent=agent)
+            .order_by("id")
+            .values_list("id", "kind", "content", "tags", "label", "supersedes_id", "created_at")
+        ),
+        "promotions": list(
+            Promotion.objects.filter(agent=agent)
+            .order_by("record_id")
+            .values_list(
+                "record_id",
+                "section",
+                "key",
+                "placement_key",
+                "key_source",
+                "spec_key",
+                "spec_version",
+                "tier",
+                "status",
+                "reason",
+                "promoted_at",
+                "decided_by__username",
+                "decided_at",
+                "decision_note",
+            )
+        ),
+        "events": list(
+            MemoryEvent.objects.filter(agent=agent)
+            .order_by("at", "id")
+            .values_list("record_id", "kind", "actor", "actor_user__username", "detail", "at")
+        ),
+        "deliveries": [
+            (
+                d.id,
+                d.delivered_at,
+                d.session,
+                d.model,
+                d.revision,
+                d.composition.prompt_sha256,
+                d.composition.digest,
+                composition_json(d.composition),
+                sorted(d.composition.memory_ids.split()),
+            )
+            for d in deliveries.order_by("delivered_at")
+        ],
+        "shaped_by": sorted(
+            CompositionMemory.objects.filter(composition__agent=agent).values_list(
+                "memory_id", "composition__digest"
+            )
+        ),
+        "composition": canonical_json(compose(agent)),
+        "found": sorted(search.search([agent.pk], "cafe zoe ночь douglas", None, 50, 0)),
+    }
+
+
+def bundle_text(data: bytes) -> list[bytes]:
+    """A bundle's lines, each with its line break."""
+    return gzip.decompress(data).splitlines(keepends=True)
+
+
+def rebundle(lines: list[bytes], *, rehash: bool = True) -> bytes:
+    """A bundle file of ``lines`` (the manifest first), its manifest's sha256 and counts
+    made to match the rest when ``rehash``: a bundle written by hand."""
+    if rehash:
+        manifest = json.loads(lines[0])
+        manifest["sha256"] = hashlib.sha256(b"".join(lines[1:])).hexdigest()
+        counts = dict.fromkeys(manifest["counts"], 0)
+        for line in lines[1:]:
+            counts[json.loads(line)["type"]] += 1
+        manifest["counts"] = counts
+        lines = [json.dumps(manifest, ensure_ascii=False).encode() + b"\n", *lines[1:]]
+    return gzip.compress(b"".join(lines), mtime=0)
 
 
 # --- races -------------------------------------------------------------------------

@@ -29,7 +29,10 @@ CORE_MODULES = {
         "text",
     },
     "memory.core": {
+        "bundle_format",
+        "bundle_lines",
         "composition",
+        "gzip_splice",
         "outcome",
         "overlay",
         "presets",

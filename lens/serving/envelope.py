@@ -59,6 +59,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "undo_changed": 409,
     "address_taken": 409,
     "deliveries_busy": 503,
+    # Bundles (SPEC §15): a file that does not read, and one this instance cannot take.
+    "invalid_bundle": 422,
+    "bundle_conflict": 409,
 }
 
 

@@ -181,7 +181,7 @@ def _create(agent: Agent, composition: Composition, text: str, digest: str) -> S
     stored = StoredComposition.objects.create(
         agent=agent,
         digest=digest,
-        body=zlib.compress(text.encode("utf-8"), _ZLIB_LEVEL),
+        body=packed(text),
         prompt_sha256=sha256_hex(prompt),
         chars=len(prompt),
         tokens=composition.tokens.total,
@@ -195,6 +195,11 @@ def _create(agent: Agent, composition: Composition, text: str, digest: str) -> S
         batch_size=500,
     )
     return stored
+
+
+def packed(text: str) -> bytes:
+    """A composition's canonical JSON as ``StoredComposition.body`` keeps it."""
+    return zlib.compress(text.encode("utf-8"), _ZLIB_LEVEL)
 
 
 # --- reading --------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from lens.web.api import errors
 from lens.web.api.agent_routes import agents
 from lens.web.api.audit_routes import router as audit_router
 from lens.web.api.auth import TeamToken
+from lens.web.api.bundle_routes import router as bundle_router
 from lens.web.api.delivery_routes import agent_deliveries
 from lens.web.api.delivery_routes import deliveries as deliveries_router
 from lens.web.api.kv_routes import bootstrap_router
@@ -42,6 +43,7 @@ api.add_router("/agents", memory_router)
 api.add_router("/agents", agent_deliveries)
 api.add_router("/agents", revision_router)
 api.add_router("/agents", agent_proposals)
+api.add_router("/agents", bundle_router)
 api.add_router("/proposals", proposals_router)
 api.add_router("/deliveries", deliveries_router)
 api.add_router("/audit", audit_router)

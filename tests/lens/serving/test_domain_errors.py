@@ -13,6 +13,8 @@ from hypothesis import strategies as st
 # Every module that defines a domain error: importing them registers the subclasses.
 import kvstore.store
 import lens.agents
+import memory.bundles.importing
+import memory.core.bundle_format
 import memory.decisions
 import memory.queries
 import memory.registry

@@ -1,0 +1,531 @@
+"""Importing a bundle (SPEC §15): the agent recreated in a team of this instance with
+the same ids, times, revisions, memories, decisions, stored compositions and
+deliveries, so every delivery keeps its ``prompt_sha256`` and composition and the live
+composition is the one the bundle's instance composed.
+
+The file is read twice. First alone: its gzip data, every line, the counts and the
+hash — a bundle that was cut short, altered or mixed up is refused before the database
+is touched. Then again, in one transaction, writing as it reads, a few hundred rows at
+a time (memory holds one batch, never the whole agent), checking what only the database
+can tell: ids already taken, references to lines before. Any problem raises, with the
+line it is on, and the transaction takes every row with it: nothing is written.
+
+What is written bypasses the operations that make these rows in normal use: they would
+append an audit event per revision, save and decision, and renumber and retime
+everything. The import is one audit event of its own (``agent.created``, ``via``
+import, with the bundle's hash); the bundle's ``audit`` lines stay what they were, the
+source team's events, each checked against its own hash and not replayed into this
+team's chain (their numbers and hashes belong to the source's log).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from os import PathLike
+from typing import Any, TypeVar
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from lens.actors import SYSTEM, Actor
+from lens.agents import check_slug, write_config
+from lens.audit import Entry, append_one, seal
+from lens.core.config import AgentConfig
+from lens.core.revisions import canonical_config, config_sha256, summarise
+from lens.models import Agent, Revision, Team, Via
+from lens.revisions import keep_config
+from memory import search
+from memory.core.bundle_format import BundleReader, InvalidBundle, Manifest, Numbered
+from memory.core.bundle_lines import (
+    TYPES,
+    AgentLine,
+    AuditLine,
+    CompositionLine,
+    DeliveryLine,
+    EventLine,
+    MemoryLine,
+    PromotionLine,
+    RevisionLine,
+)
+from memory.deliveries.ledger import packed
+from memory.models import (
+    HOLDING,
+    CompositionMemory,
+    Delivery,
+    MemoryEvent,
+    MemoryRecord,
+    Promotion,
+    SearchDoc,
+    StoredComposition,
+)
+from memory.registry import UnknownRoutingSpec, check_spec_key
+
+# Lines written per batch: a few hundred rows a statement, and at most this many bytes
+# of lines held at once (compositions are large).
+BATCH_LINES = 500
+BATCH_BYTES = 8 * 1024 * 1024
+
+Source = str | PathLike[str]
+
+
+class BundleConflict(InvalidBundle):
+    """A sound bundle that this team or instance cannot take as it is: its slug or an id
+    it holds is taken here, or it names a routing spec this instance does not offer."""
+
+    code = "bundle_conflict"
+
+
+@dataclass(frozen=True)
+class Imported:
+    agent: Agent
+    manifest: Manifest
+    revision: int  # the agent's newest revision
+    # The bundle's declarations were not its newest revision's config (rows edited by
+    # hand), so the import recorded them as a revision of its own (``via`` import).
+    recorded_revision: bool
+
+    @property
+    def counts(self) -> dict[str, int]:
+        return {kind: self.manifest.counts.get(kind, 0) for kind in TYPES}
+
+
+def verify_bundle(path: Source) -> Manifest:
+    """Read the whole bundle at ``path`` and check it, writing nothing: its manifest,
+    or an InvalidBundle naming the first line that is wrong."""
+    with open(path, "rb") as stream:
+        reader = BundleReader(stream)
+        for _numbered in _sealed(reader.lines()):
+            pass
+        return reader.manifest
+
+
+def import_bundle(
+    path: Source, team: Team, *, slug: str | None = None, actor: Actor = SYSTEM
+) -> Imported:
+    """Recreate the agent of the bundle at ``path`` in ``team`` (as ``slug`` when given,
+    else under its own slug), all or nothing.
+
+    Raises InvalidBundle (the file) or BundleConflict (this instance), naming the line,
+    or InvalidSlug, having written nothing.
+    """
+    if slug is not None:
+        check_slug(slug)
+    verify_bundle(path)
+    with open(path, "rb") as stream, transaction.atomic():
+        reader = BundleReader(stream)
+        return _Import(team, slug, actor, reader.manifest).run(_sealed(reader.lines()))
+
+
+def _sealed(lines: Iterable[Numbered]) -> Iterator[Numbered]:
+    """The lines, each audit event checked against its own hash (``lens.audit.seal``),
+    so the events a bundle carries stay proof of what the source's log said."""
+    for numbered in lines:
+        line = numbered.line
+        if isinstance(line, AuditLine) and seal(line.event) != line.event["sha256"]:
+            raise InvalidBundle(
+                numbered.number, "the audit event does not hash to its sha256: it was altered"
+            )
+        yield numbered
+
+
+_L = TypeVar("_L")
+
+
+def _batches(lines: Iterable[Numbered]) -> Iterator[list[Numbered]]:
+    """Consecutive lines of one type, at most BATCH_LINES and about BATCH_BYTES."""
+    batch: list[Numbered] = []
+    size = 0
+    for numbered in lines:
+        full = len(batch) >= BATCH_LINES or size >= BATCH_BYTES
+        if batch and (full or numbered.line.type != batch[0].line.type):
+            yield batch
+            batch, size = [], 0
+        batch.append(numbered)
+        size += numbered.size
+    if batch:
+        yield batch
+
+
+def _typed(batch: Sequence[Numbered], kind: type[_L]) -> list[tuple[int, _L]]:
+    found: list[tuple[int, _L]] = []
+    for numbered in batch:
+        assert isinstance(numbered.line, kind)  # a batch holds lines of one type
+        found.append((numbered.number, numbered.line))
+    return found
+
+
+def _first_repeat(items: Sequence[tuple[int, Any]], key: Callable[[Any], str]) -> int | None:
+    """The number of the first line whose key an earlier line of ``items`` has."""
+    seen: set[str] = set()
+    for number, line in items:
+        if key(line) in seen:
+            return number
+        seen.add(key(line))
+    return None
+
+
+class _Import:
+    def __init__(self, team: Team, slug: str | None, actor: Actor, manifest: Manifest) -> None:
+        self.team = team
+        self.slug = slug
+        self.actor = actor
+        self.manifest = manifest
+        self.agent: Agent | None = None
+        self.config: AgentConfig | None = None
+        self.newest: RevisionLine | None = None
+        self.users: dict[str, int | None] = {}
+
+    def run(self, lines: Iterable[Numbered]) -> Imported:
+        writers: dict[str, Callable[[Sequence[Numbered]], None]] = {
+            "agent": self._agent,
+            "revision": self._revisions,
+            "memory": self._memories,
+            "promotion": self._promotions,
+            "event": self._events,
+            "composition": self._compositions,
+            "delivery": self._deliveries,
+            "audit": lambda batch: None,  # checked by ``_sealed``; never replayed
+        }
+        for batch in _batches(lines):
+            writers[batch[0].line.type](batch)
+        # The reader checked the counts and the hash once the last line was read.
+        agent, config = self.agent, self.config
+        # The manifest counts exactly one agent line (the reader checks).
+        assert agent is not None
+        assert config is not None
+        number, digest, recorded = self._declarations_revision(agent, config)
+        append_one(
+            self.team.pk,
+            self.actor,
+            Entry(
+                "agent.created",
+                "agent",
+                agent.slug,
+                agent.slug,
+                {
+                    "via": Via.IMPORT.value,
+                    "bundle_sha256": self.manifest.sha256,
+                    "revision": number,
+                    "config_sha256": digest,
+                    "source_agent": self.manifest.agent,
+                    "counts": {kind: self.manifest.counts.get(kind, 0) for kind in TYPES},
+                },
+            ),
+        )
+        return Imported(agent, self.manifest, number, recorded)
+
+    @property
+    def _agent_row(self) -> Agent:
+        assert self.agent is not None  # line 2 is the agent line (the reader checks)
+        return self.agent
+
+    # --- each type ---------------------------------------------------------------------
+
+    def _agent(self, batch: Sequence[Numbered]) -> None:
+        ((number, line),) = _typed(batch, AgentLine)
+        if line.slug != self.manifest.agent:
+            raise InvalidBundle(number, "the agent line's slug is not the manifest's agent")
+        slug = self.slug or line.slug
+        try:
+            check_spec_key(line.config.routing_spec)
+        except UnknownRoutingSpec as exc:
+            raise BundleConflict(number, exc.message) from None
+        taken = BundleConflict(
+            number,
+            f"team {self.team.slug!r} already has an agent {slug!r}: import it under another slug",
+        )
+        if Agent.objects.filter(team=self.team, slug=slug).exists():
+            raise taken
+        try:
+            with transaction.atomic():  # a savepoint: a racing import of the same slug
+                Agent.objects.create(team=self.team, slug=slug, name=line.config.name)
+        except IntegrityError:
+            raise taken from None
+        agent, _created = write_config(self.team, slug, line.config)
+        # The row's own times, which ``auto_now`` set to now (``update`` leaves them be).
+        Agent.objects.filter(pk=agent.pk).update(
+            created_at=line.created_at, updated_at=line.updated_at
+        )
+        agent.created_at, agent.updated_at = line.created_at, line.updated_at
+        self.agent, self.config = agent, line.config
+
+    def _revisions(self, batch: Sequence[Numbered]) -> None:
+        items = _typed(batch, RevisionLine)
+        for _number, line in items:
+            keep_config(line.config_sha256, line.config_text)
+        Revision.objects.bulk_create(
+            Revision(
+                agent=self._agent_row,
+                number=line.revision,
+                created_at=line.created_at,
+                actor=line.actor,
+                via=line.via,
+                approved_by=line.approved_by,
+                config_id=line.config_sha256,
+                summary=line.summary,
+            )
+            for _number, line in items
+        )
+        self.newest = items[-1][1]
+
+    def _memories(self, batch: Sequence[Numbered]) -> None:
+        agent = self._agent_row
+        items = _typed(batch, MemoryLine)
+        self._ids_free(items, MemoryRecord, "memory")
+        # A memory supersedes one on an earlier line: of this batch, or already written.
+        earlier: set[str] = set()
+        wanted: dict[str, int] = {}
+        for number, line in items:
+            if line.supersedes is not None and line.supersedes not in earlier:
+                wanted.setdefault(line.supersedes, number)
+            earlier.add(line.id)
+        found = set(
+            MemoryRecord.objects.filter(agent=agent, pk__in=list(wanted)).values_list(
+                "pk", flat=True
+            )
+        )
+        for missing, number in wanted.items():
+            if missing not in found:
+                raise InvalidBundle(
+                    number, f"it supersedes {missing}, which is not a memory on an earlier line"
+                )
+        records = [
+            MemoryRecord(
+                id=line.id,
+                agent=agent,
+                kind=line.kind,
+                content=line.content,
+                tags=line.tags,
+                label=line.label,
+                supersedes_id=line.supersedes,
+                created_at=line.created_at,
+            )
+            for _number, line in items
+        ]
+        MemoryRecord.objects.bulk_create(records)
+        # The search index, as a save writes it (``memory.search``): every imported
+        # memory is found at once.
+        SearchDoc.objects.bulk_create(search.document(record) for record in records)
+
+    def _promotions(self, batch: Sequence[Numbered]) -> None:
+        agent = self._agent_row
+        items = _typed(batch, PromotionLine)
+        self._memories_known(items)
+        repeat = _first_repeat(items, lambda line: line.memory_id)
+        if repeat is None:
+            ids = [line.memory_id for _number, line in items]
+            done = set(Promotion.objects.filter(pk__in=ids).values_list("pk", flat=True))
+            repeat = next((n for n, line in items if line.memory_id in done), None)
+        if repeat is not None:
+            raise InvalidBundle(repeat, "a second promotion of the same memory")
+        self._one_holder_per_address(items)
+        users = self._users(line.decided_by for _number, line in items)
+        Promotion.objects.bulk_create(
+            Promotion(
+                record_id=line.memory_id,
+                agent=agent,
+                section=line.section,
+                key=line.key,
+                placement_key=line.placement_key,
+                key_source=line.key_source,
+                spec_key=line.spec_key,
+                spec_version=line.spec_version,
+                tier=line.tier,
+                status=line.status,
+                reason=line.reason,
+                promoted_at=line.promoted_at,
+                decided_by_id=users.get(line.decided_by) if line.decided_by else None,
+                decided_at=line.decided_at,
+                decision_note=line.decision_note,
+            )
+            for _number, line in items
+        )
+
+    def _one_holder_per_address(self, items: Sequence[tuple[int, PromotionLine]]) -> None:
+        """At most one pending or approved promotion holds an address (SPEC §5.1): a
+        bundle with two would fail on the database's constraint, without a line."""
+        holding = [
+            (number, line)
+            for number, line in items
+            if line.status in HOLDING and line.placement_key is not None
+        ]
+        repeat = _first_repeat(holding, lambda line: line.placement_key)
+        if repeat is None:
+            held = set(
+                Promotion.objects.filter(
+                    agent=self._agent_row,
+                    status__in=HOLDING,
+                    placement_key__in=[line.placement_key for _number, line in holding],
+                ).values_list("placement_key", flat=True)
+            )
+            repeat = next((n for n, line in holding if line.placement_key in held), None)
+        if repeat is not None:
+            raise InvalidBundle(
+                repeat, "another pending or approved promotion already holds this address"
+            )
+
+    def _events(self, batch: Sequence[Numbered]) -> None:
+        agent = self._agent_row
+        items = _typed(batch, EventLine)
+        self._memories_known(items)
+        users = self._users(line.user for _number, line in items)
+        # Written directly: ``memory.events.write_events`` would append each to the
+        # audit log as a change made now.
+        MemoryEvent.objects.bulk_create(
+            MemoryEvent(
+                record_id=line.memory_id,
+                agent=agent,
+                kind=line.kind,
+                actor=line.actor,
+                actor_user_id=users.get(line.user) if line.user else None,
+                detail=line.detail,
+                at=line.at,
+            )
+            for _number, line in items
+        )
+
+    def _compositions(self, batch: Sequence[Numbered]) -> None:
+        agent = self._agent_row
+        items = _typed(batch, CompositionLine)
+        repeat = _first_repeat(items, lambda line: line.digest)
+        if repeat is None:
+            stored = set(
+                StoredComposition.objects.filter(
+                    agent=agent, digest__in=[line.digest for _number, line in items]
+                ).values_list("digest", flat=True)
+            )
+            repeat = next((n for n, line in items if line.digest in stored), None)
+        if repeat is not None:
+            raise InvalidBundle(repeat, "a second composition with the same digest")
+        StoredComposition.objects.bulk_create(
+            StoredComposition(
+                agent=agent,
+                digest=line.digest,
+                body=packed(line.text),
+                prompt_sha256=line.prompt_sha256,
+                chars=line.chars,
+                tokens=line.tokens,
+                sections=line.sections,
+                entries=line.entries,
+                memory_ids=" ".join(line.memory_ids),
+                created_at=line.created_at,
+            )
+            for _number, line in items
+        )
+        pks = self._compositions_by_digest([line.digest for _number, line in items])
+        CompositionMemory.objects.bulk_create(
+            (
+                CompositionMemory(composition_id=pks[line.digest], memory_id=memory_id)
+                for _number, line in items
+                for memory_id in line.memory_ids
+            ),
+            batch_size=BATCH_LINES,
+        )
+
+    def _deliveries(self, batch: Sequence[Numbered]) -> None:
+        agent = self._agent_row
+        items = _typed(batch, DeliveryLine)
+        self._ids_free(items, Delivery, "delivery")
+        pks = self._compositions_by_digest([line.composition for _number, line in items])
+        for number, line in items:
+            if line.composition not in pks:
+                raise InvalidBundle(
+                    number, f"its composition {line.composition} is not on an earlier line"
+                )
+        # Who asked (a token of the source instance) is not carried: tokens are not.
+        Delivery.objects.bulk_create(
+            Delivery(
+                id=line.id,
+                agent=agent,
+                composition_id=pks[line.composition],
+                delivered_at=line.delivered_at,
+                session=line.session,
+                model=line.model,
+                revision=line.revision,
+            )
+            for _number, line in items
+        )
+
+    # --- checks and lookups ------------------------------------------------------------
+
+    def _ids_free(
+        self,
+        items: Sequence[tuple[int, MemoryLine | DeliveryLine]],
+        model: type[MemoryRecord] | type[Delivery],
+        what: str,
+    ) -> None:
+        """Ids are this instance's primary keys: each must be new here, and once in the
+        bundle."""
+        repeat = _first_repeat(items, lambda line: line.id)
+        if repeat is not None:
+            raise InvalidBundle(repeat, f"a second {what} with the same id")
+        ids = [line.id for _number, line in items]
+        taken = dict(model.objects.filter(pk__in=ids).values_list("pk", "agent_id"))
+        for number, line in items:
+            if line.id in taken:
+                if taken[line.id] == self._agent_row.pk:
+                    raise InvalidBundle(number, f"a second {what} with the same id")
+                raise BundleConflict(number, f"{what} {line.id} already exists in this instance")
+
+    def _memories_known(self, items: Sequence[tuple[int, PromotionLine | EventLine]]) -> None:
+        ids = {line.memory_id for _number, line in items}
+        found = set(
+            MemoryRecord.objects.filter(agent=self._agent_row, pk__in=ids).values_list(
+                "pk", flat=True
+            )
+        )
+        for number, line in items:
+            if line.memory_id not in found:
+                raise InvalidBundle(
+                    number, f"memory {line.memory_id} is not a memory on an earlier line"
+                )
+
+    def _compositions_by_digest(self, digests: Sequence[str]) -> dict[str, int]:
+        return dict(
+            StoredComposition.objects.filter(
+                agent=self._agent_row, digest__in=set(digests)
+            ).values_list("digest", "pk")
+        )
+
+    def _users(self, names: Iterable[str | None]) -> dict[str, int | None]:
+        """Users of this instance by username, for who decided and who acted: a member
+        of the team with that username, or None (the actor's label is kept either way)."""
+        missing = {name for name in names if name and name not in self.users}
+        if missing:
+            user_model = get_user_model()
+            found = dict(
+                user_model.objects.filter(
+                    **{f"{user_model.USERNAME_FIELD}__in": missing},
+                    memberships__team=self.team,
+                ).values_list(user_model.USERNAME_FIELD, "pk")
+            )
+            for name in missing:
+                self.users[name] = found.get(name)
+        return self.users
+
+    def _declarations_revision(self, agent: Agent, config: AgentConfig) -> tuple[int, str, bool]:
+        """The agent's newest revision number and its config's hash, once its
+        declarations are a revision: they are the newest revision's config in any
+        bundle this product writes; otherwise (none at all, or rows edited by hand) they
+        become the next revision, ``via`` import, as every change of them does."""
+        text = canonical_config(config)
+        digest = config_sha256(text)
+        newest = self.newest
+        if newest is not None and newest.config_sha256 == digest:
+            return newest.revision, digest, False
+        keep_config(digest, text)
+        before = AgentConfig.model_validate(newest.config) if newest is not None else None
+        number = newest.revision + 1 if newest is not None else 1
+        Revision.objects.create(
+            agent=agent,
+            number=number,
+            created_at=timezone.now(),
+            actor=self.actor.label,
+            via=Via.IMPORT,
+            approved_by=None,
+            config_id=digest,
+            summary=[change.as_json() for change in summarise(before, config)],
+        )
+        return number, digest, True

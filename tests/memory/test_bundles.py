@@ -1,0 +1,736 @@
+"""Portable bundles (SPEC §15): an agent exported and imported into another team or
+instance keeps its ids, times, revisions, memories, decisions and deliveries, so every
+delivery keeps its prompt and the live composition is the same; a bundle that is cut
+short, altered, of another format or version, malformed, or whose ids are taken is
+refused with the line it fails on, and nothing is written.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import subprocess
+import sys
+import tracemalloc
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+
+from lens.agents import get_agent
+from lens.audit import event_data, seal, verify
+from lens.core.errors import DomainError
+from lens.models import Agent, AuditEvent, Membership, Revision, Team, Via
+from memory.bundles.exporting import export_bundle
+from memory.bundles.importing import BundleConflict, import_bundle, verify_bundle
+from memory.core.bundle_format import InvalidBundle
+from memory.core.bundle_lines import TYPES, EventKindName, PromotionStatusName, ViaName
+from memory.models import Delivery, EventKind, MemoryRecord, PromotionStatus
+from tests.api_calls import ApiClient
+from tests.factories import (
+    Unchanged,
+    agent_state,
+    bundle_story,
+    bundle_text,
+    create_agent,
+    deliver_through,
+    rebundle,
+)
+from tests.serving import ROOT, clean_env
+
+pytestmark = pytest.mark.django_db
+
+AT = datetime(2031, 5, 6, 7, 8, 9, 123456, tzinfo=UTC)
+
+
+@pytest.fixture
+def wren(team: Team, api: ApiClient, reviewer: User) -> Agent:
+    bundle_story(team, api, reviewer)
+    return get_agent(team, "wren")
+
+
+def exported(agent: Agent, path: Path, at: datetime | None = None) -> bytes:
+    bundle = export_bundle(agent, at=at)
+    with path.open("wb") as out:
+        bundle.write_to(out)
+    return path.read_bytes()
+
+
+def renamed(state: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    """``state`` of an agent imported under slug ``new``: its live composition names it
+    (the delivered ones keep the slug they were delivered under)."""
+    composition = json.loads(state["composition"])
+    assert composition["agent"] == old
+    return {**state, "composition": json.dumps({**composition, "agent": new})}
+
+
+def as_json(state: dict[str, Any]) -> dict[str, Any]:
+    return {**state, "composition": json.loads(state["composition"])}
+
+
+# --- the round trip -------------------------------------------------------------------
+
+
+def test_an_agent_moves_to_another_team_under_a_new_slug_exactly(
+    wren: Agent, reviewer: User, other_team: Team, tmp_path: Path
+) -> None:
+    before = agent_state(wren)
+    assert len(before["deliveries"]) == 4
+    assert len({row[6] for row in before["deliveries"]}) == 3  # two share a composition
+    assert [r[3] for r in before["revisions"]] == [Via.API, Via.API, Via.ADMIN]
+    path = tmp_path / "wren.bundle.jsonl.gz"
+    exported(wren, path)
+    wren.delete()  # the ids are this instance's keys: a move frees them first
+    Membership.objects.create(team=other_team, user=reviewer)  # who decided, there too
+
+    imported = import_bundle(path, other_team, slug="wren-copy")
+
+    agent = imported.agent
+    assert (agent.team_id, agent.slug) == (other_team.pk, "wren-copy")
+    after = agent_state(agent)
+    assert as_json(after) == as_json(renamed(before, "wren", "wren-copy"))
+    assert imported.revision == 3
+    assert not imported.recorded_revision
+    # Every delivery has the prompt it was recorded with, and the composition text.
+    for old, new in zip(before["deliveries"], after["deliveries"], strict=True):
+        assert old[5] == new[5] == hashlib.sha256(_prompt(new[7]).encode()).hexdigest()
+
+
+def _prompt(composition_text: str) -> str:
+    sections = json.loads(composition_text)["prompt"]["sections"]
+    return "\n\n".join("".join(f["text"] for f in s["fragments"]) for s in sections)
+
+
+def test_an_import_into_another_team_keeps_the_slug_and_the_composition_byte_for_byte(
+    wren: Agent, reviewer: User, other_team: Team, tmp_path: Path
+) -> None:
+    before = agent_state(wren)
+    path = tmp_path / "wren.gz"
+    exported(wren, path)
+    wren.delete()
+    Membership.objects.create(team=other_team, user=reviewer)
+    agent = import_bundle(path, other_team).agent
+    assert agent.slug == "wren"
+    assert agent_state(agent) == before
+
+
+def test_the_import_is_one_audit_event_of_the_target_team_and_replays_none(
+    wren: Agent, team: Team, other_team: Team, tmp_path: Path
+) -> None:
+    path = tmp_path / "wren.gz"
+    exported(wren, path)
+    source_events = AuditEvent.objects.filter(team=team, agent="wren").count()
+    assert source_events > 10
+    wren.delete()
+    before = AuditEvent.objects.filter(team=other_team).count()
+
+    imported = import_bundle(path, other_team, slug="moved")
+
+    (event,) = AuditEvent.objects.filter(team=other_team).order_by("seq")[before:]
+    data = event_data(event)
+    assert (data["action"], data["object"], data["agent"]) == (
+        "agent.created",
+        {"type": "agent", "id": "moved"},
+        "moved",
+    )
+    counts = imported.counts
+    assert counts["audit"] == source_events
+    assert data["details"] == {
+        "via": "import",
+        "bundle_sha256": imported.manifest.sha256,
+        "revision": 3,
+        "config_sha256": Revision.objects.get(agent=imported.agent, number=3).config_id,
+        "source_agent": "wren",
+        "counts": counts,
+    }
+    assert data["actor"] == "system"
+    assert verify(other_team).first_bad is None
+    assert verify(team).first_bad is None
+
+
+def test_a_bundle_whose_declarations_are_not_its_newest_revision_records_them_as_an_import(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    agent_line = json.loads(lines[1])
+    agent_line["config"]["objective"] = "Edited by hand."
+    lines[1] = json.dumps(agent_line, ensure_ascii=False).encode() + b"\n"
+    path = tmp_path / "edited.gz"
+    path.write_bytes(rebundle(lines))
+    wren.delete()
+
+    imported = import_bundle(path, other_team, slug="edited")
+
+    assert imported.recorded_revision
+    newest = Revision.objects.get(agent=imported.agent, number=4)
+    assert (newest.via, newest.actor, newest.approved_by) == (Via.IMPORT, "system", None)
+    assert newest.summary == [{"change": "field_changed", "field": "objective"}]
+    assert imported.agent.objective == "Edited by hand."
+
+
+def test_decisions_keep_their_reviewer_when_the_reviewer_is_a_member_of_the_target_team(
+    wren: Agent, reviewer: User, other_team: Team, tmp_path: Path
+) -> None:
+    path = tmp_path / "wren.gz"
+    exported(wren, path)
+    wren.delete()
+    Membership.objects.create(team=other_team, user=reviewer)
+    agent = import_bundle(path, other_team).agent
+    decided = MemoryRecord.objects.filter(agent=agent, promotion__decided_by=reviewer)
+    assert decided.count() == 1  # tea, revoked by mira (jokes was reopened: undecided)
+    assert decided.get().promotion.status == PromotionStatus.REVOKED
+
+
+def test_decisions_by_someone_who_is_not_a_member_here_keep_only_their_name(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    path = tmp_path / "wren.gz"
+    exported(wren, path)
+    wren.delete()
+    agent = import_bundle(path, other_team).agent
+    revoked = MemoryRecord.objects.get(agent=agent, promotion__status=PromotionStatus.REVOKED)
+    assert revoked.promotion.decided_by is None
+    event = revoked.events.get(kind=EventKind.REVOKED)
+    assert (event.actor, event.actor_user) == ("mira", None)
+
+
+# --- the file ------------------------------------------------------------------------
+
+
+def test_the_manifest_comes_first_and_hashes_every_line_after_it(
+    wren: Agent, tmp_path: Path
+) -> None:
+    data = exported(wren, tmp_path / "wren.gz", at=AT)
+    text = gzip.decompress(data)
+    head, _, rest = text.partition(b"\n")
+    manifest = json.loads(head)
+    assert list(manifest) == ["format", "version", "agent", "exported_at", "counts", "sha256"]
+    assert manifest["format"] == "composition-lens-bundle"
+    assert manifest["version"] == 1
+    assert manifest["agent"] == "wren"
+    assert manifest["exported_at"] == "2031-05-06T07:08:09.123456Z"
+    assert manifest["sha256"] == hashlib.sha256(rest).hexdigest()
+    assert rest.endswith(b"\n")
+    types = [json.loads(line)["type"] for line in rest.splitlines()]
+    assert manifest["counts"] == {kind: types.count(kind) for kind in TYPES}
+    assert TYPES == (
+        "agent", "revision", "memory", "promotion", "event", "composition", "delivery", "audit",
+    )  # fmt: skip
+    assert types == sorted(types, key=TYPES.index)
+    assert manifest["counts"]["delivery"] == 4
+    assert manifest["counts"]["composition"] == 3
+
+
+def test_two_exports_of_the_same_data_are_the_same_bytes(wren: Agent, tmp_path: Path) -> None:
+    first = exported(wren, tmp_path / "a.gz", at=AT)
+    second = exported(wren, tmp_path / "b.gz", at=AT)
+    assert first == second
+    later = exported(wren, tmp_path / "c.gz", at=AT + timedelta(days=1))
+    assert bundle_text(later)[1:] == bundle_text(first)[1:]
+
+
+def test_compositions_are_carried_as_their_stored_text(wren: Agent, tmp_path: Path) -> None:
+    stored = {row[6]: row[7] for row in agent_state(wren)["deliveries"]}
+    lines = [json.loads(line) for line in bundle_text(exported(wren, tmp_path / "w.gz"))]
+    carried = {line["digest"]: line["text"] for line in lines if line.get("type") == "composition"}
+    assert carried == stored
+    for digest, text in carried.items():
+        assert hashlib.sha256(text.encode()).hexdigest() == digest
+
+
+def test_audit_lines_are_the_source_events_and_each_verifies_with_its_seal(
+    wren: Agent, team: Team, tmp_path: Path
+) -> None:
+    lines = [json.loads(line) for line in bundle_text(exported(wren, tmp_path / "w.gz"))]
+    events = [line["event"] for line in lines if line.get("type") == "audit"]
+    expected = AuditEvent.objects.filter(team=team, agent="wren").order_by("seq")
+    assert events == [event_data(row) for row in expected]
+    assert all(seal(event) == event["sha256"] for event in events)
+    assert {event["action"] for event in events} >= {
+        "agent.created", "agent.revised", "memory.saved", "memory.approved",
+        "memory.rejected", "memory.revoked", "memory.reopened", "memory.superseded",
+        "delivery.recorded",
+    }  # fmt: skip
+
+
+def test_an_export_of_an_agent_with_nothing_yet_imports(
+    team: Team, other_team: Team, tmp_path: Path
+) -> None:
+    agent = create_agent(team, "bare")
+    path = tmp_path / "bare.gz"
+    exported(agent, path)
+    before = agent_state(agent)
+    agent.delete()
+    assert agent_state(import_bundle(path, other_team).agent) == before
+
+
+# --- refusals ------------------------------------------------------------------------
+
+
+def refused(path: Path, team: Team, slug: str | None = None) -> DomainError:
+    unchanged = Unchanged()
+    with pytest.raises(InvalidBundle) as caught:
+        import_bundle(path, team, slug=slug)
+    unchanged.check()
+    return caught.value
+
+
+def test_a_bundle_cut_short_inside_its_compressed_data_is_refused(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    data = exported(wren, tmp_path / "wren.gz")
+    lines = len(bundle_text(data))
+    path = tmp_path / "cut.gz"
+    path.write_bytes(data[: len(data) * 2 // 3])
+    error = refused(path, other_team, "cut")
+    assert error.code == "invalid_bundle"
+    line = error.details["line"]
+    assert 1 < line <= lines
+    assert error.message.startswith(f"line {line}: ")
+    assert "cut short" in error.message
+
+
+def test_a_bundle_missing_its_last_lines_is_refused_at_the_first_missing_line(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    path = tmp_path / "short.gz"
+    path.write_bytes(rebundle(lines[:-3], rehash=False))
+    error = refused(path, other_team, "short")
+    assert error.message == (
+        f"line {len(lines) - 2}: the file ends here, with {_audit_lines(lines) - 3} of the "
+        f"{_audit_lines(lines)} audit lines its manifest counts: it was cut short"
+    )
+
+
+def _audit_lines(lines: list[bytes]) -> int:
+    return sum(1 for line in lines[1:] if json.loads(line)["type"] == "audit")
+
+
+def test_a_last_line_without_its_line_break_is_refused(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    path = tmp_path / "nobreak.gz"
+    path.write_bytes(rebundle([*lines[:-1], lines[-1].rstrip(b"\n")], rehash=False))
+    error = refused(path, other_team, "nobreak")
+    assert error.message.startswith(f"line {len(lines)}: the last line has no line break")
+
+
+def test_a_bundle_with_one_byte_altered_is_refused_by_its_hash(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    (index,) = [
+        i
+        for i, line in enumerate(lines)
+        if line.startswith(b'{"type":"memory"') and b"Tea, never coffee." in line
+    ]
+    lines[index] = lines[index].replace(b"Tea, never coffee.", b"Tea, never coffeE.")
+    path = tmp_path / "altered.gz"
+    path.write_bytes(rebundle(lines, rehash=False))
+    error = refused(path, other_team, "altered")
+    assert error.message.startswith(f"line 1: lines 2 to {len(lines)} hash to ")
+    assert error.message.endswith("the bundle was altered")
+
+
+def test_a_bundle_with_one_compressed_byte_altered_is_refused(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    data = bytearray(exported(wren, tmp_path / "wren.gz"))
+    data[len(data) // 2] ^= 0x01
+    path = tmp_path / "flipped.gz"
+    path.write_bytes(bytes(data))
+    error = refused(path, other_team, "flipped")
+    assert error.code == "invalid_bundle"
+    assert error.message.startswith(f"line {error.details['line']}: ")
+
+
+def test_an_altered_audit_event_is_refused_even_with_the_hash_made_to_fit(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    index = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"audit"'))
+    line = json.loads(lines[index])
+    line["event"]["actor"] = "someone else"
+    lines[index] = json.dumps(line, ensure_ascii=False).encode() + b"\n"
+    path = tmp_path / "audit.gz"
+    path.write_bytes(rebundle(lines))
+    error = refused(path, other_team, "audit")
+    assert error.message == (
+        f"line {index + 1}: the audit event does not hash to its sha256: it was altered"
+    )
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        ({"format": "some-other-bundle"}, "this is not a composition-lens-bundle file"),
+        ({"version": 2}, "bundle version 2 is not supported: this reads version 1"),
+        ({"version": "1"}, "bundle version '1' is not supported"),
+        ({"extra": True}, "the manifest does not read: extra"),
+    ],
+)
+def test_a_manifest_of_another_format_or_version_is_refused(
+    wren: Agent, other_team: Team, tmp_path: Path, change: dict[str, Any], problem: str
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    manifest = {**json.loads(lines[0]), **change}
+    lines[0] = json.dumps(manifest).encode() + b"\n"
+    path = tmp_path / "other.gz"
+    path.write_bytes(rebundle(lines, rehash=False))
+    assert refused(path, other_team, "other").message.startswith(f"line 1: {problem}")
+
+
+def test_a_file_that_is_not_gzip_is_refused(other_team: Team, tmp_path: Path) -> None:
+    path = tmp_path / "plain.jsonl"
+    path.write_bytes(b'{"format": "composition-lens-bundle"}\n')
+    error = refused(path, other_team)
+    assert error.message.startswith("line 1: the file is not intact gzip data")
+
+
+def test_an_empty_file_is_refused(other_team: Team, tmp_path: Path) -> None:
+    path = tmp_path / "empty.gz"
+    path.write_bytes(gzip.compress(b""))
+    assert refused(path, other_team).message == "line 1: the file is empty: there is no manifest"
+
+
+@pytest.mark.parametrize(
+    ("bad", "problem"),
+    [
+        (b'{"type": "memory", "id": \n', "the line is not valid JSON"),
+        (b"[1, 2]\n", "the line is not a JSON object"),
+        (
+            b'{"type": "memory", "x": NaN}\n',
+            "the line is not valid JSON (NaN is not a JSON number)",
+        ),
+        (b'{"type": "spaceship"}\n', "unknown line type 'spaceship'"),
+        (b"\xff\xfe\n", "the line is not UTF-8 text"),
+        (b"\n", "the line is not valid JSON"),
+    ],
+)
+def test_a_malformed_line_is_refused_naming_it(
+    wren: Agent, other_team: Team, tmp_path: Path, bad: bytes, problem: str
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    index = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"memory"')) + 2
+    lines[index] = bad
+    path = tmp_path / "bad.gz"
+    path.write_bytes(rebundle(lines, rehash=False))
+    assert refused(path, other_team, "bad").message.startswith(f"line {index + 1}: {problem}")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "problem"),
+    [
+        ("id", "NOT-AN-ID", "a memory line that does not read: id: 'NOT-AN-ID' is not an id"),
+        ("kind", "k" * 33, "a memory line that does not read: kind: String should have at most"),
+        ("created_at", "2024-01-01 10:00", "a memory line that does not read: created_at: a time"),
+        ("content", "nul\x00", "content: text must not contain NUL"),
+        ("surprise", 1, "a memory line that does not read: surprise: Extra inputs"),
+    ],
+)
+def test_a_line_that_does_not_fit_its_type_is_refused_naming_it(
+    wren: Agent,
+    other_team: Team,
+    tmp_path: Path,
+    field: str,
+    value: Any,
+    problem: str,
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    index = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"memory"'))
+    line = json.loads(lines[index])
+    line[field] = value
+    lines[index] = json.dumps(line).encode() + b"\n"
+    path = tmp_path / "unfit.gz"
+    path.write_bytes(rebundle(lines))
+    assert refused(path, other_team, "unfit").message.startswith(f"line {index + 1}: {problem}")
+
+
+def test_lines_out_of_order_are_refused(wren: Agent, other_team: Team, tmp_path: Path) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    index = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"memory"'))
+    lines.append(lines.pop(index))
+    path = tmp_path / "order.gz"
+    path.write_bytes(rebundle(lines))
+    assert refused(path, other_team, "order").message == (
+        f"line {len(lines)}: a memory line after the audit lines: lines come in the order "
+        "agent, revision, memory, promotion, event, composition, delivery, audit"
+    )
+
+
+def test_a_bundle_whose_memory_ids_are_taken_here_is_refused_naming_the_first(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    path = tmp_path / "wren.gz"
+    lines = bundle_text(exported(wren, path))
+    first = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"memory"'))
+    memory_id = json.loads(lines[first])["id"]
+    error = refused(path, other_team, "copy")
+    assert isinstance(error, BundleConflict)
+    assert error.code == "bundle_conflict"
+    assert error.message == (
+        f"line {first + 1}: memory {memory_id} already exists in this instance"
+    )
+
+
+def test_a_bundle_whose_delivery_ids_are_taken_here_is_refused(
+    wren: Agent, other_team: Team, api: ApiClient, tmp_path: Path
+) -> None:
+    path = tmp_path / "wren.gz"
+    lines = bundle_text(exported(wren, path))
+    taken = deliver_through(api)["delivery_id"]
+    # Only the delivery's id is taken: its memories left with the agent's other rows.
+    MemoryRecord.objects.filter(agent=wren).delete()
+    Delivery.objects.filter(agent=wren).exclude(pk=taken).delete()
+    first = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"delivery"'))
+    lines[first] = lines[first].replace(json.loads(lines[first])["id"].encode(), taken.encode())
+    edited = tmp_path / "taken.gz"
+    edited.write_bytes(rebundle(lines))
+    error = refused(edited, other_team, "copy")
+    assert error.message == f"line {first + 1}: delivery {taken} already exists in this instance"
+
+
+def test_a_bundle_into_a_team_that_has_its_slug_is_refused(
+    wren: Agent, team: Team, tmp_path: Path
+) -> None:
+    path = tmp_path / "wren.gz"
+    exported(wren, path)
+    error = refused(path, team)
+    assert error.message == (
+        "line 2: team 'acme' already has an agent 'wren': import it under another slug"
+    )
+
+
+def test_a_bundle_naming_a_routing_spec_this_instance_lacks_is_refused(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    agent_line = json.loads(lines[1])
+    agent_line["config"]["routing_spec"] = "someone-elses-spec"
+    lines[1] = json.dumps(agent_line, ensure_ascii=False).encode() + b"\n"
+    path = tmp_path / "spec.gz"
+    path.write_bytes(rebundle(lines))
+    error = refused(path, other_team, "spec")
+    assert error.code == "bundle_conflict"
+    assert error.message.startswith("line 2: Unknown routing spec 'someone-elses-spec' (known: ")
+
+
+def test_a_bundle_with_one_memory_twice_is_refused_at_the_second(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    first = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"memory"'))
+    lines.insert(first + 1, lines[first])
+    path = tmp_path / "twice.gz"
+    path.write_bytes(rebundle(lines))
+    wren.delete()
+    assert refused(path, other_team).message == (
+        f"line {first + 2}: a second memory with the same id"
+    )
+
+
+def test_a_delivery_of_a_composition_the_bundle_lacks_is_refused(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    index = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"delivery"'))
+    line = json.loads(lines[index])
+    line["composition"] = "0" * 64
+    lines[index] = json.dumps(line).encode() + b"\n"
+    path = tmp_path / "orphan.gz"
+    path.write_bytes(rebundle(lines))
+    wren.delete()
+    assert refused(path, other_team).message == (
+        f"line {index + 1}: its composition {'0' * 64} is not on an earlier line"
+    )
+
+
+def test_an_invalid_slug_is_refused_before_anything_is_read(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    path = tmp_path / "wren.gz"
+    exported(wren, path)
+    unchanged = Unchanged()
+    with pytest.raises(DomainError) as caught:
+        import_bundle(path, other_team, slug="Not A Slug")
+    assert caught.value.code == "invalid_slug"
+    unchanged.check()
+
+
+def test_verifying_reads_everything_and_writes_nothing(wren: Agent, tmp_path: Path) -> None:
+    path = tmp_path / "wren.gz"
+    exported(wren, path)
+    unchanged = Unchanged()
+    manifest = verify_bundle(path)
+    unchanged.check()
+    assert manifest.agent == "wren"
+
+
+# --- bounded memory ------------------------------------------------------------------
+
+
+def _many_deliveries(agent: Agent, api: ApiClient, count: int) -> None:
+    """``count`` deliveries like the agent's newest (what a runtime records when nothing
+    changed), a second apart, written in bulk."""
+    newest = Delivery.objects.filter(agent=agent).order_by("-delivered_at").first()
+    assert newest is not None
+    start = newest.delivered_at + timedelta(seconds=1)
+    Delivery.objects.bulk_create(
+        (
+            Delivery(
+                agent=agent,
+                composition_id=newest.composition_id,
+                delivered_at=start + timedelta(seconds=i),
+                session=f"session-{i:06d}",
+                model="gpt-4.1-mini",
+                revision=newest.revision,
+            )
+            for i in range(count)
+        ),
+        batch_size=1000,
+    )
+
+
+def _peak_bytes(agent: Agent, tmp_path: Path) -> int:
+    tracemalloc.start()
+    try:
+        bundle = export_bundle(agent)
+        with (tmp_path / "big.gz").open("wb") as out:
+            bundle.write_to(out)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_exporting_holds_a_chunk_of_deliveries_in_memory_never_all_of_them(
+    wren: Agent, api: ApiClient, tmp_path: Path
+) -> None:
+    _many_deliveries(wren, api, 2_000)
+    some = _peak_bytes(wren, tmp_path)
+    _many_deliveries(wren, api, 8_000)
+    many = _peak_bytes(wren, tmp_path)
+    lines = bundle_text((tmp_path / "big.gz").read_bytes())
+    deliveries = [line for line in lines if line.startswith(b'{"type":"delivery"')]
+    assert len(deliveries) == 10_004
+    held = sum(len(line) for line in deliveries)
+    # Five times the deliveries, and the peak hardly moves: a chunk of rows at a time,
+    # whatever their number (read into a list, the 8,000 more took 4.7 MB more). All of
+    # them would take more than their lines' 2.3 MB.
+    assert many - some < 512 * 1024, (some, many)
+    assert many < held, (many, held)
+
+
+def test_each_query_of_an_export_reads_its_rows_in_bounded_chunks(
+    wren: Agent, api: ApiClient, tmp_path: Path, django_assert_max_num_queries: Any
+) -> None:
+    _many_deliveries(wren, api, 3_000)
+    # A fixed number of statements whatever the number of deliveries: each type is one
+    # query, read in chunks (a cursor's fetches), never one statement per row.
+    with django_assert_max_num_queries(20):
+        export_bundle(wren).close()
+    assert connection.features.can_use_chunked_reads
+
+
+# --- across databases ----------------------------------------------------------------
+
+POSTGRES = "postgres://postgres@127.0.0.1:5432"
+# Run in the other instance: the team to import into, with the reviewer as a member
+# (decisions keep who made them), then, once imported, the agent's state as JSON.
+SET_UP = (
+    "from lens.models import Membership, Team; from tests.factories import make_user;"
+    "Membership.objects.create(team=Team.objects.create(slug='far', name='Far'),"
+    " user=make_user('mira'))"
+)
+STATE = (
+    "import json; from lens.agents import get_agent; from lens.models import Team;"
+    "from tests.factories import agent_state;"
+    "print(json.dumps(agent_state(get_agent(Team.objects.get(slug='far'), 'wren')),"
+    " default=str, sort_keys=True))"
+)
+
+
+@contextmanager
+def other_database(tmp_path: Path) -> Iterator[str]:
+    """A fresh empty database of the other backend than the tests': PostgreSQL when
+    they run on SQLite (skipped when no server answers), else a SQLite file."""
+    if connection.vendor != "sqlite":
+        yield f"sqlite:///{tmp_path / 'other.sqlite3'}"
+        return
+    import psycopg
+
+    name = f"lens_bundles_{uuid.uuid4().hex[:12]}"
+    try:
+        admin = psycopg.connect(f"{POSTGRES}/postgres", autocommit=True, connect_timeout=3)
+    except psycopg.OperationalError as exc:
+        pytest.skip(f"PostgreSQL is not reachable: {exc}")
+    with admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+        try:
+            yield f"{POSTGRES}/{name}"
+        finally:
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def manage(url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "manage.py", *args],
+        cwd=ROOT,
+        env=clean_env(DEBUG="1", DATABASE_URL=url),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+
+
+def managed(url: str, *args: str) -> str:
+    done = manage(url, *args)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+@pytest.mark.slow
+def test_a_bundle_goes_to_the_other_database_and_back_unchanged(
+    wren: Agent, team: Team, tmp_path: Path
+) -> None:
+    before = agent_state(wren)
+    there, back = tmp_path / "there.gz", tmp_path / "back.gz"
+    exported(wren, there)
+    with other_database(tmp_path) as url:
+        managed(url, "migrate", "-v0")
+        managed(url, "shell", "-c", SET_UP)
+        out = managed(url, "import_agent", str(there), "--team", "far")
+        assert out.startswith("Imported agent wren into team far: 1 agent, 3 revisions,")
+        # The same bundle again, under another slug: its ids are taken there now.
+        again = manage(url, "import_agent", str(there), "--team", "far", "--slug", "again")
+        assert again.returncode == 1
+        (problem,) = again.stderr.strip().splitlines()
+        assert " line 6: memory " in problem
+        assert problem.endswith("already exists in this instance")
+        remote = json.loads(managed(url, "shell", "-c", STATE).splitlines()[-1])
+        managed(url, "export_agent", "wren", "--team", "far", "-o", str(back))
+    assert remote == json.loads(json.dumps(before, default=str, sort_keys=True))
+
+    # Every line but the audit events (there, the import's one event) comes back as it went.
+    sent, returned = bundle_text(there.read_bytes()), bundle_text(back.read_bytes())
+    assert _without_audit(returned[1:]) == _without_audit(sent[1:])
+    wren.delete()
+    assert agent_state(import_bundle(back, team).agent) == before
+
+
+def _without_audit(lines: list[bytes]) -> list[bytes]:
+    return [line for line in lines if not line.startswith(b'{"type":"audit"')]
+
+
+def test_the_line_schemas_take_every_value_the_columns_hold() -> None:
+    assert set(get_args(ViaName)) == set(Via.values)
+    assert set(get_args(PromotionStatusName)) == set(PromotionStatus.values)
+    assert set(get_args(EventKindName)) == set(EventKind.values)
