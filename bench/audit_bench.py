@@ -23,7 +23,7 @@ EVENTS = 100_000
 BATCH = 1000
 
 
-def _skip(team_id: int, actor: Actor | str, entries: object, *, settle: bool = True) -> None:
+def _skip(team_id: int, actor: Actor | str, entries: object) -> None:
     return None
 
 

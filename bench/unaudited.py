@@ -14,7 +14,7 @@ django.setup()
 import lens.audit  # noqa: E402
 
 
-def _skip(team_id: int, actor: Any, entries: Any, *, settle: bool = True) -> None:
+def _skip(team_id: int, actor: Any, entries: Any) -> None:
     return None
 
 

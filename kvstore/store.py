@@ -110,8 +110,6 @@ def write(
                 key,
                 details={"version": version, "runes": size, "sha256": payload_sha256(payload)},
             ),
-            # A key's rows refer to its team, which no writer locks: nothing to settle.
-            settle=False,
         )
     return Written(key=key, version=version, written_at=now, runes=size)
 

@@ -33,7 +33,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from lens.actors import Actor
-from lens.models import AuditEvent, AuditHead, AuditPurge, Team
+from lens.models import Agent, AuditEvent, AuditHead, AuditPurge, Team
 
 GENESIS = "0" * 64
 # Every action an event can name (SPEC §15).
@@ -132,6 +132,10 @@ _BUMP = (
     f"ON CONFLICT (team_id) DO UPDATE SET seq = {_HEAD}.seq + %s "
     "RETURNING seq, sha256"
 )
+_LOCK_AGENTS = (
+    f"SELECT 1 FROM {Agent._meta.db_table} WHERE team_id = %s AND slug = ANY(%s) "
+    "ORDER BY id FOR KEY SHARE"
+)
 _SET_HEAD = f"UPDATE {_HEAD} SET sha256 = %s WHERE team_id = %s"
 _COLUMNS = (
     "team_id, seq, at, actor, action, object_type, object_id, agent, details, prev_sha256, sha256"
@@ -147,9 +151,7 @@ def _insert(vendor: str, rows: int) -> str:
     return f"INSERT INTO {_EVENTS} ({_COLUMNS}) VALUES " + ", ".join([row] * rows)
 
 
-def append(
-    team_id: int, actor: Actor | str, entries: Sequence[Entry], *, settle: bool = True
-) -> None:
+def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
     """Append ``entries`` to the log of team ``team_id``, in order, in the caller's
     transaction.
 
@@ -157,12 +159,12 @@ def append(
     ORM's insert cost several times the statements themselves. Three statements (two on
     PostgreSQL, where the insert and the head's hash are one) whatever the count.
 
-    ``settle``: on PostgreSQL, check the transaction's deferred foreign keys first (Django
-    defers them to the commit). Those checks lock the rows referred to — the agent of a
-    delivery or a saved memory — and taken at the commit, after the head, they would
-    wait for a change of the agent that holds its row and waits for the head: a
-    deadlock. Settled here, every transaction takes the agent before the head. Only a
-    caller whose rows refer to nothing a writer locks (a key's versions) passes False.
+    On PostgreSQL the agents the events name are locked (FOR KEY SHARE) before the head.
+    Django defers foreign-key checks to the commit, and the check of a delivery's or a
+    saved memory's row locks its agent so: taken then, after the head, it would wait for
+    a change of the agent that holds the agent's row and waits for the head — a
+    deadlock. Taken here, every transaction locks the agent before the head, as a
+    change of the agent does (``lens.revisions.record_revision``).
     """
     if not entries:
         return
@@ -174,8 +176,9 @@ def append(
     label = actor if isinstance(actor, str) else actor.label
     count = len(entries)
     with connection.cursor() as cursor:
-        if settle and connection.vendor == "postgresql":
-            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+        agents = sorted({entry.agent for entry in entries if entry.agent is not None})
+        if agents and connection.vendor == "postgresql":
+            cursor.execute(_LOCK_AGENTS, [team_id, agents])
         cursor.execute(_BUMP, [team_id, count, GENESIS, count])
         last, prev = cursor.fetchone()
         at = timezone.now()
@@ -216,8 +219,8 @@ def append(
         cursor.execute(_SET_HEAD, [prev, team_id])
 
 
-def append_one(team_id: int, actor: Actor | str, entry: Entry, *, settle: bool = True) -> None:
-    append(team_id, actor, [entry], settle=settle)
+def append_one(team_id: int, actor: Actor | str, entry: Entry) -> None:
+    append(team_id, actor, [entry])
 
 
 def events_after(

@@ -53,3 +53,30 @@ def test_appending_outside_a_transaction_is_refused() -> None:
     with pytest.raises(RuntimeError, match="transaction"):
         append(team.pk, "system", [Entry("kv.written", "kv", "k")])
     assert AuditEvent.objects.count() == before
+
+
+def test_saves_deliveries_and_changes_of_one_agent_at_once_never_deadlock() -> None:
+    """A save or a delivery refers to its agent (checked at the commit), a change of the
+    agent locks it: each appends to the same chain, and all take the agent first."""
+    team = Team.objects.create(slug="acme", name="Acme")
+    _token, raw = ApiToken.objects.issue(team)
+    assert ApiClient(raw).put("/api/agents/wren", memory_config()).status_code == 201
+
+    def work(n: int) -> list[int]:
+        client = ApiClient(raw)
+        statuses = []
+        for round_ in range(ROUNDS):
+            if n % 3 == 0:
+                config = memory_config(persona=f"Version {n}.{round_}")
+                statuses.append(client.put("/api/agents/wren", config).status_code)
+            elif n % 3 == 1:
+                body = {"kind": "profile", "content": f"Fact {n}.{round_}"}
+                statuses.append(client.post("/api/agents/wren/memories", body).status_code)
+            else:
+                statuses.append(client.post("/api/agents/wren/deliveries", {}).status_code)
+        return statuses
+
+    answers = race(WRITERS, work)
+
+    assert all(status in (200, 201) for statuses in answers for status in statuses)
+    assert verify(team).first_bad is None
