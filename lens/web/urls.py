@@ -9,6 +9,7 @@ from lens.web.pages import (
     agent_pages,
     approval_pages,
     delivery_pages,
+    erasure_pages,
     kv_pages,
     login_forms,
     memory_pages,
@@ -77,6 +78,7 @@ urlpatterns = [
     path("memories/", memory_pages.memory_list, name="memory-list"),
     path("memories/<str:record_id>/revoke/", approval_pages.revoke_one, name="memory-revoke"),
     path("memories/<str:record_id>/reopen/", approval_pages.reopen_one, name="memory-reopen"),
+    path("memories/<str:record_id>/erase/", erasure_pages.erase_one, name="memory-erase"),
     path("memories/<str:record_id>/", memory_pages.memory_detail, name="memory-detail"),
     path("kv/", kv_pages.key_list, name="kv-list"),
     # Before kv-detail, whose <path:key> would take "key/raw" (never a valid key).

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 import kvstore.store
 import lens.agents
 import memory.decisions
+import memory.erasure
 import memory.queries
 import memory.registry
 import memory.saving
