@@ -13,7 +13,7 @@ from lens.actors import SYSTEM
 from lens.models import Agent, Team
 from memory.deliveries.ledger import deliver
 from memory.erasure import REASON_MAX
-from memory.models import MemoryRecord, PromotionStatus
+from memory.models import Delivery, MemoryRecord, PromotionStatus
 from tests.factories import Unchanged, grant, logged_in, make_user, promotion_of, remember
 from tests.pages import Dom, alert_text, buttons, dom, inside
 
@@ -207,3 +207,28 @@ def test_a_reviewer_of_the_team_without_the_global_permission_may_erase(
     record_id = saved(wren)
     assert post(logged_in(user), record_id).status_code == 302
     assert MemoryRecord.objects.get(pk=record_id).erased_by == "ines"
+
+
+def test_the_lens_lists_it_among_the_drops_as_erased_in_words(
+    reviewer_client: Client, wren: Agent
+) -> None:
+    record_id = saved(wren)
+    post(reviewer_client, record_id, reason="Request #42")
+    page = dom(reviewer_client.get("/agents/wren/"))
+    drop = page.one("data-memory-id", record_id, "li")
+    assert drop.get("data-drop-reason") == "erased"
+    assert "[erased]" in drop.squashed
+    assert "Erased by mira on " in drop.squashed
+    assert "“Request #42”. Its content, label and tags are gone for good." in drop.squashed
+    assert shows_nothing_of_it(reviewer_client.get("/agents/wren/").content.decode())
+    timeline = dom(reviewer_client.get("/agents/wren/deliveries/"))
+    assert len(timeline.all("data-redacted")) == 2
+    delivery = Delivery.objects.order_by("delivered_at").first()
+    assert delivery is not None
+    detail = dom(reviewer_client.get(f"/deliveries/{delivery.pk}/"))
+    assert "This prompt was redacted on " in detail.one("data-redacted").squashed
+    fragment = detail.one("data-memory-ids", record_id)
+    assert fragment.get("data-source") == "memory"
+    assert fragment.squashed == "[erased]"
+    fate = detail.one("data-fate", "erased")
+    assert "erased by mira" in fate.squashed
