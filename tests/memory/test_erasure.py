@@ -9,6 +9,7 @@ import zlib
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from lens.actors import SYSTEM, Actor
@@ -374,3 +375,22 @@ def test_a_memory_of_another_agent_is_untouched(team: Team, wren: Agent) -> None
     assert MemoryRecord.objects.get(pk=theirs).content == SECRET
     assert drop_reason(other, theirs) is None
     assert StoredComposition.objects.get(agent=other).redacted_at is None
+
+
+def test_each_stored_composition_is_rewritten_once_however_many_deliveries_share_it(
+    wren: Agent,
+) -> None:
+    record_id = secret_memory(wren)
+    for i in range(12):
+        remember(wren, "fact", f"Recall-only fact {i}")  # a new composition each time
+        for _ in range(5):
+            deliver(wren, SYSTEM)
+    assert StoredComposition.objects.count() == 12
+    with CaptureQueriesContext(connection) as queries:
+        erased = erase_memory(record_id, ERASER, "request")
+    assert (erased.compositions, erased.deliveries) == (12, 60)
+    rewrites = [q["sql"] for q in queries if q["sql"].startswith('UPDATE "memory_composition"')]
+    assert len(rewrites) == 12
+    # Beside the rewrites, a fixed number of statements, whatever the deliveries.
+    assert len(queries) - len(rewrites) <= 20
+    assert not any(held(body) for body in bodies())
