@@ -53,16 +53,23 @@ def erase_one(request: AppRequest, record_id: str) -> HttpResponse:
     except AlreadyErased as exc:  # another reviewer was quicker
         messages.warning(request, exc.message)
         return _back(record.pk, team.slug)
-    prompts = "stored prompt" if erased.compositions == 1 else "stored prompts"
-    deliveries = "delivery" if erased.deliveries == 1 else "deliveries"
     # Ids and counts only: a message waits in the session until it is shown.
     messages.success(
         request,
         f"Erased by {actor.label}: memory {erased.record_id}. Its content, label and tags "
-        f"are gone; {erased.compositions} {prompts} ({erased.deliveries} {deliveries}) "
-        "now read [erased] where it was.",
+        f"are gone; {_redacted(erased.compositions, erased.deliveries)}",
     )
     return _back(record.pk, team.slug)
+
+
+def _redacted(compositions: int, deliveries: int) -> str:
+    if not compositions:
+        return "no delivered prompt held it."
+    if compositions == 1:
+        held = f"1 stored prompt ({deliveries} deliver{'y' if deliveries == 1 else 'ies'}) reads"
+    else:
+        held = f"{compositions} stored prompts ({deliveries} deliveries) read"
+    return f"{held} [erased] where it was."
 
 
 def _back(record_id: str, team: str) -> HttpResponse:

@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from lens.actors import SYSTEM
 from lens.models import Agent, Team
 from memory.deliveries.ledger import deliver
-from memory.models import MemoryRecord
+from memory.models import MemoryRecord, SearchDoc
 from tests.factories import Unchanged, remember
 
 pytestmark = pytest.mark.django_db
@@ -71,3 +71,15 @@ def test_refusals_exit_non_zero_and_change_nothing(wren: Agent) -> None:
     with pytest.raises(CommandError, match=f"already_erased: Memory {record_id} was already"):
         run(record_id, "--reason", "second")
     unchanged.check()
+
+
+def test_doctor_counts_erased_memories_and_finds_search_terms_left_behind(wren: Agent) -> None:
+    record_id = remember(wren, "profile", SECRET, label="locker")
+    run(record_id, "--reason", "x")
+    out = StringIO()
+    call_command("doctor", stdout=out, stderr=StringIO())
+    assert "memory records: ok (1 erased)" in out.getvalue()
+    SearchDoc.objects.filter(record_id=record_id).update(terms="ottoline")
+    with pytest.raises(CommandError):
+        call_command("doctor", stdout=StringIO(), stderr=(err := StringIO()))
+    assert "1 erased memories still have search terms" in err.getvalue()

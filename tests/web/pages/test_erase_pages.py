@@ -167,7 +167,7 @@ def test_erasing_tells_the_reviewer_and_the_page_shows_what_stays(
     page = dom(page_response)
     assert (
         f"Erased by mira: memory {record_id}. Its content, label and tags are gone; "
-        "1 stored prompt (2 deliveries) now read [erased] where it was."
+        "1 stored prompt (2 deliveries) reads [erased] where it was."
     ) in alert_text(page)
     assert page.one("data-erased-by").squashed == "mira"
     assert page.one("data-erase-reason").squashed == "Request #42"
@@ -232,3 +232,10 @@ def test_the_lens_lists_it_among_the_drops_as_erased_in_words(
     assert fragment.squashed == "[erased]"
     fate = detail.one("data-fate", "erased")
     assert "erased by mira" in fate.squashed
+
+
+def test_a_memory_no_prompt_held_says_so(reviewer_client: Client, wren: Agent) -> None:
+    record_id = remember(wren, "fact", SECRET)
+    response = post(reviewer_client, record_id)
+    told = alert_text(dom(reviewer_client.get(response["Location"])))
+    assert f"memory {record_id}. Its content, label and tags are gone; no delivered" in told
