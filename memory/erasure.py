@@ -24,6 +24,7 @@ freed). PostgreSQL keeps old row versions until VACUUM: ``vacuum_erased()``.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -55,6 +56,10 @@ from memory.models import (
 )
 
 REASON_MAX = 500
+# How long the WAL checkpoint after an erasure waits for readers (SQLite holds new
+# writers back meanwhile).
+CHECKPOINT_WAIT_MS = 2000
+logger = logging.getLogger(__name__)
 # Compositions read at a time: their bodies are the large column.
 _CHUNK = 100
 # The events whose ``reason`` is a person's note (a declined event's is an outcome code).
@@ -92,6 +97,9 @@ class Erased:
     content_sha256: str
     compositions: int  # distinct stored compositions redacted
     deliveries: int  # deliveries that use them
+    # SQLite: whether the write-ahead log was truncated after the commit (``checkpoint``);
+    # None on PostgreSQL, or when the caller's transaction has not committed yet.
+    log_truncated: bool | None = None
 
 
 def reason_problem(reason: str) -> str | None:
@@ -169,7 +177,11 @@ def erase_memory(record_id: str, actor: Actor, reason: str, *, team: Team | None
             ],
             agent=found.agent,
         )
+    if connection.in_atomic_block:  # the caller's transaction: once it commits
         transaction.on_commit(checkpoint)
+        truncated = None
+    else:
+        truncated = checkpoint()
     return Erased(
         record_id=record.pk,
         agent=found.agent.slug,
@@ -178,6 +190,7 @@ def erase_memory(record_id: str, actor: Actor, reason: str, *, team: Team | None
         content_sha256=digest,
         compositions=compositions,
         deliveries=deliveries,
+        log_truncated=truncated,
     )
 
 
@@ -219,14 +232,30 @@ def _redact_compositions(record_id: str, at: datetime) -> tuple[int, int]:
 def checkpoint() -> bool | None:
     """SQLite: copy the write-ahead log into the database file and truncate it, so the
     pages an erasure replaced are in neither file. True when it completed, False when
-    readers kept it from completing, None on PostgreSQL (which has no such file)."""
+    readers kept it from completing, None on PostgreSQL (which has no such file).
+
+    While it waits for readers to leave older snapshots, SQLite holds new writers back:
+    so it waits at most ``CHECKPOINT_WAIT_MS`` (not the connection's whole busy timeout)
+    and then gives up, to be done by the next checkpoint."""
     if connection.vendor != "sqlite" or connection.in_atomic_block:
         return None
     with connection.cursor() as cursor:
-        cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-        row = cursor.fetchone()
+        cursor.execute("PRAGMA busy_timeout")
+        usual = int(cursor.fetchone()[0])
+        cursor.execute(f"PRAGMA busy_timeout = {CHECKPOINT_WAIT_MS}")
+        try:
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            row = cursor.fetchone()
+        finally:
+            cursor.execute(f"PRAGMA busy_timeout = {usual}")
     # (busy, pages in the log, pages checkpointed); busy is 1 when it could not finish.
-    return row is None or int(row[0]) == 0
+    done = row is None or int(row[0]) == 0
+    if not done:
+        logger.warning(
+            "An erasure could not truncate the SQLite write-ahead log (readers were busy); "
+            "run PRAGMA wal_checkpoint(TRUNCATE) when the server is quiet."
+        )
+    return done
 
 
 def vacuum_erased(tables: Sequence[str] = ERASED_TABLES) -> bool:

@@ -10,17 +10,21 @@ from __future__ import annotations
 
 import contextlib
 import secrets
+import sqlite3
+import time
 import zlib
+from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
 from django.db import connection
 
 from lens.actors import SYSTEM, Actor
 from lens.models import Agent
 from memory import search
 from memory.deliveries.ledger import deliver
-from memory.erasure import erase_memory
+from memory.erasure import CHECKPOINT_WAIT_MS, checkpoint, erase_memory
 from memory.models import StoredComposition
 from memory.recall import recall
 from tests.factories import remember
@@ -85,3 +89,26 @@ def test_the_database_file_and_its_log_hold_no_trace_of_an_erased_memory(wren: A
         assert not any(needle in text for needle in needles)
     assert search.search([wren.pk], word, None, 10, 0) == []
     assert record_id not in recall(wren, f"Where is {word}?").memory_ids
+
+
+def test_a_reader_on_an_old_snapshot_delays_the_log_truncation_briefly_not_the_erasure(
+    wren: Agent,
+) -> None:
+    name = str(connection.settings_dict["NAME"])
+    record_id = remember(wren, "profile", "Eldritch Quahog keeps the keys", label="keys")
+    deliver(wren, SYSTEM)
+    reader = sqlite3.connect(name)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM memory_memoryrecord").fetchone()  # a snapshot
+        out, err = StringIO(), StringIO()
+        started = time.perf_counter()
+        call_command("erase_memory", record_id, "--reason", "request", stdout=out, stderr=err)
+        assert time.perf_counter() - started < 2 * CHECKPOINT_WAIT_MS / 1000 + 2
+        assert "could not be truncated now" in err.getvalue()
+        assert checkpoint() is False
+    finally:
+        reader.close()
+    assert checkpoint() is True
+    assert Path(f"{name}-wal").stat().st_size == 0
+    assert b"Quahog" not in raw()

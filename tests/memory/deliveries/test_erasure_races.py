@@ -10,10 +10,10 @@ import zlib
 import pytest
 
 from lens.actors import SYSTEM, Actor
-from lens.models import Agent
+from lens.models import Agent, AuditEvent
 from memory.deliveries.ledger import deliver
-from memory.erasure import erase_memory
-from memory.models import Delivery, StoredComposition
+from memory.erasure import AlreadyErased, erase_memory
+from memory.models import Delivery, EventKind, MemoryEvent, StoredComposition
 from tests.factories import race, remember
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -41,3 +41,19 @@ def test_deliveries_racing_an_erasure_never_keep_its_words(wren: Agent) -> None:
         for body in StoredComposition.objects.values_list("body", flat=True):
             assert b"Nightjar" not in zlib.decompress(bytes(body))
     assert Delivery.objects.count() == ROUNDS * RUNTIMES
+
+
+def test_two_erasures_of_one_memory_at_once_erase_it_once(wren: Agent) -> None:
+    record_id = remember(wren, "profile", "Wolfram Nightjar keeps the keys", label="keys")
+    deliver(wren, SYSTEM)
+
+    def erase(n: int) -> str:
+        try:
+            erase_memory(record_id, Actor(label=f"reviewer {n}"), f"request {n}")
+        except AlreadyErased:
+            return "refused"
+        return "erased"
+
+    assert sorted(race(2, erase)) == ["erased", "refused"]
+    assert MemoryEvent.objects.filter(record_id=record_id, kind=EventKind.ERASED).count() == 1
+    assert AuditEvent.objects.filter(action="memory.erased").count() == 1

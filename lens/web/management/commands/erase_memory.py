@@ -63,7 +63,7 @@ class Command(BaseCommand):
         except DomainError as exc:
             raise CommandError(f"{exc.code}: {exc.message}") from None
         self.stdout.write(self._said(erased))
-        self._scrub(vacuum=not opts["no_vacuum"])
+        self._scrub(erased, vacuum=not opts["no_vacuum"])
 
     def _said(self, erased: Erased) -> str:
         deliveries = _plural(erased.deliveries, "delivery", "deliveries")
@@ -74,9 +74,9 @@ class Command(BaseCommand):
             f"({deliveries}). content_sha256 {erased.content_sha256}"
         )
 
-    def _scrub(self, *, vacuum: bool) -> None:
+    def _scrub(self, erased: Erased, *, vacuum: bool) -> None:
         """Leave the database files without the old pages, as far as the database can."""
-        done = checkpoint()
+        done = checkpoint() if erased.log_truncated is None else erased.log_truncated
         if done is False:
             self.stderr.write(
                 "The SQLite write-ahead log could not be truncated now (readers were busy): "
