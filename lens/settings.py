@@ -119,11 +119,16 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     # so concurrent writers queue on the busy timeout instead of failing mid-transaction.
     # synchronous=FULL: a write is acknowledged only once it is on disk (fsync at each
     # commit), as PostgreSQL and etcd do; NORMAL may lose the last commits on power loss.
+    # secure_delete=ON: content SQLite frees (an updated row's old cell, a page that
+    # leaves the tree) is overwritten with zeros, so an erased memory's words do not
+    # linger in free space of the file (SPEC §15; memory/erasure.py).
     _synchronous = env_choice("SQLITE_SYNCHRONOUS", "FULL", ("FULL", "NORMAL"))
     _db["OPTIONS"] = {
         "transaction_mode": "IMMEDIATE",
         "timeout": 20,
-        "init_command": f"PRAGMA journal_mode=WAL; PRAGMA synchronous={_synchronous};",
+        "init_command": (
+            f"PRAGMA journal_mode=WAL; PRAGMA synchronous={_synchronous}; PRAGMA secure_delete=ON;"
+        ),
     }
     # Tests use a real file too, so threads and live servers exercise WAL and the
     # busy timeout exactly as production does (an in-memory database cannot).

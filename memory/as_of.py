@@ -10,6 +10,13 @@ record's status at T is what its last event at or before T left it as. So for a
 recorded delivery, the composition as of its time is its prompt, as long as the routing
 specs and the budget settings are the same as then.
 
+An erased memory (SPEC §15) is dropped with reason ``erased`` at every moment, even
+before it was erased: a composition as of a moment is composed again now, and no answer
+may hold the words an erasure removed. Its place is not kept: the moment's other
+memories compose as the fold places them without it (a delivery recorded then keeps
+its lines, as ``[erased]``), so for a moment before an erasure the composition and that
+delivery's redacted prompt may differ in those lines.
+
 One limit: a change takes its time before it commits, and a delivery composes from what
 was committed when it read. A decision, save or revision committing while a delivery of
 the same agent is being made can carry a time just before the delivery's without being
@@ -43,6 +50,7 @@ STATUS_AFTER: dict[str, str] = {
     EventKind.REVOKED: PromotionStatus.REVOKED,
     EventKind.REOPENED: PromotionStatus.PENDING,
     EventKind.SUPERSEDED: PromotionStatus.SUPERSEDED,
+    EventKind.ERASED: PromotionStatus.ERASED,
 }
 
 
@@ -79,17 +87,19 @@ def compose_as_of(agent: Agent, moment: datetime) -> Composition:
     when it is not cached)."""
     config = config_at(agent, moment)
     statuses = statuses_at(agent, moment)
+    reasons: dict[str, str] = {}
+    for record_id, reason, status in Promotion.objects.filter(
+        agent=agent, record__created_at__lte=moment
+    ).values_list("record_id", "reason", "status"):
+        reasons[record_id] = reason
+        if status == PromotionStatus.ERASED and record_id in statuses:
+            statuses[record_id] = PromotionStatus.ERASED  # whatever it was then
     approved = {rid for rid, status in statuses.items() if status == PromotionStatus.APPROVED}
     placed = placed_of(
         Promotion.objects.filter(
             agent=agent, section__isnull=False, record__created_at__lte=moment
         ),
         keep=approved,
-    )
-    reasons = dict(
-        Promotion.objects.filter(agent=agent, record__created_at__lte=moment).values_list(
-            "record_id", "reason"
-        )
     )
     states = [
         PromotionState(memory_id=rid, status=status, reason=reasons.get(rid, ""))

@@ -50,6 +50,8 @@ def notice_for(promotion: Promotion) -> str:
         newer = promotion.record.superseded_by.order_by("created_at").first()
         by = f" by memory {newer.pk}" if newer else ""
         return f"This memory was superseded{by} meanwhile; nothing was changed."
+    if promotion.status == PromotionStatus.ERASED:
+        return "This memory was erased meanwhile; nothing was changed."
     decided = (PromotionStatus.APPROVED, PromotionStatus.REJECTED, PromotionStatus.REVOKED)
     if promotion.status in decided:
         who = promotion.decided_by.get_username() if promotion.decided_by else "the system"
@@ -125,7 +127,7 @@ class NotAllPending(DomainError):
     def __init__(self, stale: Sequence[str]) -> None:
         super().__init__(
             f"Nothing was changed: {len(stale)} of the selected memories are no longer "
-            "pending (someone decided them, or they were superseded).",
+            "pending (someone decided them, or they were superseded or erased).",
             stale=list(stale),
         )
         self.stale = list(stale)
@@ -373,7 +375,7 @@ def _why_not_undone(
 
 
 def _changed_since(promotion: Promotion) -> str:
-    if promotion.status == PromotionStatus.SUPERSEDED:
+    if promotion.status in (PromotionStatus.SUPERSEDED, PromotionStatus.ERASED):
         return notice_for(promotion).replace("This memory", "the memory", 1)
     if promotion.status == PromotionStatus.PENDING:
         return "it was reopened meanwhile and waits for approval again; nothing was changed."

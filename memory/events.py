@@ -24,6 +24,7 @@ _ACTIONS = {
     EventKind.REJECTED: "memory.rejected",
     EventKind.REVOKED: "memory.revoked",
     EventKind.REOPENED: "memory.reopened",
+    EventKind.ERASED: "memory.erased",
 }
 # A save's outcome, said in its ``memory.saved`` event.
 _OUTCOMES = {EventKind.PROMOTED, EventKind.QUEUED, EventKind.DECLINED}
@@ -86,6 +87,14 @@ def write_events(
             }
         elif event.kind == EventKind.SUPERSEDED:
             details = {"by": event.detail.get("by")}
+        elif event.kind == EventKind.ERASED:
+            # Sizes, counts and the hash the save already logged: nothing of the memory,
+            # and the eraser's reason by its length alone.
+            details = {
+                key: event.detail[key]
+                for key in ("content_sha256", "reason_chars", "compositions", "deliveries")
+                if key in event.detail
+            }
         else:
             # A reviewer's note is their words: its length, not its text.
             details = {"bulk": bool(event.detail.get("bulk"))}

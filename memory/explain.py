@@ -225,6 +225,7 @@ class _Context:
         self.briefs = self._briefs(self.winners.values())
         self.costs = self._costs()
         self.reopened = self._reopened()
+        self.erasures = self._erasures()
 
     def _of(self, reason: str) -> list[str]:
         return [memory_id for memory_id, r in self.reasons.items() if r == reason]
@@ -283,6 +284,22 @@ class _Context:
         )
         wanted = set(waiting)
         return {memory_id: found[memory_id] for memory_id in found.keys() & wanted}
+
+    def _erasures(self) -> dict[str, tuple[str, datetime | None, str]]:
+        """Who erased each erased memory, when and why (one query, skipped when none
+        is erased)."""
+        erased = self._of("erased")
+        if not erased:
+            return {}
+        records = MemoryRecord.objects.filter(agent=self.agent, erased_at__isnull=False)
+        if len(erased) <= _BY_ID_UP_TO:
+            records = records.filter(pk__in=erased)
+        return {
+            pk: (by, at, why)
+            for pk, by, at, why in records.values_list(
+                "pk", "erased_by", "erased_at", "erase_reason"
+            )
+        }
 
     def _costs(self) -> dict[str, int]:
         """The characters each over-budget memory's line needs (one query, skipped when
@@ -362,6 +379,9 @@ class _Context:
                     "reopened_at": again.at,
                     "note": again.note,
                 }
+            case "erased":
+                by, at, why = self.erasures.get(row.memory_id, ("", None, ""))
+                return {"decided_by": by or None, "decided_at": at, "note": why}
             case "rejected" | "revoked":
                 return {
                     "decided_by": row.decided_by,

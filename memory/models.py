@@ -49,6 +49,13 @@ class MemoryRecord(models.Model):
         "self", on_delete=models.RESTRICT, null=True, blank=True, related_name="superseded_by"
     )
     created_at = models.DateTimeField()
+    # Erasure (SPEC §15): the content, label and tags are blanked; what stays is the id,
+    # kind, times, the SHA-256 of the content as it was, and who erased it, when and why.
+    # Blank until then: the hash of a live record is computed from its content.
+    content_sha256 = models.CharField(max_length=64, blank=True)
+    erased_at = models.DateTimeField(null=True, blank=True)
+    erased_by = models.CharField(max_length=200, blank=True, help_text="Who erased it")
+    erase_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at", "id"]
@@ -59,7 +66,13 @@ class MemoryRecord(models.Model):
         ]
 
     def __str__(self) -> str:
+        if self.erased_at is not None:
+            return f"{self.kind}: [erased]"
         return f"{self.kind}: {self.content[:60]}"
+
+    @property
+    def erased(self) -> bool:
+        return self.erased_at is not None
 
 
 class PromotionStatus(models.TextChoices):
@@ -69,6 +82,8 @@ class PromotionStatus(models.TextChoices):
     REVOKED = "revoked"  # approved, then taken out of the prompt by a reviewer
     DECLINED = "declined"
     SUPERSEDED = "superseded"
+    # The record was erased (SPEC §15): it holds no address and never composes again.
+    ERASED = "erased"
 
 
 HOLDING = (PromotionStatus.PENDING, PromotionStatus.APPROVED)
@@ -138,6 +153,7 @@ class EventKind(models.TextChoices):
     REJECTED = "rejected"
     REVOKED = "revoked"
     REOPENED = "reopened"
+    ERASED = "erased"
 
 
 class SearchDoc(models.Model):
@@ -225,6 +241,9 @@ class StoredComposition(models.Model):
         blank=True, help_text="The prompt's memories, sorted, space-separated"
     )
     created_at = models.DateTimeField()
+    # When a memory of it was erased and its lines replaced by ``[erased]`` (SPEC §15).
+    # The digest, ``prompt_sha256`` and sizes stay those of the prompt as delivered.
+    redacted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         db_table = "memory_composition"

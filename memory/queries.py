@@ -141,7 +141,7 @@ def record_briefs(agent: Agent) -> tuple[dict[str, dict[str, Any]], list[Promoti
     briefs = {}
     states = []
     for record_id, status, reason, tier, kind, label, head in rows:
-        brief = _brief(kind, label, head)
+        brief = _brief(kind, label, head, status == PromotionStatus.ERASED)
         # What the lens's tooltips tell beside it (``provenance``).
         brief.update(status=status, tier=tier)
         briefs[record_id] = brief
@@ -149,18 +149,27 @@ def record_briefs(agent: Agent) -> tuple[dict[str, dict[str, Any]], list[Promoti
     return briefs, states
 
 
-def _brief(kind: str, label: str | None, head: str) -> dict[str, Any]:
+# What names an erased memory where its words were (SPEC §15).
+ERASED_WORDS = "[erased]"
+
+
+def _brief(kind: str, label: str | None, head: str, erased: bool = False) -> dict[str, Any]:
+    if erased:
+        return {"kind": kind, "label": None, "snippet": ERASED_WORDS, "erased": True}
     snippet = head if len(head) <= SNIPPET_CHARS else head[:SNIPPET_CHARS].rstrip() + "…"
-    return {"kind": kind, "label": label, "snippet": snippet}
+    return {"kind": kind, "label": label, "snippet": snippet, "erased": False}
 
 
 def briefs_of(record_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Kind, label and the start of the content of each of ``record_ids`` that still
     exists (one query)."""
     rows = MemoryRecord.objects.filter(pk__in=list(record_ids)).values_list(
-        "pk", "kind", "label", Substr("content", 1, SNIPPET_CHARS + 1)
+        "pk", "kind", "label", Substr("content", 1, SNIPPET_CHARS + 1), "erased_at"
     )
-    return {record_id: _brief(kind, label, head) for record_id, kind, label, head in rows}
+    return {
+        record_id: _brief(kind, label, head, erased_at is not None)
+        for record_id, kind, label, head, erased_at in rows
+    }
 
 
 @dataclass(frozen=True)
@@ -256,13 +265,14 @@ def memory_page(
     record, never the listing: it is skipped and counted.
     """
     if query is None:
-        page = list(
-            listed(MemoryRecord.objects.filter(agent=agent), kind)[offset : offset + limit + 1]
-        )
+        # Erased records are left out: a view holds content, and theirs is gone.
+        current = MemoryRecord.objects.filter(agent=agent, erased_at__isnull=True)
+        page = list(listed(current, kind)[offset : offset + limit + 1])
     else:
         # Search (SPEC §6.2): best match first, in the backend's ranking.
         ids = search.search([agent.pk], query, kind, limit + 1, offset)
-        found = MemoryRecord.objects.in_bulk(ids)
+        # An erased record's document holds no terms, so no search finds it.
+        found = MemoryRecord.objects.filter(erased_at__isnull=True).in_bulk(ids)
         page = [found[i] for i in ids if i in found]
     views, skipped = [], 0
     for record in page[:limit]:
@@ -276,8 +286,11 @@ def memory_page(
 def unreadable_memories() -> list[str]:
     """Ids of every stored memory whose row no longer reads as a record (``doctor``).
     Reads four small columns of each row, in chunks."""
-    rows = MemoryRecord.objects.order_by("pk").values_list(
-        "pk", "kind", Length("content"), "tags", "label"
+    # An erased record is blank on purpose: it reads as a tombstone, not as a bad row.
+    rows = (
+        MemoryRecord.objects.filter(erased_at__isnull=True)
+        .order_by("pk")
+        .values_list("pk", "kind", Length("content"), "tags", "label")
     )
     return [
         record_id

@@ -27,6 +27,10 @@ CANDIDATES = 200
 COMMON_WORD_RECORDS = 1000
 
 
+# Never recalled: a superseded record (replaced), an erased one (nothing left of it).
+_GONE = (PromotionStatus.SUPERSEDED, PromotionStatus.ERASED)
+
+
 class InvalidMessage(DomainError):
     code = "invalid_message"
 
@@ -61,8 +65,8 @@ def recall(agent: Agent, message: str) -> Recall:
     words = list(dict.fromkeys(terms(message)))[: search.QUERY_MAX_TERMS]
     selective = search.selective_terms([agent.pk], words, COMMON_WORD_RECORDS)
     hit_ids = search.search_terms([agent.pk], selective, None, CANDIDATES, 0)
-    current = MemoryRecord.objects.filter(agent=agent).exclude(
-        promotion__status=PromotionStatus.SUPERSEDED
+    current = MemoryRecord.objects.filter(agent=agent, erased_at__isnull=True).exclude(
+        promotion__status__in=_GONE
     )
     profile = _candidates(current.filter(kind="profile").order_by("-created_at", "id"))
     pinned: list[Candidate] = []
@@ -75,8 +79,8 @@ def recall(agent: Agent, message: str) -> Recall:
     # Looked up by primary key alone: filtered by agent too, the planner would rather
     # walk all the agent's records (search already kept to this agent).
     hit_rows = (
-        MemoryRecord.objects.filter(pk__in=hit_ids)
-        .exclude(promotion__status=PromotionStatus.SUPERSEDED)
+        MemoryRecord.objects.filter(pk__in=hit_ids, erased_at__isnull=True)
+        .exclude(promotion__status__in=_GONE)
         .order_by()
     )
     by_id = {c.id: c for c in _candidates(hit_rows)}

@@ -159,10 +159,11 @@ def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> st
     search.document(record).save()
     events = [new_event(record.pk, agent.pk, EventKind.SAVED, actor, at)]
     if older is not None:
-        # Superseding is immediate and final, whatever becomes of the newer record.
-        Promotion.objects.filter(record=older).exclude(status=PromotionStatus.SUPERSEDED).update(
-            status=PromotionStatus.SUPERSEDED
-        )
+        # Superseding is immediate and final, whatever becomes of the newer record. An
+        # erased record stays erased: that reason comes first (SPEC §5.6).
+        Promotion.objects.filter(record=older).exclude(
+            status__in=(PromotionStatus.SUPERSEDED, PromotionStatus.ERASED)
+        ).update(status=PromotionStatus.SUPERSEDED)
         events.append(new_event(older.pk, agent.pk, EventKind.SUPERSEDED, actor, at, by=record.id))
 
     outcome = route_outcome(placement, routed.ctx)

@@ -96,6 +96,9 @@ class Backend:
     # the full-text index again (PostgreSQL: a GIN search reads the index's pending list
     # each time, ~4 ms after a bulk load; FTS5's bm25 needs its MATCH).
     ranks_by_id: bool
+    # Statements that leave no trace of a document's old terms in the index once it is
+    # updated (an erasure, SPEC §15), run in the updating transaction.
+    purge: tuple[str, ...] = ()
 
     def query_text(self, found: Sequence[str]) -> str:
         # Terms are alphanumeric: they can hold no quote, so quoting cannot be escaped.
@@ -179,6 +182,12 @@ SQLITE = Backend(
     newest="memory_fts.rowid DESC",
     walks=True,
     ranks_by_id=False,
+    # FTS5 deletes by adding a "delete" marker in a newer segment: the old terms stay in
+    # their segment until it is merged. "optimize" merges every segment into one, which
+    # drops deleted entries, and secure_delete (lens/settings.py) zeroes the pages freed.
+    # It rewrites the whole index (measured in docs/erasure.md); SQLite 3.42's FTS5
+    # "secure-delete" option would remove the entries in place instead.
+    purge=("INSERT INTO memory_fts(memory_fts) VALUES ('optimize')",),
     # CROSS JOIN fixes the order: the full-text match drives, each match then looks
     # its document up by primary key. (Left to itself the planner may walk the agent's
     # documents and test the match on each: 20 s instead of 2 ms at 100,000 records.)
@@ -427,6 +436,16 @@ def document(record: MemoryRecord) -> SearchDoc:
         created_at=record.created_at,
         terms=" ".join(record_terms(record.content, record.label, record.tags or ())),
     )
+
+
+def forget(record_id: str) -> None:
+    """Empty the search document of an erased record, leaving no trace of its terms in
+    the index (the row stays, so every record keeps its document: ``index_health``).
+    PostgreSQL's generated vector follows the row; its old versions wait for VACUUM."""
+    SearchDoc.objects.filter(record_id=record_id).update(terms="")
+    with connection.cursor() as cursor:
+        for statement in backend().purge:
+            cursor.execute(statement)
 
 
 def reindex(chunk: int = 2000) -> int:

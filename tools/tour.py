@@ -158,6 +158,8 @@ def stops() -> list[Stop]:
             if status == PromotionStatus.APPROVED:
                 # Revoke's confirmation page: what would leave the prompt.
                 found.append(Stop("memory-revoke", f"/memories/{record.pk}/revoke/"))
+                # Erase's confirmation page: the reason and the typed id.
+                found.append(Stop("memory-erase", f"/memories/{record.pk}/erase/"))
     found.append(Stop("audit", "/audit/"))
     found.append(Stop("kv", "/kv/"))
     # A key with history, showing the diff of its last change.

@@ -31,6 +31,11 @@ STATUS_BY_CODE: dict[str, int] = {
     "promotion_not_found": 404,
     "revision_not_found": 404,
     "proposal_not_found": 404,
+    # Erasure is a command and a page action today (SPEC §15); the statuses keep any
+    # later API caller honest.
+    "memory_not_found": 404,
+    "already_erased": 409,
+    "invalid_erase_reason": 422,
     "invalid_request": 422,
     "invalid_background": 422,
     "invalid_kind": 422,

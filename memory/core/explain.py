@@ -23,6 +23,7 @@ UNROUTED = "unrouted"
 
 # Headers of the lens's groups of memories left out, by reason.
 GROUP_TITLES: dict[str, str] = {
+    "erased": "Erased",
     "superseded": "Replaced by a newer memory",
     "spec-declined": "Recall only",
     "undeclared-section": "Section not declared",
@@ -40,6 +41,7 @@ GROUP_TITLES: dict[str, str] = {
 
 # The few words after "not in the prompt" where a whole sentence does not fit (lists).
 SHORT_WORDS: dict[str, str] = {
+    "erased": "erased",
     "superseded": "superseded",
     "spec-declined": "recall only",
     "undeclared-section": "section not declared",
@@ -62,6 +64,7 @@ Tone = Literal["in", "wait", "note", "quiet"]
 # none of these is an error.
 _TONES: dict[str, Tone] = {
     "awaiting-approval": "wait",
+    "erased": "quiet",
     "superseded": "quiet",
     "spec-declined": "quiet",
     "rejected": "quiet",
@@ -119,7 +122,8 @@ class Facts:
     spec_version: str = ""
     # awaiting-approval: since when.
     since: datetime | None = None
-    # rejected, revoked: who decided (None: unknown), when, and their reason.
+    # rejected, revoked: who decided (None: unknown), when, and their reason; erased:
+    # who erased it, when and why.
     decided_by: str | None = None
     decided_at: datetime | None = None
     note: str = ""  # the decision's reason; awaiting-approval: the reopening's
@@ -329,6 +333,14 @@ def _decided(verb: str, facts: Facts, after: str = "") -> list[Piece]:
     return [Piece(f"{verb} by {who}{when}{after}{why}")]
 
 
+def _erased(facts: Facts) -> list[Piece]:
+    who = facts.decided_by or "someone"
+    when = f" on {utc(facts.decided_at)}" if facts.decided_at else ""
+    note = quoted(facts.note, 200)
+    why = f": {note}{stop(note)}" if facts.note.strip() else "."
+    return [Piece(f"Erased by {who}{when}{why} Its content, label and tags are gone for good.")]
+
+
 def _rejected(facts: Facts) -> list[Piece]:
     return _decided("Rejected", facts)
 
@@ -393,6 +405,7 @@ def _unknown(facts: Facts) -> list[Piece]:
 
 
 _WORDS: dict[str, _Words] = {
+    "erased": _erased,
     "superseded": _superseded,
     "spec-declined": _spec_declined,
     "undeclared-section": _undeclared,

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 # In order of precedence (SPEC §5.6): when several apply, the first is reported.
 DropReason = Literal[
+    "erased",
     "superseded",
     "spec-declined",
     "undeclared-section",
@@ -37,6 +38,7 @@ _DECLINED: dict[str, DeclineReason] = {reason: reason for reason in get_args(Dec
 # What each reason means, in words, for one memory; the words that name the authored
 # entry, the newer memory, the budget or the reviewer are ``memory.core.explain``'s.
 DROP_REASON_HELP: dict[str, str] = {
+    "erased": "It was erased on request: its content, label and tags are gone for good.",
     "superseded": "A newer memory replaced it.",
     "spec-declined": "The routing spec does not place this kind of memory, so it stays "
     "recall-only.",
@@ -84,7 +86,8 @@ class PromotionState:
     """What the report needs of one record's promotion row: its id, status and reason."""
 
     memory_id: str
-    # A promotion row's status: pending, approved, rejected, declined or superseded.
+    # A promotion row's status: pending, approved, rejected, revoked, declined,
+    # superseded or erased.
     status: str
     # The save-time outcome for a declined row (spec-declined, undeclared-section, ...).
     reason: str = ""
@@ -97,8 +100,9 @@ def routing_report(
 ) -> RoutingReport:
     """Every record not composed, with exactly one reason (SPEC §5.6 precedence).
 
-    Superseded first; then the promotion's own outcome (declined at save time,
-    awaiting approval, rejected, revoked); then the fold's reason for an approved record.
+    Erased first (nothing of it is left to compose, whatever else became of it), then
+    superseded; then the promotion's own outcome (declined at save time, awaiting
+    approval, rejected, revoked); then the fold's reason for an approved record.
     """
     fold_reasons = {drop.memory_id: drop.reason for drop in fold.drops}
     drops: list[Drop] = []
@@ -106,7 +110,9 @@ def routing_report(
         if state.memory_id in unreadable:
             continue  # skipped and counted, never reported as if it had been read
         reason: DropReason | None
-        if state.status == "superseded":
+        if state.status == "erased":
+            reason = "erased"
+        elif state.status == "superseded":
             reason = "superseded"
         elif state.status == "declined":
             reason = _DECLINED.get(state.reason, "spec-declined")

@@ -6,7 +6,8 @@ Revisions are taken by number, between the two deliveries' recorded revisions (e
 even when a change committed while a delivery was being made); memory events by time.
 A memory's save counts when it was approved at once (a save that waits for review or is
 declined changes no prompt): its ``promoted`` event stands for it, named after who saved
-it; its approval, rejection, revocation, reopening and supersession always count. At
+it; its approval, rejection, revocation, reopening, supersession and erasure always
+count. At
 most ``CAUSES_MAX`` are listed; ``total`` counts them, up to ``COUNTED_MAX``.
 """
 
@@ -31,6 +32,7 @@ _COUNTED = (
     EventKind.REVOKED,
     EventKind.REOPENED,
     EventKind.SUPERSEDED,
+    EventKind.ERASED,
 )
 
 

@@ -1,5 +1,6 @@
 """What has happened to each memory of a delivered prompt since it was delivered: still
-in the prompt, superseded, revoked or rejected (by whom, when), pending, out, deleted.
+in the prompt, erased, superseded, revoked or rejected (by whom, when), pending, out,
+deleted.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, Promo
 
 @dataclass(frozen=True)
 class Fate:
-    """A delivered memory's state now: ``in-prompt``, ``superseded``, ``revoked``,
+    """A delivered memory's state now: ``in-prompt``, ``erased``, ``superseded``, ``revoked``,
     ``rejected``, ``pending``, ``out`` (not composed, for a reason the lens shows) or
     ``deleted``; ``by``/``at`` say who and when where known; ``newer`` is the
     superseding memory's id.
@@ -30,6 +31,8 @@ class Fate:
         """One line for people: "revoked by mira", "superseded by 0hon…"."""
         if self.state == "in-prompt":
             return "still in the prompt"
+        if self.state == "erased":
+            return f"erased by {self.by}" if self.by else "erased"
         if self.state == "superseded":
             return f"superseded by {self.newer}"
         if self.state in ("revoked", "rejected") and self.by:
@@ -48,7 +51,14 @@ def fates(memory_ids: Iterable[str], live: frozenset[str]) -> dict[str, Fate]:
     memories the live prompt holds (three queries whatever the number of ids).
     """
     ids = list(memory_ids)
-    statuses = dict(Promotion.objects.filter(record_id__in=ids).values_list("record_id", "status"))
+    statuses: dict[str, str] = {}
+    erasures: dict[str, tuple[str, datetime]] = {}
+    for record_id, status, erased_by, erased_at in Promotion.objects.filter(
+        record_id__in=ids
+    ).values_list("record_id", "status", "record__erased_by", "record__erased_at"):
+        statuses[record_id] = status
+        if erased_at is not None:
+            erasures[record_id] = (erased_by, erased_at)
     newer = {
         old: (new, at)
         for new, old, at in MemoryRecord.objects.filter(supersedes_id__in=ids)
@@ -64,7 +74,10 @@ def fates(memory_ids: Iterable[str], live: frozenset[str]) -> dict[str, Fate]:
     found: dict[str, Fate] = {}
     for memory_id in ids:
         event = decided.get(memory_id)
-        if memory_id not in statuses:
+        if memory_id in erasures:
+            by, at = erasures[memory_id]
+            found[memory_id] = Fate("erased", by=by, at=at)
+        elif memory_id not in statuses:
             found[memory_id] = Fate("deleted")
         elif memory_id in live:
             found[memory_id] = Fate("in-prompt")

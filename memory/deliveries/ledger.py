@@ -3,7 +3,8 @@
 A delivery row is small; the composition it points at is stored once per distinct
 content (``StoredComposition``, addressed by the SHA-256 of its canonical JSON) and its
 memories are indexed (``CompositionMemory``). Nothing here updates a delivery or a
-stored composition: the only writes are inserts, and the operator's ``prune``.
+stored composition: the only writes are inserts, the operator's ``prune``, and the
+redaction of an erased memory's lines (``memory.erasure``).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from memory.core.deliveries import (
 )
 from memory.core.records import is_record_id
 from memory.deliveries.causes import Causes, causes_between
+from memory.deliveries.erasure_lock import hold_against_erasure
 from memory.models import (
     CompositionMemory,
     Delivery,
@@ -73,6 +75,10 @@ def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) ->
     """
     request = request or DeliveryInput()
     with transaction.atomic():
+        # Before composing: an erasure of one of the agent's memories either committed
+        # already (then the memory is not composed) or waits for this delivery to commit
+        # (then it redacts this composition too).
+        hold_against_erasure(agent.pk)
         found = at_one_revision(agent, compose, _INSERT_ATTEMPTS)
         if found is None:
             raise DeliveriesBusy("The agent is being changed too often at once; try again.")

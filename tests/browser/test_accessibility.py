@@ -81,6 +81,7 @@ def test_the_tour_visits_every_kind_of_page(db: None) -> None:
         "memories-search",
         "memory-approved",
         "memory-revoke",
+        "memory-erase",
         "memory-pending",
         "memory-rejected",
         "audit",

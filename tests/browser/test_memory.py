@@ -192,3 +192,42 @@ def test_an_over_budget_memory_says_needed_and_left_and_offers_no_revoke(
     assert f"needs {needed} chars and {left} of 40 are left" in status.inner_text()
     assert page.get_by_role("button", name="Revoke").count() == 0
     assert page.get_by_text("Take it out of the prompt").count() == 0
+
+
+def test_a_reviewer_erases_a_memory_by_typing_its_id(live_server: Any, page: Any) -> None:
+    base, raw = set_up(live_server)
+    grant(User.objects.get(username="mira"))
+    memory_id = save(
+        page,
+        base,
+        raw,
+        {"kind": "profile", "content": "Locker code 4471, ask Ottoline", "label": "Locker"},
+    )
+    delivered = page.request.post(
+        f"{base}/api/agents/wren/deliveries", data="{}", headers=bearer(raw)
+    )
+    assert delivered.status == 201
+    delivery_id = delivered.json()["delivery_id"]
+    login(page, base, "mira")
+    page.goto(f"{base}/memories/{memory_id}/")
+    page.get_by_role("button", name="Erase", exact=True).click()
+    page.wait_for_url(f"{base}/memories/{memory_id}/erase/**")
+    assert (
+        "1 stored prompt, delivered 1 time" in page.locator("[data-erase-deliveries]").inner_text()
+    )
+
+    page.get_by_label("Reason").fill("Request #42")
+    page.get_by_label("Type the memory's id").fill("not-its-id")
+    page.get_by_role("button", name="Erase permanently").click()
+    assert "what was typed is not its id" in page.locator("[data-erase-errors]").inner_text()
+    page.get_by_label("Type the memory's id").fill(memory_id)
+    page.get_by_role("button", name="Erase permanently").click()
+
+    page.wait_for_url(f"{base}/memories/{memory_id}/**")
+    assert page.locator("[data-erased-by]").inner_text() == "mira"
+    assert "Ottoline" not in page.content()
+    page.goto(f"{base}/deliveries/{delivery_id}/")
+    assert "redacted" in page.locator("[data-redacted]").inner_text()
+    fragment = page.locator(f'[data-source="memory"][data-memory-ids="{memory_id}"]')
+    assert fragment.evaluate("e => e.textContent") == "[erased]\n"
+    assert "Ottoline" not in page.content()

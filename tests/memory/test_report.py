@@ -27,6 +27,7 @@ from memory.core.report import (
 from memory.core.routing import PlacedRecord, RoutableRecord, RoutingContext, evaluate
 
 ALLOWED = (
+    "erased",
     "spec-declined",
     "undeclared-section",
     "locked-section",
@@ -46,7 +47,7 @@ SAVE_TIME: tuple[DropReason, ...] = (
     "earned-inert",
 )
 FOLD_ONLY: tuple[DropReason, ...] = ("authored-wins", "reconciled", "over-budget")
-STATUSES = ("pending", "approved", "rejected", "revoked", "declined", "superseded")
+STATUSES = ("pending", "approved", "rejected", "revoked", "declined", "superseded", "erased")
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 
 
@@ -68,20 +69,27 @@ def reasons(report: RoutingReport) -> dict[str, str]:
 # --- the vocabulary -------------------------------------------------------------------
 
 
-def test_drop_reasons_are_exactly_the_eleven_of_the_spec() -> None:
+def test_drop_reasons_are_exactly_the_twelve_of_the_spec() -> None:
     assert set(DROP_REASONS) == set(ALLOWED)
-    assert len(DROP_REASONS) == 11
+    assert len(DROP_REASONS) == 12
     assert set(DROP_REASON_HELP) == set(ALLOWED)
 
 
 def test_drop_reasons_are_listed_in_precedence_order() -> None:
-    assert DROP_REASONS[0] == "superseded"
-    assert DROP_REASONS[1:5] == SAVE_TIME
-    assert DROP_REASONS[5:8] == ("awaiting-approval", "rejected", "revoked")
-    assert set(DROP_REASONS[8:]) == set(FOLD_ONLY)
+    assert DROP_REASONS[:2] == ("erased", "superseded")
+    assert DROP_REASONS[2:6] == SAVE_TIME
+    assert DROP_REASONS[6:9] == ("awaiting-approval", "rejected", "revoked")
+    assert set(DROP_REASONS[9:]) == set(FOLD_ONLY)
 
 
 # --- precedence -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("fold_reason", [None, *FOLD_ONLY, "undeclared-section", "superseded"])
+def test_erased_beats_every_other_outcome(fold_reason: DropReason | None) -> None:
+    drops = [("m1", fold_reason)] if fold_reason else []
+    report = routing_report([state("m1", "erased")], fold(*drops))
+    assert report.drops == (Drop(memory_id="m1", reason="erased"),)
 
 
 @pytest.mark.parametrize("fold_reason", [None, *FOLD_ONLY, "undeclared-section"])
@@ -249,8 +257,8 @@ def test_every_memory_is_either_in_the_prompt_or_in_the_drops_never_both_never_n
     dropped = reasons(report)
     fold_reasons = reasons(folded)
     for row in states:
-        if row.status == "superseded":
-            assert dropped[row.memory_id] == "superseded"
+        if row.status in ("erased", "superseded"):
+            assert dropped[row.memory_id] == row.status
         elif row.status == "declined":
             assert dropped[row.memory_id] == row.reason
         elif row.status == "pending":

@@ -19,6 +19,7 @@ from lens.web.api.rendering import iso_utc
 from memory.core.composition import Composition
 from memory.core.deliveries import DeliveryInput, label_problem
 from memory.deliveries.ledger import (
+    DeliveryDiff,
     composition_json,
     deliver,
     delivery_diff,
@@ -26,7 +27,7 @@ from memory.deliveries.ledger import (
     find_delivery,
     memory_ids_of,
 )
-from memory.models import Delivery
+from memory.models import Delivery, StoredComposition
 
 agent_deliveries = Router(tags=["deliveries"])
 deliveries = Router(tags=["deliveries"])
@@ -39,6 +40,9 @@ class DeliveredOut(BaseModel):
     model: str | None
     revision: int | None  # the agent's revision it was composed from (SPEC §14)
     prompt_sha256: str
+    # Present (true) once a memory of it was erased (SPEC §15): its lines read
+    # "[erased]", and ``prompt_sha256`` is still the hash of the prompt as delivered.
+    redacted: bool = False
     composition: Composition
 
 
@@ -50,7 +54,7 @@ def _answer(delivery: Delivery, composition: str, status: int, **extra: str) -> 
     """The delivery with its composition spliced in as the exact stored JSON text: what
     the runtime reads is byte for byte what was recorded (and it is not encoded twice).
     """
-    head = {
+    head: dict[str, Any] = {
         "delivery_id": delivery.id,
         **extra,
         "delivered_at": iso_utc(delivery.delivered_at),
@@ -59,6 +63,8 @@ def _answer(delivery: Delivery, composition: str, status: int, **extra: str) -> 
         "revision": delivery.revision,
         "prompt_sha256": delivery.composition.prompt_sha256,
     }
+    if delivery.composition.redacted_at is not None:
+        head["redacted"] = True
     body = json.dumps(head, ensure_ascii=False)[:-1] + ',"composition":' + composition + "}"
     return HttpResponse(body.encode("utf-8"), status=status, content_type="application/json")
 
@@ -97,6 +103,9 @@ class DeliverySummary(BaseModel):
     model: str | None
     revision: int | None
     prompt_sha256: str
+    # Present (true) only for a redacted prompt: the route leaves unset fields out, so
+    # every other row keeps the shape of SPEC §11 exactly.
+    redacted: bool = False
     memory_ids: list[str]
     chars: int
     tokens: int
@@ -111,7 +120,7 @@ class DeliveryList(BaseModel):
     next_offset: int | None
 
 
-@agent_deliveries.get("/{slug}/deliveries", response=DeliveryList)
+@agent_deliveries.get("/{slug}/deliveries", response=DeliveryList, exclude_unset=True)
 def list_deliveries(request: ApiRequest, slug: str, params: Query[ListParams]) -> DeliveryList:
     """Newest first (an agent's delivery times are unique). ``memory`` keeps the deliveries whose prompt
     held that memory; ``before`` those delivered at or before that time, so
@@ -135,6 +144,7 @@ def list_deliveries(request: ApiRequest, slug: str, params: Query[ListParams]) -
                 model=row.delivery.model,
                 revision=row.delivery.revision,
                 prompt_sha256=row.stored.prompt_sha256,
+                **_redacted_row(row.stored),
                 memory_ids=sorted(memory_ids_of(row.stored)),
                 chars=row.stored.chars,
                 tokens=row.stored.tokens,
@@ -165,6 +175,11 @@ class Sizes(BaseModel):
     to: int
 
 
+class Redacted(BaseModel):
+    from_: bool = Field(alias="from")
+    to: bool
+
+
 class MemoryChanges(BaseModel):
     added: list[str]
     removed: list[str]
@@ -177,13 +192,15 @@ class DiffOut(BaseModel):
     memories: MemoryChanges
     chars: Sizes
     tokens: Sizes
+    # Present when either prompt was redacted by an erasure (SPEC §15): which of them.
+    redacted: Redacted | None = None
     # Every revision and memory event between the two, oldest first (SPEC §14), at most
     # memory.deliveries.causes.CAUSES_MAX of them; ``causes_total`` counts them all.
     causes: list[dict[str, Any]]
     causes_total: int
 
 
-@deliveries.get("/{delivery_id}/diff", response=DiffOut, by_alias=True)
+@deliveries.get("/{delivery_id}/diff", response=DiffOut, by_alias=True, exclude_unset=True)
 def diff_deliveries(request: ApiRequest, delivery_id: str, params: Query[DiffParams]) -> DiffOut:
     """The prompt's unified diff from ``against`` (default: the same agent's previous
     delivery; none gives ``from: null`` and an empty old prompt) to this delivery, the
@@ -191,8 +208,10 @@ def diff_deliveries(request: ApiRequest, delivery_id: str, params: Query[DiffPar
     """
     found = delivery_diff(team_of(request), delivery_id, params.against)
     comparison = found.comparison
+    redacted = _redacted(found)
     return DiffOut.model_validate(
         {
+            **({"redacted": redacted} if redacted else {}),
             "from": None if found.before is None else found.before.id,
             "to": found.after.id,
             "diff": comparison.diff,
@@ -203,3 +222,14 @@ def diff_deliveries(request: ApiRequest, delivery_id: str, params: Query[DiffPar
             "causes_total": found.causes.total,
         }
     )
+
+
+def _redacted_row(stored: StoredComposition) -> dict[str, bool]:
+    # Set only when true: unset fields are left out of the answer (``exclude_unset``).
+    return {"redacted": True} if stored.redacted_at is not None else {}
+
+
+def _redacted(found: DeliveryDiff) -> dict[str, bool] | None:
+    before = found.before is not None and found.before.composition.redacted_at is not None
+    after = found.after.composition.redacted_at is not None
+    return {"from": before, "to": after} if before or after else None

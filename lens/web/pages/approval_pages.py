@@ -155,11 +155,17 @@ def _undo_last(request: AppRequest) -> dict[str, Any] | None:
     if moment is None or not isinstance(ids, list) or not ids:
         return None
     query = _filter_query(request)
+    until = moment + timedelta(seconds=undo_seconds())
+    if until <= timezone.now():
+        return None  # expired: no need to name the memories
+    record_ids = [str(i) for i in ids]
     return _undo_offer(
-        [str(i) for i in ids],
+        record_ids,
         str(last.get("decided", "")),
         moment,
-        str(last.get("what", "")),
+        # Named now, from the records: the session keeps ids only, never a memory's
+        # words (a memory erased meanwhile reads as its id).
+        _names(record_ids),
         bulk=bool(last.get("bulk")),
         query=f"?{query}" if query else "",
     )
@@ -200,7 +206,7 @@ NAMED_IN_NOTICE = 3
 def _names(record_ids: Sequence[str]) -> str:
     """“a”, “b”, “c” and 4 more: the memories of a bulk decision, named (one query)."""
     shown = list(record_ids[:NAMED_IN_NOTICE])
-    rows = MemoryRecord.objects.filter(pk__in=shown).values_list(
+    rows = MemoryRecord.objects.filter(pk__in=shown, erased_at__isnull=True).values_list(
         "pk", "label", Substr("content", 1, NAME_CHARS * 2)
     )
     words = {pk: named(label, head) for pk, label, head in rows}
@@ -307,9 +313,9 @@ def decide_one(request: AppRequest, record_id: str) -> HttpResponse:
 
 def _remember(request: AppRequest, offer: dict[str, Any] | None) -> None:
     """Keep the decision for the queue's Undo without JavaScript (the session holds
-    plain values)."""
+    plain values, and ids rather than words: a session outlives an erasure)."""
     if offer is not None:
-        keep = ("ids", "bulk", "decided", "at", "what")
+        keep = ("ids", "bulk", "decided", "at")
         request.session[LAST_DECISION] = {k: offer[k] for k in keep}
 
 

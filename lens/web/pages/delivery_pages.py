@@ -176,7 +176,8 @@ def _text_download(text: str, file_name: str) -> HttpResponse:
 @login_required
 def delivery_prompt(request: AppRequest, delivery_id: str) -> HttpResponse:
     """The delivered prompt as a UTF-8 text file, byte for byte what the model got: its
-    SHA-256 is the one the page and the API show."""
+    SHA-256 is the one the page and the API show (unless it was redacted since: then
+    the lines of erased memories read ``[erased]`` and the page says so)."""
     delivery = get_delivery_for_user(request, delivery_id)
     return _text_download(delivered_prompt(delivery), _file_name(delivery))
 
@@ -209,10 +210,15 @@ def _diff_context(
     # The page draws the diff's first lines only (``lens.core.diffs.PAGE_LINES``), and
     # says how many more there are; ``download`` is the whole diff.
     excerpt = diff_excerpt(comparison.diff)
+    redacted = {
+        "before": before is not None and before.composition.redacted_at is not None,
+        "after": after is not None and after.composition.redacted_at is not None,
+    }
     return {
         "agent": agent,
         "before": before,
         "after": after,
+        "redacted": redacted if any(redacted.values()) else None,
         "comparison": comparison,
         "lines": excerpt.lines,
         "excerpt": excerpt,

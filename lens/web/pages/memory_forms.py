@@ -1,5 +1,5 @@
-"""The forms people post: a reviewer's decision, bulk decision, undo, revoke or reopen,
-and the lens's "Try a memory"."""
+"""The forms people post: a reviewer's decision, bulk decision, undo, revoke, reopen or
+erasure, and the lens's "Try a memory"."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from pydantic import ValidationError
 
 from lens.core.errors import pydantic_problems
 from memory.core.records import MemoryInput
+from memory.erasure import REASON_MAX as ERASE_REASON_MAX
+from memory.erasure import reason_problem
 
 REASON_MAX = 2000
 
@@ -135,3 +137,36 @@ class TryMemoryForm(forms.Form):
                 field = loc.split(".")[0]
                 self.add_error(field if field in self.fields else None, message)
             return None
+
+
+class EraseForm(forms.Form):
+    """Erasing a memory (SPEC §15): a reason, and the memory's id typed again, so an
+    erasure is never one stray click, nor done from a page about another memory."""
+
+    # Bounded here and by the operation (``memory.erasure.reason_problem``), which says why.
+    reason = forms.CharField(max_length=ERASE_REASON_MAX, strip=True)
+    confirm = forms.CharField(max_length=64, strip=True, required=False)
+
+    def __init__(self, *args: Any, record_id: str, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.record_id = record_id
+        self.fields["reason"].error_messages.update(
+            required="A reason is required: say why the memory is erased (a request, a ticket).",
+            max_length=f"The reason is at most {ERASE_REASON_MAX} characters.",
+        )
+
+    def clean_reason(self) -> str:
+        reason = str(self.cleaned_data["reason"])
+        if (problem := reason_problem(reason)) is not None:
+            raise forms.ValidationError(problem)
+        return reason
+
+    def clean_confirm(self) -> str:
+        typed = str(self.cleaned_data.get("confirm") or "")
+        if typed != self.record_id:
+            raise forms.ValidationError(
+                f"Type the memory's id, {self.record_id}, to confirm: "
+                + ("nothing was typed." if not typed else "what was typed is not its id.")
+                + " Nothing was erased."
+            )
+        return typed

@@ -33,7 +33,7 @@ from memory.core.tokens import highlight
 from memory.deliveries.ledger import shaped_by
 from memory.explain import explain_memory, prompt_reasons
 from memory.models import MemoryRecord
-from memory.queries import listed
+from memory.queries import ERASED_WORDS, listed
 
 
 @require_GET
@@ -77,11 +77,14 @@ def memory_list(request: AppRequest) -> HttpResponse:
             "reason": reasons[record.pk],
             "short": short_words(reasons[record.pk]),
             "tone": tone_of(reasons[record.pk]),
-            "parts": highlight(Truncator(record.content).chars(160), wanted),
+            # An erased record is blank on purpose: it says so, and is no unreadable row.
+            "parts": [(ERASED_WORDS, False)]
+            if record.erased
+            else highlight(Truncator(record.content).chars(160), wanted),
             "label_parts": highlight(record.label or "", wanted),
-            "problem": stored_problem(
-                record.kind, len(record.content), record.tags or [], record.label
-            ),
+            "problem": None
+            if record.erased
+            else stored_problem(record.kind, len(record.content), record.tags or [], record.label),
         }
         for record in shown
     ]

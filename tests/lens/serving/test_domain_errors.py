@@ -16,6 +16,7 @@ import lens.agents
 import memory.bundles.importing
 import memory.core.bundle_format
 import memory.decisions
+import memory.erasure
 import memory.queries
 import memory.registry
 import memory.saving

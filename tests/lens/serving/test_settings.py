@@ -86,11 +86,15 @@ def test_sqlite_files_run_in_wal_mode_with_immediate_transactions(tmp_path: Path
     code = (
         "from django.db import connection; c = connection.cursor(); "
         "c.execute('PRAGMA journal_mode'); print(c.fetchone()[0]); "
-        "print(connection.settings_dict['OPTIONS']['transaction_mode'])"
+        "c.execute('PRAGMA secure_delete'); print(c.fetchone()[0]); "
+        "print(connection.settings_dict['OPTIONS']['transaction_mode']); "
+        "print('secure_delete=ON' in connection.settings_dict['OPTIONS']['init_command'])"
     )
     result = run_django(code, DEBUG="1", DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["wal", "IMMEDIATE"]
+    # secure_delete: what SQLite frees is zeroed (an erasure, SPEC §15), whatever the
+    # library's compiled-in default.
+    assert result.stdout.split() == ["wal", "1", "IMMEDIATE", "True"]
 
 
 def test_secret_key_and_allowed_hosts_come_from_the_environment() -> None:

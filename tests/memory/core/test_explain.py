@@ -67,6 +67,7 @@ def test_the_state_words_are_the_same_everywhere() -> None:
         ("over-budget", "over budget", "Over the memory budget"),
         ("authored-wins", "authored entry wins", "An authored entry wins"),
         ("superseded", "superseded", "Replaced by a newer memory"),
+        ("erased", "erased", "Erased"),
         ("rejected", "rejected", "Rejected"),
         ("revoked", "revoked", "Revoked"),
         ("spec-declined", "recall only", "Recall only"),
@@ -79,7 +80,7 @@ def test_short_words_and_group_titles(reason: str, words: str, title: str) -> No
 
 def test_no_state_reads_as_an_error() -> None:
     assert tone_of("awaiting-approval") == "wait"
-    for reason in ("rejected", "revoked", "superseded", "spec-declined"):
+    for reason in ("rejected", "revoked", "superseded", "spec-declined", "erased"):
         assert tone_of(reason) == "quiet"
     for reason in ("over-budget", "authored-wins", "locked-section", "reconciled"):
         assert tone_of(reason) == "note"
@@ -124,6 +125,25 @@ def test_superseded_links_to_the_newer_memory() -> None:
     assert found.links == (Link("memory", "m2"),)
     linked = [piece.text for piece in found.pieces if piece.link]
     assert linked == ["“Mira Kowalska”"]
+
+
+def test_erased_says_who_when_and_why_and_nothing_of_the_memory() -> None:
+    sentence = said(
+        reason="erased",
+        decided_by="mira",
+        decided_at=datetime(2026, 3, 1, 14, 3, tzinfo=UTC),
+        note="Request #42 from the user",
+    )
+    assert sentence == (
+        "Erased by mira on 2026-03-01 14:03 UTC: “Request #42 from the user”. "
+        "Its content, label and tags are gone for good."
+    )
+
+
+def test_erased_without_facts_still_says_it_is_gone() -> None:
+    assert said(reason="erased") == (
+        "Erased by someone. Its content, label and tags are gone for good."
+    )
 
 
 def test_superseded_without_its_words_still_names_and_links_the_memory() -> None:

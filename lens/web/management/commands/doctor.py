@@ -14,6 +14,7 @@ from lens.core.revisions import canonical_config, config_sha256
 from lens.models import Agent, ApiToken, AuthoredEntry, Revision, SectionDeclaration, Team
 from lens.web.management.commands.verify_audit import audit_problem
 from memory.deliveries.retention import storage
+from memory.models import MemoryRecord, SearchDoc
 from memory.queries import unreadable_memories
 from memory.search import index_health
 
@@ -60,8 +61,17 @@ class Command(BaseCommand):
                 f"{len(unreadable)} stored memories no longer read as records (every reader "
                 f"skips them): {named}"
             )
+        # An erased memory keeps a search document without terms; one with terms would
+        # mean an erasure left its words in the index.
+        erased = MemoryRecord.objects.filter(erased_at__isnull=False)
+        leaked = SearchDoc.objects.filter(record__in=erased).exclude(terms="").count()
+        if leaked:
+            problems.append(
+                f"{leaked} erased memories still have search terms: run manage.py reindex_memories"
+            )
         self.stdout.write(
             f"memory records: {'ok' if not unreadable else f'{len(unreadable)} unreadable'}"
+            f" ({erased.count():,} erased)"
         )
         records, indexed = index_health()
         if records != indexed:
