@@ -170,7 +170,7 @@ def erase_memory(record_id: str, actor: Actor, reason: str, *, team: Team | None
                     actor,
                     at,
                     content_sha256=digest,
-                    reason_chars=len(reason),
+                    reason=reason,
                     compositions=compositions,
                     deliveries=deliveries,
                 )

@@ -88,11 +88,11 @@ def write_events(
         elif event.kind == EventKind.SUPERSEDED:
             details = {"by": event.detail.get("by")}
         elif event.kind == EventKind.ERASED:
-            # Sizes, counts and the hash the save already logged: nothing of the memory,
-            # and the eraser's reason by its length alone.
+            # Who, when and why (the eraser's reason, which the page asks not to quote
+            # the memory), the hash the save already logged and counts: nothing of the text.
             details = {
                 key: event.detail[key]
-                for key in ("content_sha256", "reason_chars", "compositions", "deliveries")
+                for key in ("content_sha256", "reason", "compositions", "deliveries")
                 if key in event.detail
             }
         else:

@@ -196,11 +196,35 @@ def _memories(agent: Agent) -> Iterator[dict[str, Any]]:
     rows = (
         MemoryRecord.objects.filter(agent=agent)
         .order_by("created_at", "id")
-        .values_list("id", "kind", "content", "tags", "label", "supersedes_id", "created_at")
+        .values_list(
+            "id",
+            "kind",
+            "content",
+            "tags",
+            "label",
+            "supersedes_id",
+            "created_at",
+            "content_sha256",
+            "erased_at",
+            "erased_by",
+            "erase_reason",
+        )
         .iterator(chunk_size=MEMORIES_PER_FETCH)
     )
-    for record_id, kind, content, tags, label, supersedes, created_at in rows:
-        yield {
+    for (
+        record_id,
+        kind,
+        content,
+        tags,
+        label,
+        supersedes,
+        created_at,
+        content_sha256,
+        erased_at,
+        erased_by,
+        erase_reason,
+    ) in rows:
+        line = {
             "type": "memory",
             "id": record_id,
             "kind": kind,
@@ -210,6 +234,14 @@ def _memories(agent: Agent) -> Iterator[dict[str, Any]]:
             "supersedes": supersedes,
             "created_at": stamp(created_at),
         }
+        if erased_at is not None:
+            line.update(
+                content_sha256=content_sha256,
+                erased_at=stamp(erased_at),
+                erased_by=erased_by,
+                erase_reason=erase_reason,
+            )
+        yield line
 
 
 def _promotions(agent: Agent) -> Iterator[dict[str, Any]]:
@@ -303,11 +335,23 @@ def _compositions(agent: Agent) -> Iterator[dict[str, Any]]:
             "memory_ids",
             "created_at",
             "body",
+            "redacted_at",
         )
         .iterator(chunk_size=LARGE_ROWS_PER_FETCH)
     )
-    for digest, prompt_sha256, chars, tokens, sections, entries, ids, created_at, body in rows:
-        yield {
+    for (
+        digest,
+        prompt_sha256,
+        chars,
+        tokens,
+        sections,
+        entries,
+        ids,
+        created_at,
+        body,
+        redacted,
+    ) in rows:
+        line = {
             "type": "composition",
             "digest": digest,
             "prompt_sha256": prompt_sha256,
@@ -317,9 +361,13 @@ def _compositions(agent: Agent) -> Iterator[dict[str, Any]]:
             "entries": entries,
             "memory_ids": ids.split(),
             "created_at": stamp(created_at),
-            # The canonical JSON exactly as it was delivered: its SHA-256 is ``digest``.
+            # The canonical JSON exactly as it was delivered: its SHA-256 is ``digest``
+            # (unless an erasure redacted it since).
             "text": zlib.decompress(bytes(body)).decode("utf-8"),
         }
+        if redacted is not None:
+            line["redacted_at"] = stamp(redacted)
+        yield line
 
 
 def _deliveries(agent: Agent) -> Iterator[dict[str, Any]]:

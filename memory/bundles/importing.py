@@ -301,6 +301,10 @@ class _Import:
                 label=line.label,
                 supersedes_id=line.supersedes,
                 created_at=line.created_at,
+                content_sha256=line.content_sha256 or "",
+                erased_at=line.erased_at,
+                erased_by=line.erased_by,
+                erase_reason=line.erase_reason,
             )
             for _number, line in items
         ]
@@ -411,6 +415,7 @@ class _Import:
                 entries=line.entries,
                 memory_ids=" ".join(line.memory_ids),
                 created_at=line.created_at,
+                redacted_at=line.redacted_at,
             )
             for _number, line in items
         )

@@ -40,7 +40,7 @@ TYPES = ("agent", "revision", "memory", "promotion", "event", "composition", "de
 # checks they are the same).
 ViaName = Literal["api", "admin", "restore", "proposal", "import"]
 PromotionStatusName = Literal[
-    "pending", "approved", "rejected", "revoked", "declined", "superseded"
+    "pending", "approved", "rejected", "revoked", "declined", "superseded", "erased"
 ]
 EventKindName = Literal[
     "saved",
@@ -52,6 +52,7 @@ EventKindName = Literal[
     "rejected",
     "revoked",
     "reopened",
+    "erased",
 ]
 # PositiveIntegerField's range on every backend.
 INT_MAX = 2_147_483_647
@@ -163,6 +164,18 @@ class MemoryLine(_Line):
     label: Label | None
     supersedes: RecordId | None
     created_at: Stamp
+    # An erased memory (SPEC §15) travels as its tombstone: no content, label or tags,
+    # the hash of what it held, who erased it, when and why.
+    content_sha256: Sha256 | None = None
+    erased_at: Stamp | None = None
+    erased_by: ActorLabel = ""
+    erase_reason: StrictStr = ""
+
+    @model_validator(mode="after")
+    def _tombstone_is_empty(self) -> MemoryLine:
+        if self.erased_at is not None and (self.content or self.label or self.tags):
+            raise ValueError("an erased memory carries no content, label or tags")
+        return self
 
 
 class PromotionLine(_Line):
@@ -213,9 +226,18 @@ class CompositionLine(_Line):
     memory_ids: list[RecordId]
     created_at: Stamp
     text: StrictStr
+    # When an erased memory's lines in it were replaced by ``[erased]`` (SPEC §15): the
+    # digest, ``prompt_sha256`` and ``chars`` still describe the prompt as delivered, so
+    # only what redaction keeps is checked against the text (its memories).
+    redacted_at: Stamp | None = None
 
     @model_validator(mode="after")
     def _text_matches(self) -> CompositionLine:
+        if self.redacted_at is not None:
+            problem = composition_problem(self, redacted=True)
+            if problem is not None:
+                raise ValueError(problem)
+            return self
         if sha256_hex(self.text) != self.digest:
             raise ValueError("text does not hash to digest")
         problem = composition_problem(self)
@@ -224,8 +246,9 @@ class CompositionLine(_Line):
         return self
 
 
-def composition_problem(line: CompositionLine) -> str | None:
-    """What in ``line`` disagrees with its composition's text, or None."""
+def composition_problem(line: CompositionLine, *, redacted: bool = False) -> str | None:
+    """What in ``line`` disagrees with its composition's text, or None (``redacted``:
+    only its memories, which redaction keeps)."""
     try:
         sections = json.loads(line.text)["prompt"]["sections"]
         texts = ["".join(f["text"] for f in section["fragments"]) for section in sections]
@@ -238,6 +261,12 @@ def composition_problem(line: CompositionLine) -> str | None:
     except (ValueError, KeyError, TypeError, AttributeError):
         return "text is not a composition"
     prompt = SECTION_SEPARATOR.join(texts)
+    if redacted:
+        return (
+            None
+            if sorted(ids) == line.memory_ids
+            else "memory_ids are not the composition's memories, sorted"
+        )
     if sha256_hex(prompt) != line.prompt_sha256:
         return "prompt_sha256 is not the hash of the composition's prompt"
     if len(prompt) != line.chars:

@@ -24,6 +24,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 
+from lens.actors import Actor
 from lens.agents import get_agent
 from lens.audit import event_data, seal, verify
 from lens.core.errors import DomainError
@@ -31,6 +32,7 @@ from lens.models import Agent, AuditEvent, Membership, Revision, Team, Via
 from memory.bundles.exporting import export_bundle
 from memory.bundles.importing import BundleConflict, import_bundle, verify_bundle
 from memory.core.bundle_format import InvalidBundle
+from memory.erasure import erase_memory
 from memory.core.bundle_lines import TYPES, EventKindName, PromotionStatusName, ViaName
 from memory.models import Delivery, EventKind, MemoryRecord, PromotionStatus
 from tests.api_calls import ApiClient
@@ -119,6 +121,36 @@ def test_an_import_into_another_team_keeps_the_slug_and_the_composition_byte_for
     agent = import_bundle(path, other_team).agent
     assert agent.slug == "wren"
     assert agent_state(agent) == before
+
+
+def test_an_erased_memory_travels_as_its_tombstone_and_its_redacted_deliveries(
+    team: Team, api: ApiClient, reviewer: User, other_team: Team, tmp_path: Path
+) -> None:
+    """An erasure before the export: the bundle holds none of the words, the memory
+    arrives erased (who, when, why, the hash of what it held), and every delivery that
+    held it keeps its ``prompt_sha256`` with ``[erased]`` where its lines were."""
+    ids = bundle_story(team, api, reviewer)
+    wren = get_agent(team, "wren")
+    erase_memory(ids["city"], Actor.for_user(reviewer), "Asked to be forgotten.")
+    before = agent_state(wren)
+    path = tmp_path / "wren.gz"
+    exported(wren, path)
+    text = gzip.decompress(path.read_bytes()).decode()
+    assert "Kraków" not in text
+    assert "[erased]" in text
+    wren.delete()
+    Membership.objects.create(team=other_team, user=reviewer)
+
+    agent = import_bundle(path, other_team).agent
+
+    assert agent_state(agent) == before
+    record = MemoryRecord.objects.get(pk=ids["city"])
+    assert (record.content, record.label, record.tags) == ("", None, [])
+    assert record.erased_at is not None
+    assert record.erase_reason == "Asked to be forgotten."
+    assert len(record.content_sha256) == 64
+    held = Delivery.objects.filter(agent=agent, composition__redacted_at__isnull=False)
+    assert held.exists()
 
 
 def test_the_import_is_one_audit_event_of_the_target_team_and_replays_none(

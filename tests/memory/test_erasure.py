@@ -262,7 +262,7 @@ def test_later_deliveries_compose_without_it(wren: Agent) -> None:
 def test_an_erased_event_and_its_audit_event_hold_no_text(wren: Agent) -> None:
     record_id = secret_memory(wren)
     deliver(wren, SYSTEM)
-    reason = "Marigold asked: ticket 7"
+    reason = "The user asked: ticket 7"
     erase_memory(record_id, ERASER, reason)
     assert event_kinds(record_id)[-1] == EventKind.ERASED
     audit = AuditEvent.objects.get(action="memory.erased")
@@ -274,7 +274,7 @@ def test_an_erased_event_and_its_audit_event_hold_no_text(wren: Agent) -> None:
     )
     assert audit.details == {
         "content_sha256": hashlib.sha256(SECRET.encode()).hexdigest(),
-        "reason_chars": len(reason),
+        "reason": reason,
         "compositions": 1,
         "deliveries": 1,
     }
