@@ -32,8 +32,8 @@ from lens.models import Agent, AuditEvent, Membership, Revision, Team, Via
 from memory.bundles.exporting import export_bundle
 from memory.bundles.importing import BundleConflict, import_bundle, verify_bundle
 from memory.core.bundle_format import InvalidBundle
-from memory.erasure import erase_memory
 from memory.core.bundle_lines import TYPES, EventKindName, PromotionStatusName, ViaName
+from memory.erasure import erase_memory
 from memory.models import Delivery, EventKind, MemoryRecord, PromotionStatus
 from tests.api_calls import ApiClient
 from tests.factories import (

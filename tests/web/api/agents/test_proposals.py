@@ -7,6 +7,7 @@ revision goes stale and never overwrites a newer one.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -55,7 +56,8 @@ def protected(api: ApiClient) -> dict[str, Any]:
     assert answer.status_code == 201
     assert answer.json()["protected"] is True
     assert answer.json()["revision"] == 1
-    return answer.json()
+    body: dict[str, Any] = answer.json()
+    return body
 
 
 def propose(api: ApiClient, **changes: Any) -> dict[str, Any]:
@@ -63,7 +65,8 @@ def propose(api: ApiClient, **changes: Any) -> dict[str, Any]:
     answer = api.put("/api/agents/wren", config(protected=True, **changes))
     assert answer.status_code == 202, answer.content
     assert state() == before  # nothing applied
-    return answer.json()
+    body: dict[str, Any] = answer.json()
+    return body
 
 
 def test_an_agent_is_unprotected_unless_declared(api: ApiClient) -> None:
@@ -262,10 +265,11 @@ def test_a_decided_proposal_is_decided_once(
     made = propose(api, persona="x")["proposal_id"]
     publish_proposal(team, made, Actor.for_user(rhea))
     after = state()
-    for decide in (
+    attempts: list[Callable[[], object]] = [
         lambda: publish_proposal(team, made, Actor.for_user(member)),
         lambda: reject_proposal(team, made, Actor.for_user(member)),
-    ):
+    ]
+    for decide in attempts:
         with pytest.raises(ProposalDecided) as raised:
             decide()
         assert raised.value.details == {"status": "published"}
