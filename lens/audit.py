@@ -102,24 +102,55 @@ def canonical(data: Mapping[str, Any]) -> str:
         return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
 
 
+def _shape(
+    seq: int,
+    at: str,
+    actor: str,
+    action: str,
+    object_type: str,
+    object_id: str,
+    agent: str | None,
+    details: Mapping[str, Any],
+    prev_sha256: str,
+) -> dict[str, Any]:
+    """An event as the API answers it and its hash covers it (without ``sha256``): the
+    one definition both the writer and the readers use."""
+    return {
+        "seq": seq,
+        "at": at,
+        "actor": actor,
+        "action": action,
+        "object": {"type": object_type, "id": object_id},
+        "agent": agent,
+        "details": details,
+        "prev_sha256": prev_sha256,
+    }
+
+
 def event_data(row: AuditEvent) -> dict[str, Any]:
     """The event as the API answers it, ``sha256`` included."""
-    return {
-        "seq": row.seq,
-        "at": stamp(row.at),
-        "actor": row.actor,
-        "action": row.action,
-        "object": {"type": row.object_type, "id": row.object_id},
-        "agent": row.agent,
-        "details": row.details,
-        "prev_sha256": row.prev_sha256,
-        "sha256": row.sha256,
-    }
+    data = _shape(
+        row.seq,
+        stamp(row.at),
+        row.actor,
+        row.action,
+        row.object_type,
+        row.object_id,
+        row.agent,
+        row.details,
+        row.prev_sha256,
+    )
+    data["sha256"] = row.sha256
+    return data
 
 
 def seal(data: Mapping[str, Any]) -> str:
     """The hash of an event: of its canonical JSON without ``sha256``."""
     unsealed = {name: value for name, value in data.items() if name != "sha256"}
+    return _hash(unsealed)
+
+
+def _hash(unsealed: Mapping[str, Any]) -> str:
     return hashlib.sha256(canonical(unsealed).encode()).hexdigest()
 
 
@@ -188,17 +219,19 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
             who = (entry.actor or label)[:200]
             ident = entry.object_id[:300]
             details = dict(entry.details)
-            data = {
-                "seq": seq,
-                "at": when,
-                "actor": who,
-                "action": entry.action,
-                "object": {"type": entry.object_type, "id": ident},
-                "agent": entry.agent,
-                "details": details,
-                "prev_sha256": prev,
-            }
-            sha = hashlib.sha256(canonical(data).encode()).hexdigest()
+            sha = _hash(
+                _shape(
+                    seq,
+                    when,
+                    who,
+                    entry.action,
+                    entry.object_type,
+                    ident,
+                    entry.agent,
+                    details,
+                    prev,
+                )
+            )
             params += [team_id, seq, stored_at, who, entry.action, entry.object_type, ident]
             params += [entry.agent, canonical(details), prev, sha]
             prev = sha

@@ -109,14 +109,17 @@ class Changing:
         return Recorded(proposal=propose(agent, actor, via, config))
 
 
-def start_change(agent: Agent | None) -> Changing:
+def start_change(agent: Agent | None, *, locked: bool = False) -> Changing:
     """Begin a change of ``agent``'s declarations (None: an agent being created, which
     takes effect at once) in the caller's transaction. Locks the agent's row, as every
-    writer of its declarations does, so its protection cannot change meanwhile."""
+    writer of its declarations does, so its protection cannot change meanwhile;
+    ``locked``: the caller read ``agent`` FOR UPDATE in this transaction already."""
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("a change of declarations runs in a transaction")
     if agent is None or agent.pk is None:
         return Changing(protected=False)
+    if locked:
+        return Changing(protected=agent.protected)
     row = Agent.objects.select_for_update().only("pk", "protected").get(pk=agent.pk)
     return Changing(protected=row.protected)
 

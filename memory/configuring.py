@@ -89,7 +89,7 @@ def store_config(
         current = current_number(existing) if existing is not None else 0
         if current != if_revision:
             raise RevisionConflict(if_revision, current)
-    changing = start_change(existing)
+    changing = start_change(existing, locked=True)
     agent, created = write_config(team, slug, config)
     if if_revision == 0 and not created:
         # Another creator committed the agent while this one waited for its row: the
