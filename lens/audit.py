@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -36,6 +36,20 @@ from lens.actors import Actor
 from lens.models import Agent, AuditEvent, AuditHead, AuditPurge, Team
 
 GENESIS = "0" * 64
+
+# Called with a team's id and its events just appended (each as the API answers it), in
+# the appending transaction: how events leave the product (``webhooks.outbox``) without
+# the base layer knowing of it.
+Listener = Callable[[int, list[dict[str, Any]]], None]
+_listeners: list[Listener] = []
+
+
+def listen(listener: Listener) -> None:
+    """Have ``listener`` called after every append (once, however often it is asked)."""
+    if listener not in _listeners:
+        _listeners.append(listener)
+
+
 # Every action an event can name (SPEC §15).
 ACTIONS = frozenset(
     {
@@ -67,6 +81,8 @@ ACTIONS = frozenset(
         "member.removed",
         "webhook.created",
         "webhook.deleted",
+        # A webhook's signing secret replaced (the old one signs too for a day).
+        "webhook.rotated",
     }
 )
 # Events read at a time when the whole log is checked: memory stays flat however long.
@@ -215,41 +231,42 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
         at = timezone.now()
         when, stored_at = stamp(at), connection.ops.adapt_datetimefield_value(at)
         params: list[Any] = []
+        appended: list[dict[str, Any]] = []
         for seq, entry in enumerate(entries, start=last - count + 1):
             who = (entry.actor or label)[:200]
             ident = entry.object_id[:300]
             details = dict(entry.details)
-            sha = _hash(
-                _shape(
-                    seq,
-                    when,
-                    who,
-                    entry.action,
-                    entry.object_type,
-                    ident,
-                    entry.agent,
-                    details,
-                    prev,
-                )
+            shaped = _shape(
+                seq, when, who, entry.action, entry.object_type, ident, entry.agent, details, prev
             )
+            sha = _hash(shaped)
             params += [team_id, seq, stored_at, who, entry.action, entry.object_type, ident]
             params += [entry.agent, canonical(details), prev, sha]
+            if _listeners:
+                shaped["sha256"] = sha
+                appended.append(shaped)
             prev = sha
-        per_row = 11
-        for start in range(0, count, _ROWS_PER_INSERT):
-            chunk = params[start * per_row : (start + _ROWS_PER_INSERT) * per_row]
-            rows = len(chunk) // per_row
-            last_chunk = start + _ROWS_PER_INSERT >= count
-            if last_chunk and connection.vendor == "postgresql":
-                # The insert and the head's new hash, one round trip.
-                cursor.execute(
-                    f"WITH added AS ({_insert('postgresql', rows)} RETURNING 1) "
-                    f"UPDATE {_HEAD} SET sha256 = %s WHERE team_id = %s",
-                    [*chunk, prev, team_id],
-                )
-                return
-            cursor.execute(_insert(connection.vendor, rows), chunk)
-        cursor.execute(_SET_HEAD, [prev, team_id])
+        _write(cursor, team_id, params, count, prev)
+    for listener in _listeners:
+        listener(team_id, appended)
+
+
+def _write(cursor: Any, team_id: int, params: list[Any], count: int, head: str) -> None:
+    per_row = 11
+    for start in range(0, count, _ROWS_PER_INSERT):
+        chunk = params[start * per_row : (start + _ROWS_PER_INSERT) * per_row]
+        rows = len(chunk) // per_row
+        last_chunk = start + _ROWS_PER_INSERT >= count
+        if last_chunk and connection.vendor == "postgresql":
+            # The insert and the head's new hash, one round trip.
+            cursor.execute(
+                f"WITH added AS ({_insert('postgresql', rows)} RETURNING 1) "
+                f"UPDATE {_HEAD} SET sha256 = %s WHERE team_id = %s",
+                [*chunk, head, team_id],
+            )
+            return
+        cursor.execute(_insert(connection.vendor, rows), chunk)
+    cursor.execute(_SET_HEAD, [head, team_id])
 
 
 def append_one(team_id: int, actor: Actor | str, entry: Entry) -> None:

@@ -52,6 +52,11 @@ INSTALLED_APPS = [
     "lens",
     "memory",
     "kvstore",
+    # The webhook sender's task engine: django-tasks with its database backend, whose
+    # tasks wait in the app's own database (no extra service; SKIP LOCKED on PostgreSQL).
+    "django_tasks",
+    "django_tasks_db",
+    "webhooks",
     "lens.web",  # every page, API router, admin class, MCP tool and command
 ]
 
@@ -251,3 +256,12 @@ LOGGING = {
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
+
+# Webhooks (SPEC §16, docs/webhooks.md). Their tasks run on `python manage.py worker`.
+TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
+# http:// URLs, and hosts on loopback, private, link-local or reserved addresses, are
+# refused unless these are set: for development and tests, never in production.
+WEBHOOKS_ALLOW_HTTP = env_bool("WEBHOOKS_ALLOW_HTTP", default=False)
+WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", default=False)
+# Seconds a receiver has to answer (SPEC §16: a 2xx within 10 s is success).
+WEBHOOKS_TIMEOUT = env_int("WEBHOOKS_TIMEOUT", 10, minimum=1)

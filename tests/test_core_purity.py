@@ -1,6 +1,7 @@
 """The pure cores import nothing from Django (SPEC §2: pure core, thin shell).
 
-Every module under ``lens/core``, ``memory/core`` and ``kvstore/core`` is covered: a new
+Every module under ``lens/core``, ``memory/core``, ``kvstore/core`` and ``webhooks/core``
+is covered: a new
 pure module is checked as soon as it exists.
 """
 
@@ -13,7 +14,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-CORES = [ROOT / package / "core" for package in ("lens", "memory", "kvstore")]
+CORES = [ROOT / package / "core" for package in ("lens", "memory", "kvstore", "webhooks")]
 CORE_MODULES = {
     "lens.core": {
         "background",
@@ -43,6 +44,7 @@ CORE_MODULES = {
         "tokens",
     },
     "kvstore.core": {"keys"},
+    "webhooks.core": {"addresses", "schedule", "signing", "topics"},
 }
 
 
@@ -110,15 +112,18 @@ def test_core_sources_do_not_mention_django_on_any_import_line() -> None:
 
 
 # Pure libraries a core may use: schemas, the token counter's encoder, ICU's confusable
-# skeletons (UTS #39), and orjson's JSON writer (a revision's indented config).
-THIRD_PARTY = frozenset({"__future__", "pydantic", "tiktoken", "regex", "icu", "orjson"})
+# skeletons (UTS #39), orjson's JSON writer (a revision's indented config), and the
+# Standard Webhooks signer (pure HMAC over the message).
+THIRD_PARTY = frozenset(
+    {"__future__", "pydantic", "tiktoken", "regex", "icu", "orjson", "standardwebhooks"}
+)
 
 
 def test_cores_import_only_the_stdlib_pydantic_and_cores() -> None:
     for path in core_sources():
         for name in imported_modules(path.read_text()):
             top = name.split(".")[0]
-            if top in {"lens", "memory", "kvstore"}:
+            if top in {"lens", "memory", "kvstore", "webhooks"}:
                 assert name.split(".")[1:2] == ["core"], f"{path.name} imports {name}"
             else:
                 assert top in sys.stdlib_module_names or top in THIRD_PARTY, (

@@ -1,10 +1,12 @@
 """Imports point inward only (SPEC §2, docs/architecture.md), read from the folders alone:
 
-    lens/web  →  memory, kvstore  →  lens (the base)  →  */core (pure)
+    lens/web  →  webhooks  →  memory, kvstore  →  lens (the base)  →  */core (pure)
 
 - ``lens/web/`` is the outer layer: nothing outside it imports it.
 - ``memory/`` and ``kvstore/`` import their own package, ``lens``'s base and the cores
   (``lens/core`` and their own), never each other.
+- ``webhooks/`` (events out) sits above them: it may import ``memory`` (it composes
+  prompts for ``prompt.changed``), ``lens`` and the cores; only ``lens/web`` imports it.
 - ``lens/`` outside ``web/`` and ``core/`` is the base: it imports itself and ``lens/core``.
 - A core imports only cores: ``lens/core``, and its own package's.
 
@@ -22,7 +24,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("lens", "memory", "kvstore")
+PACKAGES = ("lens", "memory", "kvstore", "webhooks")
 
 # What each layer may import. A core's layer names its package: ``core:memory``.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -32,8 +34,22 @@ ALLOWED: dict[str, frozenset[str]] = {
     "lens": frozenset({"lens", "core:lens"}),
     "memory": frozenset({"memory", "lens", "core:lens", "core:memory"}),
     "kvstore": frozenset({"kvstore", "lens", "core:lens", "core:kvstore"}),
+    "core:webhooks": frozenset({"core:lens", "core:webhooks"}),
+    "webhooks": frozenset(
+        {"webhooks", "memory", "lens", "core:lens", "core:memory", "core:webhooks"}
+    ),
     "web": frozenset(
-        {"web", "memory", "kvstore", "lens", "core:lens", "core:memory", "core:kvstore"}
+        {
+            "web",
+            "webhooks",
+            "memory",
+            "kvstore",
+            "lens",
+            "core:lens",
+            "core:memory",
+            "core:kvstore",
+            "core:webhooks",
+        }
     ),
 }
 

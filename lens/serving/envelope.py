@@ -64,6 +64,10 @@ STATUS_BY_CODE: dict[str, int] = {
     "undo_changed": 409,
     "address_taken": 409,
     "deliveries_busy": 503,
+    "webhook_not_found": 404,
+    "webhook_message_not_found": 404,
+    "webhook_url_refused": 422,
+    "too_many_webhooks": 409,
     # Bundles (SPEC §15): a file that does not read, and one this instance cannot take.
     "invalid_bundle": 422,
     "bundle_conflict": 409,

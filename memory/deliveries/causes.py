@@ -48,8 +48,21 @@ def causes_between(before: Delivery | None, after: Delivery) -> Causes:
     if before is not None and before.delivered_at > after.delivered_at:
         before, after = after, before
     since = None if before is None else before.delivered_at
-    revisions = _revision_rows(before, after)
-    events = _event_rows(after.agent_id, since, after.delivered_at)
+    return _listed(_revision_rows(before, after), _event_rows(after.agent_id, since, after.delivered_at))
+
+
+def causes_since(
+    agent_id: int, revisions: tuple[int, int], since: datetime, until: datetime
+) -> Causes:
+    """The causes of a change of ``agent_id``'s prompt seen after the fact (a
+    ``prompt.changed`` event): the revisions numbered in ``(low, high]`` and the memory
+    events timed in ``(since, until]``."""
+    low, high = revisions
+    rows = Revision.objects.filter(agent_id=agent_id, number__gt=low, number__lte=high)
+    return _listed(rows, _event_rows(agent_id, since, until))
+
+
+def _listed(revisions: QuerySet[Revision], events: QuerySet[MemoryEvent]) -> Causes:
     listed = sorted(_revisions(revisions) + _events(events), key=lambda item: (item[0], item[1]))
     total = revisions.count() + events.values("id")[:COUNTED_MAX].count()
     return Causes(items=[item[2] for item in listed[:CAUSES_MAX]], total=total)

@@ -20,6 +20,7 @@ from lens.web.api.proposal_routes import agent_proposals
 from lens.web.api.proposal_routes import proposals as proposals_router
 from lens.web.api.rendering import ApiRenderer
 from lens.web.api.revision_routes import router as revision_router
+from lens.web.api.webhook_routes import router as webhook_router
 
 api = NinjaAPI(
     title="Composition Lens API",
@@ -47,3 +48,4 @@ api.add_router("/agents", bundle_router)
 api.add_router("/proposals", proposals_router)
 api.add_router("/deliveries", deliveries_router)
 api.add_router("/audit", audit_router)
+api.add_router("/webhooks", webhook_router)

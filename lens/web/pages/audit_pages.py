@@ -47,6 +47,7 @@ ACTION_WORDS = {
     "member.removed": "Member removed",
     "webhook.created": "Webhook created",
     "webhook.deleted": "Webhook deleted",
+    "webhook.rotated": "Webhook secret rotated",
 }
 # A filter value longer than any real one names nothing: it is not sent to the database.
 _FILTER_MAX = 300

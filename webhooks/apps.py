@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class WebhooksConfig(AppConfig):
+    name = "webhooks"
+    verbose_name = "Webhooks"
+
+    def ready(self) -> None:
+        # Every audit append also queues the messages of the team's endpoints, in the
+        # same transaction (the base layer knows listeners, not webhooks).
+        from lens.audit import listen
+        from webhooks.outbox import queue_events
+
+        listen(queue_events)

@@ -1,0 +1,1 @@
+"""The pure half of webhooks: retry schedule, address rules, signing, event matching."""

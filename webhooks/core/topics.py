@@ -1,0 +1,58 @@
+"""Which events an endpoint receives, and the events derived from audit events.
+
+Every audit action is an event type (SPEC §15's list), and two more: ``approval.pending``
+(a memory or a proposal starts waiting for a reviewer) and ``prompt.changed`` (an agent's
+composed prompt differs from what it composed before).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any
+
+APPROVAL_PENDING = "approval.pending"
+PROMPT_CHANGED = "prompt.changed"
+DERIVED = (APPROVAL_PENDING, PROMPT_CHANGED)
+EVERYTHING = "*"
+
+# The audit actions after which an agent's composed prompt may differ.
+RECOMPOSING = frozenset(
+    {
+        "agent.revised",
+        "memory.saved",
+        "memory.approved",
+        "memory.rejected",
+        "memory.revoked",
+        "memory.reopened",
+        "memory.superseded",
+        "memory.erased",
+    }
+)
+
+
+def wants(subscribed: Collection[str], event_type: str) -> bool:
+    return EVERYTHING in subscribed or event_type in subscribed
+
+
+def starts_waiting(event: Mapping[str, Any]) -> bool:
+    """Whether an audit event puts something in the approval queue: a proposal made, a
+    save that waits for review, a decision reopened."""
+    action = event["action"]
+    if action in ("proposal.created", "memory.reopened"):
+        return True
+    outcome: object = event["details"].get("outcome")
+    return action == "memory.saved" and outcome == "queued"
+
+
+def recomposed_agents(events: Iterable[Mapping[str, Any]]) -> list[str]:
+    """The agents (slugs, in first-named order) whose prompt the events may change."""
+    seen: dict[str, None] = {}
+    for event in events:
+        if event["action"] in RECOMPOSING and event["agent"]:
+            seen.setdefault(event["agent"], None)
+    return list(seen)
+
+
+def unknown_types(requested: Iterable[str], known: Collection[str]) -> list[str]:
+    """The requested event types that are neither known nor ``*``, in order."""
+    return [name for name in requested if name != EVERYTHING and name not in known]

@@ -1,0 +1,110 @@
+"""Webhook endpoints, the messages waiting to be sent to them, and every try."""
+
+from __future__ import annotations
+
+from django.db import models
+
+
+class Endpoint(models.Model):
+    """Where a team's events go. The secret signs them; it is shown once, when the
+    endpoint is made or its secret rotated, and never again."""
+
+    team = models.ForeignKey("lens.Team", on_delete=models.CASCADE, related_name="webhooks")
+    url = models.CharField(max_length=2000)
+    events = models.JSONField(default=list, help_text='Event types, or ["*"] for all')
+    description = models.CharField(max_length=500, blank=True)
+    secret = models.CharField(max_length=100, editable=False)
+    # The secret before the last rotation signs too until this time, so receivers can
+    # switch without losing a message.
+    previous_secret = models.CharField(max_length=100, blank=True, editable=False)
+    previous_until = models.DateTimeField(null=True, blank=True, editable=False)
+    created_by = models.CharField(max_length=200, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Set when a message was given up after three days of failed tries; cleared by the
+    # next success.
+    failing_since = models.DateTimeField(null=True, blank=True)
+    # Failed tries since the last success: the page warns before the endpoint fails.
+    failures_in_a_row = models.PositiveIntegerField(default=0)
+    last_success_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self) -> str:
+        return self.url
+
+    @property
+    def failing(self) -> bool:
+        return self.failing_since is not None
+
+
+class Dispatch(models.Model):
+    """One message for one endpoint: the outbox row, written in the transaction of the
+    change it tells of. Every try of it carries the same ``message_id`` (the
+    ``webhook-id`` header), so a receiver can drop a repeat."""
+
+    class State(models.TextChoices):
+        PENDING = "pending"
+        SUCCEEDED = "succeeded"
+        FAILED = "failed"  # given up after three days of tries
+
+    team = models.ForeignKey("lens.Team", on_delete=models.CASCADE, related_name="+")
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="dispatches")
+    message_id = models.CharField(max_length=40)
+    event_type = models.CharField(max_length=40)
+    body = models.TextField()
+    created_at = models.DateTimeField()
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    tries = models.PositiveIntegerField(default=0)
+    next_try_at = models.DateTimeField()
+    # While a worker sends it: no other worker takes it before this time (a worker killed
+    # mid-send leaves it; once past, the message is taken again).
+    lease_until = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["endpoint", "-id"], name="webhook_dispatch_recent"),
+            models.Index(
+                fields=["next_try_at"],
+                name="webhook_dispatch_waiting",
+                condition=models.Q(state="pending"),
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.event_type} {self.message_id} → {self.endpoint_id}"
+
+
+class Attempt(models.Model):
+    """One try of a dispatch: what the receiver answered, how long it took, or what
+    went wrong before it could answer."""
+
+    dispatch = models.ForeignKey(Dispatch, on_delete=models.CASCADE, related_name="attempts")
+    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="attempts")
+    at = models.DateTimeField()
+    status_code = models.PositiveSmallIntegerField(null=True, blank=True)
+    duration_ms = models.PositiveIntegerField(default=0)
+    error = models.CharField(max_length=300, blank=True)
+    ok = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["endpoint", "-id"], name="webhook_attempt_recent")]
+
+    def __str__(self) -> str:
+        return (
+            f"{self.dispatch_id} at {self.at:%Y-%m-%d %H:%M:%S}: {self.status_code or self.error}"
+        )
+
+
+class PromptMark(models.Model):
+    """The last composed prompt of an agent that ``prompt.changed`` compared against:
+    its hash, the revision and the time it was composed at."""
+
+    agent = models.OneToOneField("lens.Agent", on_delete=models.CASCADE, related_name="+")
+    prompt_sha256 = models.CharField(max_length=64)
+    revision = models.PositiveIntegerField(default=0)
+    at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}: {self.prompt_sha256[:12]}"

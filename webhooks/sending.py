@@ -1,0 +1,122 @@
+"""Sending dispatches: claim, post, record — the body of the ``send`` task.
+
+A dispatch is claimed by one conditional UPDATE (pending, due, and not leased to a
+worker still within its lease), so of several workers holding tasks for the same
+dispatch exactly one sends it per try. The lease outlasts the send's deadline: a worker
+killed mid-send leaves its lease, which runs out, and the message is sent again (the
+same ``webhook-id``: delivery is at least once).
+
+The outcome is recorded in one transaction: the try, the dispatch's next state, the
+endpoint's health and, when it failed, the task of its next try (SPEC §16's schedule).
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from webhooks import tasks
+from webhooks.core.schedule import next_try
+from webhooks.core.signing import headers
+from webhooks.models import Attempt, Dispatch, Endpoint
+from webhooks.posting import Outcome, post
+
+# How much longer than a send's deadline its lease lasts.
+LEASE_MARGIN = timedelta(seconds=5)
+
+
+@dataclass(frozen=True)
+class Claimed:
+    dispatch: Dispatch
+    endpoint: Endpoint
+
+
+def send_due(dispatch_ids: list[int]) -> int:
+    """Send every due, unclaimed dispatch among ``dispatch_ids``; answers how many."""
+    sent = 0
+    for pk in dispatch_ids:
+        claimed = claim(pk, timezone.now())
+        if claimed is None:
+            continue
+        outcome = attempt(claimed)
+        record(claimed, outcome, timezone.now(), random.uniform(-1, 1))  # noqa: S311
+        sent += 1
+    return sent
+
+
+def lease() -> timedelta:
+    return timedelta(seconds=settings.WEBHOOKS_TIMEOUT) + LEASE_MARGIN
+
+
+def claim(pk: int, now: datetime) -> Claimed | None:
+    """Take dispatch ``pk`` for one try, or None when it is not due, done, or another
+    worker holds it."""
+    taken = (
+        Dispatch.objects.filter(pk=pk, state=Dispatch.State.PENDING, next_try_at__lte=now)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now))
+        .update(lease_until=now + lease(), tries=F("tries") + 1)
+    )
+    if not taken:
+        return None
+    dispatch = Dispatch.objects.select_related("endpoint").get(pk=pk)
+    return Claimed(dispatch, dispatch.endpoint)
+
+
+def secrets_of(endpoint: Endpoint, now: datetime) -> list[str]:
+    """The secrets a message is signed with now: the current one, and the one before a
+    rotation while its grace period lasts."""
+    keys = [endpoint.secret]
+    if endpoint.previous_secret and endpoint.previous_until and endpoint.previous_until > now:
+        keys.append(endpoint.previous_secret)
+    return keys
+
+
+def attempt(claimed: Claimed) -> Outcome:
+    dispatch, endpoint = claimed.dispatch, claimed.endpoint
+    now = timezone.now()
+    signed = headers(dispatch.message_id, now, dispatch.body, secrets_of(endpoint, now))
+    return post(
+        endpoint.url,
+        signed,
+        dispatch.body.encode(),
+        timeout=float(settings.WEBHOOKS_TIMEOUT),
+        allow_http=settings.WEBHOOKS_ALLOW_HTTP,
+        allow_private=settings.WEBHOOKS_ALLOW_PRIVATE,
+    )
+
+
+def record(claimed: Claimed, outcome: Outcome, now: datetime, spread: float) -> None:
+    dispatch, endpoint = claimed.dispatch, claimed.endpoint
+    with transaction.atomic():
+        Attempt.objects.create(
+            dispatch=dispatch,
+            endpoint=endpoint,
+            at=now - timedelta(milliseconds=outcome.duration_ms),
+            status_code=outcome.status,
+            duration_ms=outcome.duration_ms,
+            error=outcome.error,
+            ok=outcome.ok,
+        )
+        endpoints = Endpoint.objects.filter(pk=endpoint.pk)
+        if outcome.ok:
+            Dispatch.objects.filter(pk=dispatch.pk).update(
+                state=Dispatch.State.SUCCEEDED, lease_until=None, finished_at=now
+            )
+            endpoints.update(failing_since=None, failures_in_a_row=0, last_success_at=now)
+            return
+        endpoints.update(failures_in_a_row=F("failures_in_a_row") + 1)
+        when = next_try(dispatch.created_at, now, dispatch.tries, spread)
+        if when is None:
+            Dispatch.objects.filter(pk=dispatch.pk).update(
+                state=Dispatch.State.FAILED, lease_until=None, finished_at=now
+            )
+            endpoints.filter(failing_since__isnull=True).update(failing_since=now)
+            return
+        Dispatch.objects.filter(pk=dispatch.pk).update(next_try_at=when, lease_until=None)
+        tasks.send.using(run_after=when).enqueue([dispatch.pk])

@@ -1,0 +1,86 @@
+"""What no task will send, queued again; and what is done, cleared away.
+
+A dispatch's task can be lost to a worker killed mid-send (the engine leaves that task
+running for ever) or to a crash between enqueueing and committing a retry. The sweep
+finds pending dispatches whose time has passed by more than a minute and that no worker
+holds, and gives them new tasks; a worker starting sweeps at once, with no minute's
+grace. Sending twice is harmless: of two tasks for one dispatch, one claims each try.
+
+The sweep is itself a task that enqueues its successor a minute on, so it runs while
+any worker runs, with no loop of our own. Each run does bounded work.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from django.db.models import Q
+from django.utils import timezone
+from django_tasks import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
+
+from webhooks import tasks
+from webhooks.models import Attempt, Dispatch
+from webhooks.outbox import PER_TASK
+
+EVERY = timedelta(minutes=1)
+GRACE = timedelta(minutes=1)
+# At most this many dispatches are queued again, and rows cleared, per sweep.
+BATCH = 2000
+# Finished task rows and dispatches are kept this long (the attempts page shows the
+# recent ones; the audit log keeps the events themselves).
+KEEP_TASKS = timedelta(days=1)
+KEEP_DISPATCHES = timedelta(days=30)
+_TASK_PATHS = [tasks.send.module_path, tasks.check_prompt.module_path, tasks.sweep.module_path]
+
+
+def requeue(now: datetime, grace: timedelta) -> int:
+    """Give a task to every pending dispatch due before ``now - grace`` that no worker
+    holds; answers how many (at most ``BATCH``)."""
+    stranded = list(
+        Dispatch.objects.filter(state=Dispatch.State.PENDING, next_try_at__lte=now - grace)
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now))
+        .order_by("next_try_at")
+        .values_list("pk", flat=True)[:BATCH]
+    )
+    for start in range(0, len(stranded), PER_TASK):
+        tasks.send.enqueue(stranded[start : start + PER_TASK])
+    return len(stranded)
+
+
+def clear(now: datetime) -> None:
+    """Remove finished task rows after a day, and finished dispatches (with their
+    attempts) after thirty days: bounded deletes, so the tables stay small."""
+    done = DBTaskResult.objects.filter(task_path__in=_TASK_PATHS).filter(
+        Q(finished_at__lt=now - KEEP_TASKS)
+        # A task its worker was killed in never finishes: its dispatch was queued again.
+        | Q(status=TaskResultStatus.RUNNING, started_at__lt=now - KEEP_TASKS)
+    )
+    DBTaskResult.objects.filter(pk__in=list(done.values_list("pk", flat=True)[:BATCH])).delete()
+    old = Dispatch.objects.exclude(state=Dispatch.State.PENDING).filter(
+        finished_at__lt=now - KEEP_DISPATCHES
+    )
+    ids = list(old.values_list("pk", flat=True)[:BATCH])
+    Attempt.objects.filter(dispatch_id__in=ids).delete()
+    Dispatch.objects.filter(pk__in=ids).delete()
+
+
+def sweep_and_return() -> int:
+    now = timezone.now()
+    queued = requeue(now, GRACE)
+    clear(now)
+    tasks.sweep.using(run_after=now + EVERY).enqueue()
+    return queued
+
+
+def start_sweeping() -> int:
+    """At a worker's start: queue again everything stranded, at once, and start the
+    sweep unless one is already waiting."""
+    now = timezone.now()
+    queued = requeue(now, timedelta(0))
+    waiting = DBTaskResult.objects.filter(
+        task_path=tasks.sweep.module_path, status=TaskResultStatus.READY
+    )
+    if not waiting.exists():
+        tasks.sweep.enqueue()
+    return queued

@@ -1,0 +1,109 @@
+"""``prompt.changed`` (SPEC §16): after a change that may recompose an agent, the worker
+composes it and compares with the last composition it saw (``PromptMark``). When the
+prompt differs, every endpoint that wants the event gets ``{"agent", "from_sha256",
+"to_sha256", "causes"}``, the causes being the revisions and memory events since the
+mark, as a delivery diff lists them (SPEC §14).
+
+This runs in the worker, after the commit, so a change never waits for a composition.
+Changes that land close together may be told as one event with all their causes; a
+change that leaves the prompt as it was is told by no event.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from datetime import datetime
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from lens.agents import with_config
+from lens.audit import stamp
+from lens.models import Agent
+from lens.revisions import current_number
+from memory.as_of import compose_as_of, revision_at
+from memory.composition import compose
+from memory.deliveries.causes import causes_since
+from webhooks.core.topics import PROMPT_CHANGED, wants
+from webhooks.models import Endpoint, PromptMark
+from webhooks.outbox import dispatches, endpoints_of, queue
+
+
+def prompt_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def check(team_id: int, slug: str) -> bool:
+    """Compare ``slug``'s prompt with its mark; queue ``prompt.changed`` when it differs."""
+    agent = with_config(Agent.objects.filter(team_id=team_id, slug=slug)).first()
+    if agent is None:  # deleted since: its deletion is its own event
+        return False
+    with transaction.atomic():
+        mark = _locked_mark(agent)
+        if mark is None:  # no endpoint wants the event any more
+            return False
+        now = timezone.now()
+        revision = current_number(agent)
+        current = prompt_sha256(compose(agent).prompt.text)
+        changed = current != mark.prompt_sha256
+        if changed:
+            _queue(agent, mark, current, revision, now)
+        PromptMark.objects.filter(pk=mark.pk).update(
+            prompt_sha256=current, revision=revision, at=now
+        )
+    return changed
+
+
+def _locked_mark(agent: Agent) -> PromptMark | None:
+    """The agent's mark, locked for this check (one checker per agent at a time). The
+    first is the prompt as it stood when the team's first endpoint to want
+    ``prompt.changed`` was made (or the agent, if later): exact, however late the check
+    runs, since a composition can be recomposed as of any moment (SPEC §14)."""
+    found = PromptMark.objects.select_for_update().filter(agent=agent).first()
+    if found is not None:
+        return found
+    # A team keeps at most ``ENDPOINTS_MAX`` endpoints: read them all.
+    made = Endpoint.objects.filter(team_id=agent.team_id).values_list("created_at", "events")
+    since = [at for at, subscribed in made if wants(subscribed, PROMPT_CHANGED)]
+    if not since:
+        return None
+    moment = max(min(since), agent.created_at)
+    PromptMark.objects.bulk_create(
+        [
+            PromptMark(
+                agent=agent,
+                prompt_sha256=prompt_sha256(compose_as_of(agent, moment).prompt.text),
+                revision=_revision_at(agent, moment),
+                at=moment,
+            )
+        ],
+        ignore_conflicts=True,
+    )
+    return PromptMark.objects.select_for_update().get(agent=agent)
+
+
+def _revision_at(agent: Agent, moment: datetime) -> int:
+    found = revision_at(agent, moment)
+    return found.number if found is not None else 0
+
+
+def _queue(agent: Agent, mark: PromptMark, current: str, revision: int, now: datetime) -> None:
+    endpoints = endpoints_of(agent.team_id)
+    if not any(wants(subscribed, PROMPT_CHANGED) for _pk, subscribed in endpoints):
+        return
+    causes = causes_since(agent.pk, (mark.revision, revision), mark.at, now)
+    data: dict[str, Any] = {
+        "agent": agent.slug,
+        "from_sha256": mark.prompt_sha256,
+        "to_sha256": current,
+        "causes": [_stamped(item) for item in causes.items],
+        "causes_total": causes.total,
+    }
+    queue(dispatches(agent.team_id, endpoints, PROMPT_CHANGED, stamp(now), data, now))
+
+
+def _stamped(item: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: stamp(value) if isinstance(value, datetime) else value for key, value in item.items()
+    }
