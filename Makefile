@@ -39,7 +39,8 @@ run: $(STAMP)
 	$(BIN)/python manage.py migrate --no-input -v0
 	HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py seed_demo
 	@echo "Serving on http://$(HOST):$(PORT)/ (Ctrl-C to stop; code changes reload)"
-	HOST=$(HOST) PORT=$(PORT) exec $(BIN)/python -m lens.serving.server --dev
+	$(BIN)/python manage.py worker --reload -v0 & trap 'kill $$! 2>/dev/null' EXIT; \
+	HOST=$(HOST) PORT=$(PORT) $(BIN)/python -m lens.serving.server --dev
 
 # Production: Granian (lens/serving/server.py) with DEBUG off; static files hashed,
 # compressed and served by WhiteNoise. On PostgreSQL each process keeps a connection pool
@@ -51,7 +52,8 @@ serve: $(STAMP)
 	@test -n "$$ALLOWED_HOSTS" || { echo "make serve: set ALLOWED_HOSTS (comma-separated host names this server answers to)"; exit 1; }
 	$(BIN)/python manage.py migrate --no-input -v1
 	$(BIN)/python manage.py collectstatic --no-input -v0
-	HOST=$(HOST) PORT=$(PORT) exec $(BIN)/python -m lens.serving.server
+	$(BIN)/python manage.py worker -v0 & trap 'kill $$! 2>/dev/null' EXIT; \
+	HOST=$(HOST) PORT=$(PORT) $(BIN)/python -m lens.serving.server
 
 chromium:
 	@if [ ! -x "$(CHROMIUM)" ]; then \

@@ -17,6 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
 
 ROOT = Path(__file__).resolve().parents[1]  # tests/ -> the project
 
@@ -195,3 +199,34 @@ def serving(env: dict[str, str], log: Path, target: str = "serve") -> Iterator[S
         yield server
     finally:
         server.stop()
+
+
+# --- scratch databases ---------------------------------------------------------------
+
+SESSION_DATABASE_URL = os.environ.get("DATABASE_URL", "")
+ON_POSTGRESQL = SESSION_DATABASE_URL.startswith("postgres")
+
+
+def with_database(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+@contextmanager
+def scratch_database(tmp_path: Path, label: str) -> Iterator[str]:
+    """The URL of a new, empty database of the session's backend (a file under
+    ``tmp_path`` on SQLite; a database of its own on PostgreSQL, dropped afterwards),
+    for processes the test starts: never the test database."""
+    if not ON_POSTGRESQL:
+        yield f"sqlite:///{tmp_path / f'{label}.sqlite3'}"
+        return
+    name = f"lens_{label}_{secrets.token_hex(4)}"
+    maintenance = with_database(SESSION_DATABASE_URL, "postgres")
+    with psycopg.connect(maintenance, autocommit=True) as connection:
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield with_database(SESSION_DATABASE_URL, name)
+    finally:
+        with psycopg.connect(maintenance, autocommit=True) as connection:
+            connection.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )

@@ -1,10 +1,10 @@
 """What no task will send, queued again; and what is done, cleared away.
 
 A dispatch's task can be lost to a worker killed mid-send (the engine leaves that task
-running for ever) or to a crash between enqueueing and committing a retry. The sweep
-finds pending dispatches whose time has passed by more than a minute and that no worker
-holds, and gives them new tasks; a worker starting sweeps at once, with no minute's
-grace. Sending twice is harmless: of two tasks for one dispatch, one claims each try.
+running for ever, and the dispatch keeps a lease that lapses) or, in principle, to a task
+row removed by hand. The sweep gives new tasks to pending dispatches whose lease lapsed,
+and to those due more than a minute ago that no worker took; a worker starting sweeps at
+once, with no minute's grace. Sending twice is harmless: of two tasks for one dispatch, one claims each try.
 
 The sweep is itself a task that enqueues its successor a minute on, so it runs while
 any worker runs, with no loop of our own. Each run does bounded work.
@@ -35,11 +35,17 @@ _TASK_PATHS = [tasks.send.module_path, tasks.check_prompt.module_path, tasks.swe
 
 
 def requeue(now: datetime, grace: timedelta) -> int:
-    """Give a task to every pending dispatch due before ``now - grace`` that no worker
-    holds; answers how many (at most ``BATCH``)."""
+    """Give a task to every pending dispatch whose sender stopped mid-send, and to every
+    one due before ``now - grace`` that no worker took; answers how many (at most
+    ``BATCH``)."""
     stranded = list(
-        Dispatch.objects.filter(state=Dispatch.State.PENDING, next_try_at__lte=now - grace)
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now))
+        Dispatch.objects.filter(state=Dispatch.State.PENDING)
+        .filter(
+            # A lapsed lease: its worker stopped mid-send (a finished try clears it).
+            Q(lease_until__lte=now)
+            # Never taken, long after its time: its task is gone.
+            | Q(lease_until__isnull=True, next_try_at__lte=now - grace)
+        )
         .order_by("next_try_at")
         .values_list("pk", flat=True)[:BATCH]
     )

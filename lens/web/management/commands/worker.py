@@ -33,6 +33,12 @@ class Command(BaseCommand):
             action="store_true",
             help="Send everything due, then exit (for scripts and tests).",
         )
+        parser.add_argument(
+            "--reload",
+            action="store_true",
+            help="Restart when the code changes (`make run`; never in production, where a "
+            "restart would cut a send short).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         stranded = start_sweeping()
@@ -42,7 +48,7 @@ class Command(BaseCommand):
             "db_worker",
             interval=options["interval"],
             batch=options["batch"],
-            reload=False,
+            reload=options["reload"],
             startup_delay=False,
             verbosity=options["verbosity"],
         )
