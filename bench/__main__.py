@@ -45,6 +45,7 @@ def main() -> int:
         request_floor_bench,
         revision_bench,
         search_bench,
+        webhook_bench,
     )
     from bench.common import median_ms, report
 
@@ -65,6 +66,7 @@ def main() -> int:
         agent_tools_bench,
         mcp_bench,
         audit_bench,
+        webhook_bench,
     )
     for module in modules:
         if only and module.__name__.removeprefix("bench.") not in only:

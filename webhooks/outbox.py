@@ -97,8 +97,9 @@ def queue(rows: list[Dispatch]) -> None:
     """Store ``rows`` and enqueue the tasks that send them, in the caller's transaction."""
     if not rows:
         return
-    with transaction.atomic():
-        Dispatch.objects.bulk_create(rows)
-        ids = [row.pk for row in rows]
-        for start in range(0, len(ids), PER_TASK):
-            tasks.send.enqueue(ids[start : start + PER_TASK])
+    if not transaction.get_connection().in_atomic_block:
+        raise RuntimeError("messages are queued in the transaction of their change")
+    Dispatch.objects.bulk_create(rows)
+    ids = [row.pk for row in rows]
+    for start in range(0, len(ids), PER_TASK):
+        tasks.send.enqueue(ids[start : start + PER_TASK])

@@ -14,10 +14,10 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -37,11 +37,23 @@ class Claimed:
     endpoint: Endpoint
 
 
+_TABLE = Dispatch._meta.db_table
+# The claim: one statement that takes the dispatch for one try and answers what sending
+# needs (UPDATE … RETURNING: SQLite 3.35+ and PostgreSQL).
+_CLAIM = (
+    f"UPDATE {_TABLE} SET lease_until = %s, tries = tries + 1 "
+    "WHERE id = %s AND state = %s AND next_try_at <= %s "
+    "AND (lease_until IS NULL OR lease_until <= %s) "
+    "RETURNING endpoint_id, message_id, event_type, body, created_at, tries"
+)
+
+
 def send_due(dispatch_ids: list[int]) -> int:
     """Send every due, unclaimed dispatch among ``dispatch_ids``; answers how many."""
     sent = 0
+    endpoints: dict[int, Endpoint | None] = {}  # read once per task
     for pk in dispatch_ids:
-        claimed = claim(pk, timezone.now())
+        claimed = claim(pk, timezone.now(), endpoints)
         if claimed is None:
             continue
         outcome = attempt(claimed)
@@ -54,18 +66,39 @@ def lease() -> timedelta:
     return timedelta(seconds=settings.WEBHOOKS_TIMEOUT) + LEASE_MARGIN
 
 
-def claim(pk: int, now: datetime) -> Claimed | None:
+def claim(pk: int, now: datetime, endpoints: dict[int, Endpoint | None]) -> Claimed | None:
     """Take dispatch ``pk`` for one try, or None when it is not due, done, or another
     worker holds it."""
-    taken = (
-        Dispatch.objects.filter(pk=pk, state=Dispatch.State.PENDING, next_try_at__lte=now)
-        .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now))
-        .update(lease_until=now + lease(), tries=F("tries") + 1)
-    )
-    if not taken:
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    until = connection.ops.adapt_datetimefield_value(now + lease())
+    with connection.cursor() as cursor:
+        cursor.execute(_CLAIM, [until, pk, Dispatch.State.PENDING, stamp, stamp])
+        row = cursor.fetchone()
+    if row is None:
         return None
-    dispatch = Dispatch.objects.select_related("endpoint").get(pk=pk)
-    return Claimed(dispatch, dispatch.endpoint)
+    endpoint_id, message_id, event_type, body, created_at, tries = row
+    if endpoint_id not in endpoints:
+        endpoints[endpoint_id] = Endpoint.objects.filter(pk=endpoint_id).first()
+    endpoint = endpoints[endpoint_id]
+    if endpoint is None:  # deleted while the message waited: its rows go with it
+        return None
+    dispatch = Dispatch(
+        pk=pk,
+        endpoint=endpoint,
+        message_id=message_id,
+        event_type=event_type,
+        body=body,
+        created_at=_datetime(created_at),
+        tries=tries,
+    )
+    return Claimed(dispatch, endpoint)
+
+
+def _datetime(value: datetime | str) -> datetime:
+    """A timestamp as the driver answers it from raw SQL (SQLite answers text)."""
+    if isinstance(value, datetime):
+        return value if timezone.is_aware(value) else timezone.make_aware(value, UTC)
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
 def secrets_of(endpoint: Endpoint, now: datetime) -> list[str]:
@@ -93,9 +126,11 @@ def attempt(claimed: Claimed) -> Outcome:
 
 def record(claimed: Claimed, outcome: Outcome, now: datetime, spread: float) -> None:
     dispatch, endpoint = claimed.dispatch, claimed.endpoint
+    this = Dispatch.objects.filter(pk=dispatch.pk)
+    endpoints = Endpoint.objects.filter(pk=endpoint.pk)
     with transaction.atomic():
         Attempt.objects.create(
-            dispatch=dispatch,
+            dispatch_id=dispatch.pk,
             endpoint=endpoint,
             at=now - timedelta(milliseconds=outcome.duration_ms),
             status_code=outcome.status,
@@ -103,20 +138,23 @@ def record(claimed: Claimed, outcome: Outcome, now: datetime, spread: float) -> 
             error=outcome.error,
             ok=outcome.ok,
         )
-        endpoints = Endpoint.objects.filter(pk=endpoint.pk)
         if outcome.ok:
-            Dispatch.objects.filter(pk=dispatch.pk).update(
-                state=Dispatch.State.SUCCEEDED, lease_until=None, finished_at=now
-            )
-            endpoints.update(failing_since=None, failures_in_a_row=0, last_success_at=now)
+            this.update(state=Dispatch.State.SUCCEEDED, lease_until=None, finished_at=now)
+            # The endpoint's health is written when it changes, and its last success at
+            # most once a minute: a busy endpoint is not rewritten for every message.
+            stale = now - timedelta(minutes=1)
+            endpoints.filter(
+                Q(failures_in_a_row__gt=0)
+                | Q(failing_since__isnull=False)
+                | Q(last_success_at__isnull=True)
+                | Q(last_success_at__lt=stale)
+            ).update(failing_since=None, failures_in_a_row=0, last_success_at=now)
             return
         endpoints.update(failures_in_a_row=F("failures_in_a_row") + 1)
         when = next_try(dispatch.created_at, now, dispatch.tries, spread)
         if when is None:
-            Dispatch.objects.filter(pk=dispatch.pk).update(
-                state=Dispatch.State.FAILED, lease_until=None, finished_at=now
-            )
+            this.update(state=Dispatch.State.FAILED, lease_until=None, finished_at=now)
             endpoints.filter(failing_since__isnull=True).update(failing_since=now)
             return
-        Dispatch.objects.filter(pk=dispatch.pk).update(next_try_at=when, lease_until=None)
+        this.update(next_try_at=when, lease_until=None)
         tasks.send.using(run_after=when).enqueue([dispatch.pk])

@@ -80,10 +80,10 @@ def sweep_and_return() -> int:
 
 
 def start_sweeping() -> int:
-    """At a worker's start: queue again everything stranded, at once, and start the
-    sweep unless one is already waiting."""
+    """At a worker's start: queue again what a stopped worker left half-sent, at once,
+    and start the sweep unless one is already waiting."""
     now = timezone.now()
-    queued = requeue(now, timedelta(0))
+    queued = requeue(now, GRACE)
     waiting = DBTaskResult.objects.filter(
         task_path=tasks.sweep.module_path, status=TaskResultStatus.READY
     )

@@ -35,17 +35,26 @@ def prompt_sha256(text: str) -> str:
 
 
 def check(team_id: int, slug: str) -> bool:
-    """Compare ``slug``'s prompt with its mark; queue ``prompt.changed`` when it differs."""
+    """Compare ``slug``'s prompt with its mark; queue ``prompt.changed`` when it differs.
+
+    The agent is composed before the mark is locked (on SQLite the lock is the
+    database's one writer, which no composition should hold); a check that composed
+    earlier than the mark's time was overtaken by a later one and leaves it alone.
+    """
     agent = with_config(Agent.objects.filter(team_id=team_id, slug=slug)).first()
     if agent is None:  # deleted since: its deletion is its own event
         return False
+    since = _watched_since(agent)
+    if since is None:  # no endpoint wants the event any more
+        return False
+    now = timezone.now()
+    revision = current_number(agent)
+    current = prompt_sha256(compose(agent).prompt.text)
+    _first_mark(agent, max(since, agent.created_at))
     with transaction.atomic():
-        mark = _locked_mark(agent)
-        if mark is None:  # no endpoint wants the event any more
+        mark = PromptMark.objects.select_for_update().get(agent=agent)
+        if mark.at >= now:
             return False
-        now = timezone.now()
-        revision = current_number(agent)
-        current = prompt_sha256(compose(agent).prompt.text)
         changed = current != mark.prompt_sha256
         if changed:
             _queue(agent, mark, current, revision, now)
@@ -55,20 +64,21 @@ def check(team_id: int, slug: str) -> bool:
     return changed
 
 
-def _locked_mark(agent: Agent) -> PromptMark | None:
-    """The agent's mark, locked for this check (one checker per agent at a time). The
-    first is the prompt as it stood when the team's first endpoint to want
-    ``prompt.changed`` was made (or the agent, if later): exact, however late the check
-    runs, since a composition can be recomposed as of any moment (SPEC §14)."""
-    found = PromptMark.objects.select_for_update().filter(agent=agent).first()
-    if found is not None:
-        return found
-    # A team keeps at most ``ENDPOINTS_MAX`` endpoints: read them all.
+def _watched_since(agent: Agent) -> datetime | None:
+    """When the team's first endpoint that wants ``prompt.changed`` was made (a team
+    keeps at most ``ENDPOINTS_MAX``: they are all read)."""
     made = Endpoint.objects.filter(team_id=agent.team_id).values_list("created_at", "events")
     since = [at for at, subscribed in made if wants(subscribed, PROMPT_CHANGED)]
-    if not since:
-        return None
-    moment = max(min(since), agent.created_at)
+    return min(since) if since else None
+
+
+def _first_mark(agent: Agent, moment: datetime) -> None:
+    """The agent's first mark, when it has none: its prompt as it stood at ``moment``
+    (when the team's first endpoint to want ``prompt.changed`` was made, or the agent,
+    if later). Exact however late the check runs: a composition can be recomposed as of
+    any moment (SPEC §14)."""
+    if PromptMark.objects.filter(agent=agent).exists():
+        return
     PromptMark.objects.bulk_create(
         [
             PromptMark(
@@ -80,7 +90,6 @@ def _locked_mark(agent: Agent) -> PromptMark | None:
         ],
         ignore_conflicts=True,
     )
-    return PromptMark.objects.select_for_update().get(agent=agent)
 
 
 def _revision_at(agent: Agent, moment: datetime) -> int:
