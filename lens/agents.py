@@ -51,8 +51,12 @@ def get_agent(team: Team, slug: str, *, full: bool = True) -> Agent:
 
     ``full`` prefetches the authored configuration, for composition.
     """
-    queryset = Agent.objects.filter(team=team, slug=slug)
-    agent = (with_config(queryset) if full else queryset).first()
+    agent = None
+    # Not a slug: no agent has it, so nothing to ask (and text a database refuses, such
+    # as NUL, which PostgreSQL will not compare, never reaches one).
+    if is_agent_slug(slug):
+        queryset = Agent.objects.filter(team=team, slug=slug)
+        agent = (with_config(queryset) if full else queryset).first()
     if agent is None:
         raise AgentNotFound(f"No agent {slug!r} in this team.")
     agent.team = team  # already loaded; saves a query

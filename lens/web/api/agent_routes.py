@@ -119,8 +119,14 @@ def get_composition(
 ) -> HttpResponse:
     """The agent's composed prompt as it would be delivered now, or as it stood at
     ``as_of``. Records nothing."""
-    agent = get_agent(team_of(request), slug)
-    composition = compose(agent) if params.as_of is None else compose_as_of(agent, params.as_of)
+    body = composition_json(get_agent(team_of(request), slug), params.as_of)
+    return HttpResponse(body, content_type="application/json")
+
+
+def composition_json(agent: Agent, as_of: datetime | None = None) -> str:
+    """The composition endpoint's body: ``agent`` composed now, or as it stood at
+    ``as_of``. The MCP resource ``lens://agents/{slug}/composition`` is this text too."""
+    composition = compose(agent) if as_of is None else compose_as_of(agent, as_of)
     # Written by pydantic in one call, as a delivery's stored JSON is: for a large agent
     # that is several times faster than dumping to Python values and encoding those.
-    return HttpResponse(canonical_json(composition), content_type="application/json")
+    return canonical_json(composition)

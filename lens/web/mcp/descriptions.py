@@ -148,3 +148,32 @@ IF_VERSION = (
 )
 LIMIT = "`list` and `history` only: how many to return, 1-200 (default 50)."
 OFFSET = "`list` and `history` only: how many to skip (default 0); use `next_offset`."
+
+# --- the agents' composed prompts: resources and a prompt (SPEC §16) -------------------
+# Read by whoever chooses what goes into the model's context: the client's user or the
+# application. Reading any of them records nothing; a runtime starting a session asks
+# for its prompt with `POST /api/agents/{slug}/deliveries`, which records the delivery.
+
+PROMPT_RESOURCE = (
+    "The composed prompt of agent `{slug}` as plain text: what a delivery would hand the "
+    "model now. Reading it records nothing."
+)
+COMPOSITION_RESOURCE = (
+    "The composition of agent `{slug}` as JSON, exactly as GET "
+    "/api/agents/{slug}/composition answers: the prompt's sections and fragments, the "
+    "memories each holds, the routing report, counts and tokens. Reading it records "
+    "nothing."
+)
+PROMPT_TEMPLATE = "The composed prompt of any agent of your team, by slug (text/plain)."
+COMPOSITION_TEMPLATE = (
+    "The composition of any agent of your team, by slug (JSON, as GET "
+    "/api/agents/{slug}/composition answers)."
+)
+AGENT_SYSTEM_PROMPT = (
+    "The system prompt of one agent of your team, composed now from its declarations "
+    "and approved memories: one message whose text is the whole prompt. Put it in the "
+    "model's system prompt where the client can. Getting it records nothing (an agent "
+    "runtime starting a session records its delivery with POST "
+    "/api/agents/{slug}/deliveries). An unknown agent is the error `agent_not_found`."
+)
+PROMPT_AGENT = "The agent's slug, e.g. `wren`."

@@ -1,4 +1,4 @@
-"""What each MCP tool does, synchronously, for the team of the calling token.
+"""What each MCP tool and read does, synchronously, for the team of the calling token.
 
 Every tool calls the operations the JSON API calls and answers with the API's own
 answer models, so a tool answers exactly what the API answers; input is validated by
@@ -9,6 +9,7 @@ and refusals are the same domain errors with the same codes.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any, Literal, TypeVar, get_args
 
 from pydantic import BaseModel, ValidationError
@@ -18,7 +19,8 @@ from kvstore.bootstrap import bootstrap
 from lens.actors import Actor
 from lens.agents import get_agent
 from lens.core.errors import InvalidInput, invalid_input, pydantic_problems
-from lens.models import ApiToken
+from lens.models import Agent, ApiToken
+from lens.web.api.agent_routes import composition_json
 from lens.web.api.kv_routes import (
     BootstrapOut,
     DeletedOut,
@@ -40,6 +42,7 @@ from lens.web.api.memory_routes import (
     recall_answer,
     save_answer,
 )
+from memory.composition import compose
 from memory.core.records import MemoryInput
 
 Command = Literal["read", "write", "delete", "list", "history"]
@@ -150,3 +153,35 @@ def kv_store(
 def kv_bootstrap(token: ApiToken) -> BootstrapOut:
     """``GET /api/bootstrap`` (SPEC §7.1)."""
     return BootstrapOut.model_validate(bootstrap(token.team).answer())
+
+
+# --- the agents' composed prompts (resources and the prompt, SPEC §16) -----------------
+# Reads only, like ``GET /api/agents/{slug}/composition``: no delivery, no event.
+
+
+@dataclass(frozen=True)
+class AgentRef:
+    slug: str
+    name: str
+
+
+def agent_page(token: ApiToken, after: str | None, size: int) -> tuple[list[AgentRef], bool]:
+    """At most ``size`` of the team's agents in slug order, those after ``after`` (None:
+    from the first), and whether more follow: one indexed query, whatever the team's
+    size."""
+    agents = Agent.objects.filter(team_id=token.team_id).order_by("slug")
+    if after is not None:
+        agents = agents.filter(slug__gt=after)
+    rows = list(agents.values_list("slug", "name")[: size + 1])
+    return [AgentRef(slug, name) for slug, name in rows[:size]], len(rows) > size
+
+
+def agent_prompt(token: ApiToken, slug: str) -> str:
+    """The agent's composed prompt, the text a delivery would hand the model now."""
+    return compose(get_agent(token.team, slug)).prompt.text
+
+
+def agent_composition(token: ApiToken, slug: str) -> str:
+    """The agent's composition, exactly the body ``GET /api/agents/{slug}/composition``
+    answers."""
+    return composition_json(get_agent(token.team, slug))

@@ -7,7 +7,9 @@ synchronous), for the calling token's team (``LENS_TOKEN`` on stdio, checked aga
 every call; over HTTP, the request's bearer token, checked once per request on a lane
 of its own), runs ``operations`` and answers with JSON text: the API's answer, or, as a
 tool error, the API's error envelope with the same code. Over stdio, a line that is not
-a JSON-RPC message is answered with a JSON-RPC error instead of being dropped.
+a JSON-RPC message is answered with a JSON-RPC error instead of being dropped. The
+agents' composed prompts, as resources and a prompt, run on the same pool
+(``agent_prompts``).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from django.db import close_old_connections
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
+from mcp.server.lowlevel.server import RequestHandler
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
@@ -39,8 +42,7 @@ from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnno
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 
-from lens.core.errors import DomainError, error_body, invalid_input
-from lens.core.text import unstorable_path
+from lens.core.errors import DomainError, error_body
 from lens.envconf import env_int
 from lens.models import ApiToken
 from lens.web.api.auth import find_token
@@ -48,6 +50,14 @@ from lens.web.api.kv_routes import Page, ReadParams, WriteIn
 from lens.web.api.memory_routes import ListParams
 from lens.web.api.rendering import iso_utc
 from lens.web.mcp import MCP_PATH, descriptions, operations
+from lens.web.mcp.agent_prompts import AgentPrompts
+from lens.web.mcp.calls import (
+    INTERNAL_ERROR,
+    UNAUTHORIZED,
+    Caller,
+    caller_token,
+    refused_arguments,
+)
 from lens.web.mcp.operations import Command, validation_failure
 from lens.web.mcp.stdio import AnsweringUnreadable
 
@@ -56,6 +66,7 @@ NAME = "composition-lens"
 logger = logging.getLogger(__name__)
 
 _T = TypeVar("_T")
+_Params = TypeVar("_Params", bound=BaseModel)
 
 
 # --- running Django code --------------------------------------------------------------
@@ -182,21 +193,11 @@ def error_result(envelope: Mapping[str, Any]) -> CallToolResult:
     )
 
 
-UNAUTHORIZED = error_body("unauthorized", "The API token is unknown or was revoked.")
-INTERNAL_ERROR = error_body("internal_error", "An unexpected error occurred.")  # as the API
-
-
-# Who calls: over stdio the raw ``LENS_TOKEN``, looked up again on every call (so a
-# revoked token stops at once); over HTTP the token the request's bearer check found, a
-# moment earlier in the same request (one lookup per request, as the API does).
-Caller = ApiToken | str | None
-
-
 def run_operation(
-    operation: Callable[..., BaseModel], caller: Caller, arguments: dict[str, Any]
+    caller: Caller, operation: Callable[..., BaseModel], arguments: dict[str, Any]
 ) -> CallToolResult:
     """``operation`` for the caller's team, as a tool result (in a pool thread)."""
-    token = caller if isinstance(caller, ApiToken) else find_token(caller or "")
+    token = caller_token(caller)
     if token is None:
         return error_result(UNAUTHORIZED)
     try:
@@ -206,20 +207,6 @@ def run_operation(
 
 
 # --- arguments ------------------------------------------------------------------------
-
-
-def refused_arguments(
-    arguments: Mapping[str, Any], parameters: frozenset[str]
-) -> DomainError | None:
-    """Why the arguments are refused before the SDK sees them, or None: a name the tool
-    does not have (the API refuses unknown fields too), or text no database stores
-    (NUL, unpaired surrogates), refused alike on every backend."""
-    if unknown := sorted(set(arguments) - parameters):
-        return invalid_input((name, "Extra inputs are not permitted") for name in unknown)
-    if (found := unstorable_path(dict(arguments))) is not None:
-        path, why = found
-        return invalid_input([(".".join(map(str, path)), why)])
-    return None
 
 
 def _bounds(model: type[BaseModel], field: str) -> dict[str, Any]:
@@ -277,6 +264,14 @@ class LensMCP(MCPServer[Any]):
         self._shares = TeamShares(team_threads(size))
         self._parameters: dict[str, frozenset[str]] = {}
         _register_tools(self)
+        AgentPrompts(self).register()
+
+    def add_request_handler(
+        self, method: str, params_type: type[_Params], handler: RequestHandler[Any, _Params]
+    ) -> None:
+        """Serve ``method`` with ``handler``, in place of the SDK's (which serves only
+        what was registered up front, the same for every caller)."""
+        self._lowlevel_server.add_request_handler(method, params_type, handler)
 
     def add_lens_tool(
         self, fn: Callable[..., Any], description: str, annotations: ToolAnnotations
@@ -284,14 +279,18 @@ class LensMCP(MCPServer[Any]):
         self.add_tool(fn, name=fn.__name__, description=description, annotations=annotations)
         self._parameters[fn.__name__] = frozenset(inspect.signature(fn).parameters)
 
-    async def answer(self, operation: Callable[..., BaseModel], **arguments: Any) -> CallToolResult:
-        """Run ``operation`` for the calling token's team on a pool thread, once the team
-        has a turn (over HTTP, where many teams share the pool)."""
+    async def for_caller(self, function: Callable[..., _T], *args: Any) -> _T:
+        """``function(caller, *args)`` for the calling token on a pool thread, once its
+        team has a turn (over HTTP, where many teams share the pool)."""
         caller = self._token_of_call()
         if not isinstance(caller, ApiToken):
-            return await self._threads.run(run_operation, operation, caller, arguments)
+            return await self._threads.run(function, caller, *args)
         async with self._shares.turn(caller.team_id):
-            return await self._threads.run(run_operation, operation, caller, arguments)
+            return await self._threads.run(function, caller, *args)
+
+    async def answer(self, operation: Callable[..., BaseModel], **arguments: Any) -> CallToolResult:
+        """Run ``operation`` for the calling token's team, as a tool result."""
+        return await self.for_caller(run_operation, operation, arguments)
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio serving, with every line that is not a message answered with

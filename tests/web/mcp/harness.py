@@ -9,6 +9,7 @@ each test, so every test builds the same world again with the same raw tokens.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -18,7 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +31,16 @@ from anyio.from_thread import BlockingPortal
 from django.db import connection
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp_types import CallToolResult, Tool
+from mcp.shared.exceptions import MCPError
+from mcp_types import (
+    CallToolResult,
+    GetPromptResult,
+    ListResourcesResult,
+    Prompt,
+    ReadResourceResult,
+    ResourceTemplate,
+    Tool,
+)
 
 from kvstore.models import Key, Version
 from lens.models import Agent, ApiToken, Team, hash_token
@@ -247,6 +257,36 @@ class McpTools:
         assert isinstance(error["message"], str)
         assert error["message"].strip()
         return dict(error)
+
+    # --- resources and prompts (SPEC §16) ---
+
+    def list_resources(self, cursor: str | None = None) -> ListResourcesResult:
+        result: ListResourcesResult = self.portal.call(
+            functools.partial(self.client.list_resources, cursor=cursor)
+        )
+        return result
+
+    def read_resource(self, uri: str) -> ReadResourceResult:
+        result: ReadResourceResult = self.portal.call(self.client.read_resource, uri)
+        return result
+
+    def list_resource_templates(self) -> list[ResourceTemplate]:
+        return self.portal.call(self.client.list_resource_templates).resource_templates
+
+    def list_prompts(self) -> list[Prompt]:
+        return self.portal.call(self.client.list_prompts).prompts
+
+    def get_prompt(self, name: str, **arguments: str) -> GetPromptResult:
+        result: GetPromptResult = self.portal.call(self.client.get_prompt, name, arguments)
+        return result
+
+    def refused(self, request: Callable[[], object]) -> MCPError:
+        """The JSON-RPC error ``request`` (a call of this client's) gets; it must get one."""
+        try:
+            request()
+        except MCPError as exc:
+            return exc
+        raise AssertionError("the request was not refused")
 
 
 def text_of(result: CallToolResult) -> str:

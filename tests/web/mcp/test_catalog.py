@@ -13,7 +13,8 @@ import pytest
 from mcp_types import CallToolResult, Tool
 
 from lens.web.mcp import descriptions
-from lens.web.mcp.tools import LensMCP, refused_arguments
+from lens.web.mcp.calls import refused_arguments
+from lens.web.mcp.tools import LensMCP
 from tests.event_loops import run_async
 from tests.web.mcp.harness import ROOT, TOOL_NAMES
 

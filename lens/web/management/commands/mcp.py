@@ -1,4 +1,5 @@
-"""``manage.py mcp``: the MCP tools for agents (SPEC §12), over stdio or streamable HTTP."""
+"""``manage.py mcp``: the MCP tools for agents (SPEC §12) and their prompts (§16), over
+stdio or streamable HTTP."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def host_and_port(address: str) -> tuple[str, int]:
 
 class Command(BaseCommand):
     help = (
-        "Serve the MCP tools for agents. Over stdio (the default) for the team of the API "
+        "Serve the MCP tools for agents, and their composed prompts as resources and a "
+        "prompt. Over stdio (the default) for the team of the API "
         f"token in ${TOKEN_VARIABLE}; with --http HOST:PORT, over streamable HTTP at "
         f"{MCP_PATH}, where every request needs 'Authorization: Bearer <token>'."
     )
