@@ -85,6 +85,7 @@ test-fast: $(STAMP)
 # In-process figures first, then the HTTP figures against etcd (bench-http).
 bench: $(STAMP) bench-http-tools
 	$(BIN)/python -m bench
+	$(BIN)/python -m bench.webhook_outage
 	$(BIN)/python -m bench.servers
 	$(BIN)/python -m bench.http
 

@@ -45,7 +45,12 @@ def actions(team: Team) -> list[str]:
 
 
 def story(api: ApiClient, team: Team, member: User, rhea: User) -> None:
-    """One of each change the product offers (but erasure and webhooks)."""
+    """One of each change the product offers (but erasure)."""
+    # A webhook whose URL carries a receiver's own token: the log names its host only.
+    hook = api.post(
+        "/api/webhooks",
+        {"url": "https://93.184.215.14/hook?token=secret-url-7f3a", "events": ["*"]},
+    ).json()["id"]
     api.put("/api/agents/wren", memory_config(preferences="guarded"))
     api.put("/api/agents/wren", memory_config(preferences="guarded", persona="Changed."))
     saved = post_memory(
@@ -83,6 +88,8 @@ def story(api: ApiClient, team: Team, member: User, rhea: User) -> None:
     token.revoked_at = token.created_at
     token.save()
     Membership.objects.filter(user=member).delete()
+    assert api.post(f"/api/webhooks/{hook}/rotate").status_code == 200
+    assert api.delete(f"/api/webhooks/{hook}").status_code == 204
 
 
 @pytest.fixture
@@ -113,6 +120,9 @@ def test_every_change_appends_its_event(told: Team) -> None:
         "token.revoked",
         "member.added",
         "member.removed",
+        "webhook.created",
+        "webhook.rotated",
+        "webhook.deleted",
     }
     by_action = {event["action"]: event for event in reversed(events(told))}  # the first
     saved = by_action["memory.saved"]
@@ -132,6 +142,7 @@ def test_no_event_holds_content_labels_tags_payloads_or_notes(told: Team) -> Non
         for secret in (*SECRETS, NOTE):
             assert secret not in text, (event["action"], secret)
         assert "7f3a" not in text, event
+        assert "secret-url" not in text, event
 
 
 def test_numbers_have_no_gaps_and_each_event_seals_the_one_before(told: Team) -> None:
