@@ -17,6 +17,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import psycopg
+from psycopg import sql
 
 ROOT = Path(__file__).resolve().parents[1]  # tests/ -> the project
 
@@ -54,7 +58,12 @@ def strong_key() -> str:
 
 
 def clean_env(**env: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if k not in DEPLOYMENT_VARIABLES}
+    # OTEL_*: a deployment's tracing settings (lens/serving/telemetry.py).
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in DEPLOYMENT_VARIABLES and not k.startswith("OTEL_")
+    }
     base.update(DJANGO_SETTINGS_MODULE="lens.settings", **env)
     return base
 
@@ -94,6 +103,36 @@ def production(tmp_path: Path, **env: str) -> dict[str, str]:
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         **env,
     }
+
+
+# The suite's own database: a server under test gets a scratch one of the same kind.
+SESSION_DATABASE_URL = os.environ.get("DATABASE_URL", "")
+ON_POSTGRESQL = SESSION_DATABASE_URL.startswith("postgres")
+
+
+def with_database(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+@contextmanager
+def scratch_database(tmp_path: Path, prefix: str) -> Iterator[str]:
+    """A ``DATABASE_URL`` of the session's backend that is not the test database (a
+    server under test runs in other processes): a file under ``tmp_path`` on SQLite, a
+    new database named ``prefix_<random>`` on PostgreSQL, dropped afterwards."""
+    if not ON_POSTGRESQL:
+        yield f"sqlite:///{tmp_path / f'{prefix}.sqlite3'}"
+        return
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    maintenance = with_database(SESSION_DATABASE_URL, "postgres")
+    with psycopg.connect(maintenance, autocommit=True) as connection:
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield with_database(SESSION_DATABASE_URL, name)
+    finally:
+        with psycopg.connect(maintenance, autocommit=True) as connection:
+            connection.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
 def free_port() -> int:

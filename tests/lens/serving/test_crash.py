@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import http.client
 import json
-import os
-import secrets
 import sqlite3
 import threading
 import time
@@ -19,14 +17,21 @@ from contextlib import closing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from tests.factories import memory_config
-from tests.serving import Server, clean_env, manage, serving, start_serve, strong_key
+from tests.serving import (
+    ON_POSTGRESQL,
+    Server,
+    clean_env,
+    manage,
+    scratch_database,
+    serving,
+    start_serve,
+    strong_key,
+)
 
 pytestmark = pytest.mark.slow
 
@@ -41,32 +46,13 @@ PAGE = 200  # the API's largest page
 
 # --- the database ----------------------------------------------------------------------
 
-SESSION_DATABASE_URL = os.environ.get("DATABASE_URL", "")
-ON_POSTGRESQL = SESSION_DATABASE_URL.startswith("postgres")
-
-
-def with_database(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
 
 @pytest.fixture
 def database_url(tmp_path: Path) -> Iterator[str]:
     """A scratch database of the session's backend, never the test database: the server
     runs in other processes, and the crash leaves the database as a crash leaves it."""
-    if not ON_POSTGRESQL:
-        yield f"sqlite:///{tmp_path / 'crash.sqlite3'}"
-        return
-    name = f"lens_crash_{secrets.token_hex(4)}"
-    maintenance = with_database(SESSION_DATABASE_URL, "postgres")
-    with psycopg.connect(maintenance, autocommit=True) as connection:
-        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield with_database(SESSION_DATABASE_URL, name)
-    finally:
-        with psycopg.connect(maintenance, autocommit=True) as connection:
-            connection.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )
+    with scratch_database(tmp_path, "lens_crash") as url:
+        yield url
 
 
 # --- HTTP ------------------------------------------------------------------------------
