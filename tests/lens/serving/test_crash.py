@@ -322,4 +322,4 @@ def test_every_acknowledged_write_survives_a_sigkill_of_the_server(
     if ON_POSTGRESQL:
         check_postgresql(database_url, latest, memories)
     else:
-        check_sqlite(tmp_path / "crash.sqlite3", latest, memories)
+        check_sqlite(Path(database_url.removeprefix("sqlite:///")), latest, memories)
