@@ -82,12 +82,14 @@ test: lint chromium axe
 test-fast: $(STAMP)
 	$(BIN)/pytest -n $(WORKERS) -m "not browser" $(PYTEST_ARGS)
 
-# In-process figures first, then the HTTP figures against etcd (bench-http).
+# In-process figures first, then the HTTP figures against etcd (bench-http) and tracing's
+# cost (composition endpoint with OpenTelemetry on against off).
 bench: $(STAMP) bench-http-tools
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook_outage
 	$(BIN)/python -m bench.servers
 	$(BIN)/python -m bench.http
+	$(BIN)/python -m bench.tracing_http
 
 # The production server before (gunicorn) and after (Granian) the change, then make serve
 # under load on loopback, SQLite then PostgreSQL (when it answers at BENCH_PG_URL), side
@@ -96,6 +98,7 @@ bench: $(STAMP) bench-http-tools
 bench-http: $(STAMP) bench-http-tools
 	$(BIN)/python -m bench.servers
 	$(BIN)/python -m bench.http
+	$(BIN)/python -m bench.tracing_http
 
 bench-http-tools:
 	@if ! command -v etcd >/dev/null || ! command -v wrk >/dev/null; then \

@@ -7,6 +7,7 @@ import os
 from django.core.asgi import get_asgi_application
 
 from lens.serving.runtime import prepare_process
+from lens.serving.telemetry import start_tracing
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
 # Under ASGI each request's synchronous code runs on a thread of its own, so a connection
@@ -15,5 +16,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
 # for ASGI (the production server, make serve, is WSGI and keeps its connections).
 os.environ.setdefault("DB_CONN_MAX_AGE", "0")
 
+# Traces when the OTEL_* variables ask for them: before the handler loads its middleware.
+start_tracing()
 application = get_asgi_application()
 prepare_process()

@@ -33,7 +33,8 @@ from lens.agents import AgentNotFound, config_of
 from lens.core.config import AgentConfig
 from lens.models import Agent, Revision
 from lens.revisions import stored_config
-from memory.composition import compose_from
+from lens.tracing import agent_attributes, span
+from memory.composition import compose_from, traced_prompt
 from memory.core.composition import Composition
 from memory.core.report import PromotionState
 from memory.models import EventKind, MemoryEvent, Promotion, PromotionStatus
@@ -85,6 +86,14 @@ def statuses_at(agent: Agent, moment: datetime) -> dict[str, str]:
 def compose_as_of(agent: Agent, moment: datetime) -> Composition:
     """``agent``'s composition as it stood at ``moment`` (four queries, plus the config's
     when it is not cached)."""
+    with span("lens.compose") as current:
+        composition = _composed_at(agent, moment)
+        if current.is_recording():
+            current.set_attributes({**agent_attributes(agent), **traced_prompt(composition)})
+        return composition
+
+
+def _composed_at(agent: Agent, moment: datetime) -> Composition:
     config = config_at(agent, moment)
     statuses = statuses_at(agent, moment)
     reasons: dict[str, str] = {}

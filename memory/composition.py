@@ -13,7 +13,16 @@ from lens.core.counts import Counts
 from lens.core.prompt import Prompt, PromptTokens
 from lens.core.render import render_sections
 from lens.models import Agent
+from lens.tracing import (
+    PROMPT_SHA256,
+    PROMPT_TOKENS,
+    TEAM,
+    Attributes,
+    agent_attributes,
+    span,
+)
 from memory.core.composition import Composition, SpecRef
+from memory.core.deliveries import sha256_hex
 from memory.core.overlay import apply_memory_overlay
 from memory.core.report import PromotionState, routing_report
 from memory.core.routing import PlacedRecord
@@ -34,6 +43,16 @@ def compose_many(
     agents: Sequence[Agent], states: dict[int, list[PromotionState]] | None = None
 ) -> dict[int, Composition]:
     """Compose several agents with a fixed number of queries, whatever their sizes."""
+    with span("lens.compose") as current:
+        composed = _compose_many(agents, states)
+        if current.is_recording():
+            current.set_attributes(_composed(agents, composed))
+        return composed
+
+
+def _compose_many(
+    agents: Sequence[Agent], states: dict[int, list[PromotionState]] | None
+) -> dict[int, Composition]:
     ids = [agent.pk for agent in agents]
     load_entry_values(agents)
     placed = placed_records(ids)
@@ -47,6 +66,25 @@ def compose_many(
             placed.unreadable.get(agent.pk, set()),
         )
         for agent in agents
+    }
+
+
+def _composed(agents: Sequence[Agent], composed: dict[int, Composition]) -> Attributes:
+    """A lens.compose span's attributes: the agent and its prompt's identity when one was
+    composed; the team when several of one team were (a list page)."""
+    if len(agents) == 1:
+        return {**agent_attributes(agents[0]), **traced_prompt(composed[agents[0].pk])}
+    if agents and len({agent.team_id for agent in agents}) == 1:
+        return {TEAM: agents[0].team.slug}
+    return {}
+
+
+def traced_prompt(composition: Composition) -> Attributes:
+    """What a span says of a composed prompt: its SHA-256 (as a delivery records it)
+    and its token count, never its text."""
+    return {
+        PROMPT_SHA256: sha256_hex(composition.prompt.text),
+        PROMPT_TOKENS: composition.tokens.total,
     }
 
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 from lens.actors import Actor
 from lens.core.errors import DomainError
 from lens.models import Agent, Team
+from lens.tracing import AGENT, DECISION, MEMORY_ID, TEAM, Attributes, span
 from memory.events import write_events
 from memory.models import EventKind, Promotion, PromotionStatus, new_event
 from memory.saving import holder_of
@@ -74,7 +75,29 @@ def decide(
         if approve
         else (PromotionStatus.REJECTED, EventKind.REJECTED)
     )
-    return _transition(record_id, team, PromotionStatus.PENDING, status, kind, actor, note)
+    with span("memory.decide") as current:
+        result = _transition(record_id, team, PromotionStatus.PENDING, status, kind, actor, note)
+        if current.is_recording():
+            current.set_attributes(_traced(record_id, status, result, team))
+        return result
+
+
+def _traced(
+    record_ids: str | list[str],
+    decision: str,
+    result: Decided | AlreadyDecided | AddressTaken | Promotion | None,
+    team: Team | None,
+) -> Attributes:
+    """A memory.decide span's attributes: which memories, what was decided, and the
+    agent and team they belong to once the row was found."""
+    attributes: Attributes = {MEMORY_ID: record_ids, DECISION: str(decision)}
+    promotion = result if isinstance(result, Promotion) or result is None else result.promotion
+    if promotion is not None:
+        attributes[AGENT] = promotion.agent.slug
+        attributes[TEAM] = (team or promotion.agent.team).slug
+    elif team is not None:
+        attributes[TEAM] = team.slug
+    return attributes
 
 
 def _transition(
@@ -133,7 +156,6 @@ class NotAllPending(DomainError):
         self.stale = list(stale)
 
 
-@transaction.atomic
 def decide_many(
     team: Team,
     record_ids: Sequence[str],
@@ -149,6 +171,17 @@ def decide_many(
     Raises NotAllPending (and changes nothing) when any of them is not pending.
     """
     ids = list(dict.fromkeys(record_ids))
+    with span("memory.decide") as current:
+        if current.is_recording():
+            status = PromotionStatus.APPROVED if approve else PromotionStatus.REJECTED
+            current.set_attributes(_traced(ids, status, None, team))
+        return _decide_many(team, ids, approve, actor, note, now)
+
+
+@transaction.atomic
+def _decide_many(
+    team: Team, ids: list[str], approve: bool, actor: Actor, note: str, now: datetime | None
+) -> list[str]:
     at = now or timezone.now()
     status = PromotionStatus.APPROVED if approve else PromotionStatus.REJECTED
     rows = Promotion.objects.filter(
@@ -174,15 +207,19 @@ def revoke(
     record_id: str, actor: Actor, note: str = "", *, team: Team | None = None
 ) -> Decided | AlreadyDecided | None:
     """Take an approved memory back out of the prompt (its row becomes ``revoked``)."""
-    return _transition(
-        record_id,
-        team,
-        PromotionStatus.APPROVED,
-        PromotionStatus.REVOKED,
-        EventKind.REVOKED,
-        actor,
-        note,
-    )
+    with span("memory.decide") as current:
+        result = _transition(
+            record_id,
+            team,
+            PromotionStatus.APPROVED,
+            PromotionStatus.REVOKED,
+            EventKind.REVOKED,
+            actor,
+            note,
+        )
+        if current.is_recording():
+            current.set_attributes(_traced(record_id, PromotionStatus.REVOKED, result, team))
+        return result
 
 
 @dataclass(frozen=True)
@@ -207,6 +244,16 @@ def reopen(
     the memory was superseded meanwhile (AlreadyDecided) or another record holds its
     address now (AddressTaken). None if there is no such row.
     """
+    with span("memory.decide") as current:
+        result = _reopen(record_id, actor, note, team)
+        if current.is_recording():
+            current.set_attributes(_traced(record_id, "reopened", result, team))
+        return result
+
+
+def _reopen(
+    record_id: str, actor: Actor, note: str, team: Team | None
+) -> Decided | AlreadyDecided | AddressTaken | None:
     at = timezone.now()
     rows = _rows(record_id, team)
     promotion = rows.select_related("agent").first()
@@ -302,6 +349,23 @@ def undo(
     racing another decision, a reopen or a save to the same address exactly one lands.
     Returns the pending row; raises an UndoRefused subclass (nothing changed) otherwise.
     """
+    with span("memory.decide") as current:
+        if current.is_recording():
+            current.set_attributes(_traced(record_id, "undone", None, team))
+        undone = _undo(record_id, actor, decided, decided_at, team, now)
+        if current.is_recording():
+            current.set_attributes(_traced(record_id, "undone", undone, team))
+        return undone
+
+
+def _undo(
+    record_id: str,
+    actor: Actor,
+    decided: str,
+    decided_at: datetime | None,
+    team: Team | None,
+    now: datetime | None,
+) -> Promotion:
     at = now or timezone.now()
     window = timedelta(seconds=undo_seconds())
     rows = _rows(record_id, team)
@@ -413,6 +477,20 @@ def undo_many(
     UPDATE does it; otherwise each row is tried on its own and the ones refused say why.
     """
     ids = list(dict.fromkeys(record_ids))[:UNDO_MANY_MAX]
+    with span("memory.decide") as current:
+        if current.is_recording():
+            current.set_attributes(_traced(ids, "undone", None, team))
+        return _undo_many(team, ids, actor, decided, decided_at, now)
+
+
+def _undo_many(
+    team: Team,
+    ids: list[str],
+    actor: Actor,
+    decided: str,
+    decided_at: datetime,
+    now: datetime | None,
+) -> UndoneMany:
     at = now or timezone.now()
     if decided not in UNDOABLE:
         raise DecisionChanged(f"Only an approval or a rejection can be undone, not {decided!r}.")

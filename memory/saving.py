@@ -10,6 +10,7 @@ from django.db import IntegrityError, transaction
 from lens.actors import SYSTEM, Actor
 from lens.core.errors import DomainError
 from lens.models import Agent, SectionDeclaration
+from lens.tracing import MEMORY_ID, agent_attributes, span
 from memory import search
 from memory.core.outcome import route_outcome
 from memory.core.records import MemoryInput
@@ -129,6 +130,16 @@ def gate(agent: Agent, routed: Routed, supersedes: str | None) -> Conflict | Non
 
 def save_memory(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Conflict:
     """Save one memory for ``agent``. The answer never says where (or if) it composed."""
+    with span("memory.save") as current:
+        result = _save(agent, data, actor)
+        if current.is_recording():
+            current.set_attributes(agent_attributes(agent))
+            if isinstance(result, Saved):
+                current.set_attribute(MEMORY_ID, result.id)
+        return result
+
+
+def _save(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Conflict:
     routed = route(agent, data)
     for _attempt in range(3):
         if (conflict := gate(agent, routed, data.supersedes)) is not None:

@@ -58,7 +58,12 @@ def strong_key() -> str:
 
 
 def clean_env(**env: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if k not in DEPLOYMENT_VARIABLES}
+    # OTEL_*: a deployment's tracing settings (lens/serving/telemetry.py).
+    base = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in DEPLOYMENT_VARIABLES and not k.startswith("OTEL_")
+    }
     base.update(DJANGO_SETTINGS_MODULE="lens.settings", **env)
     return base
 
@@ -98,6 +103,36 @@ def production(tmp_path: Path, **env: str) -> dict[str, str]:
         "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
         **env,
     }
+
+
+# The suite's own database: a server under test gets a scratch one of the same kind.
+SESSION_DATABASE_URL = os.environ.get("DATABASE_URL", "")
+ON_POSTGRESQL = SESSION_DATABASE_URL.startswith("postgres")
+
+
+def with_database(url: str, name: str) -> str:
+    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
+
+
+@contextmanager
+def scratch_database(tmp_path: Path, prefix: str) -> Iterator[str]:
+    """A ``DATABASE_URL`` of the session's backend that is not the test database (a
+    server under test runs in other processes): a file under ``tmp_path`` on SQLite, a
+    new database named ``prefix_<random>`` on PostgreSQL, dropped afterwards."""
+    if not ON_POSTGRESQL:
+        yield f"sqlite:///{tmp_path / f'{prefix}.sqlite3'}"
+        return
+    name = f"{prefix}_{secrets.token_hex(4)}"
+    maintenance = with_database(SESSION_DATABASE_URL, "postgres")
+    with psycopg.connect(maintenance, autocommit=True) as connection:
+        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    try:
+        yield with_database(SESSION_DATABASE_URL, name)
+    finally:
+        with psycopg.connect(maintenance, autocommit=True) as connection:
+            connection.execute(
+                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
+            )
 
 
 def free_port() -> int:
@@ -199,34 +234,3 @@ def serving(env: dict[str, str], log: Path, target: str = "serve") -> Iterator[S
         yield server
     finally:
         server.stop()
-
-
-# --- scratch databases ---------------------------------------------------------------
-
-SESSION_DATABASE_URL = os.environ.get("DATABASE_URL", "")
-ON_POSTGRESQL = SESSION_DATABASE_URL.startswith("postgres")
-
-
-def with_database(url: str, name: str) -> str:
-    return urlunsplit(urlsplit(url)._replace(path=f"/{name}"))
-
-
-@contextmanager
-def scratch_database(tmp_path: Path, label: str) -> Iterator[str]:
-    """The URL of a new, empty database of the session's backend (a file under
-    ``tmp_path`` on SQLite; a database of its own on PostgreSQL, dropped afterwards),
-    for processes the test starts: never the test database."""
-    if not ON_POSTGRESQL:
-        yield f"sqlite:///{tmp_path / f'{label}.sqlite3'}"
-        return
-    name = f"lens_{label}_{secrets.token_hex(4)}"
-    maintenance = with_database(SESSION_DATABASE_URL, "postgres")
-    with psycopg.connect(maintenance, autocommit=True) as connection:
-        connection.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    try:
-        yield with_database(SESSION_DATABASE_URL, name)
-    finally:
-        with psycopg.connect(maintenance, autocommit=True) as connection:
-            connection.execute(
-                sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name))
-            )

@@ -13,9 +13,12 @@ from lens.envconf import env_int, env_list
 from lens.serving.buffered import BufferedWsgi
 from lens.serving.forwarded import TrustedProxies, behind_proxy
 from lens.serving.runtime import prepare_process
+from lens.serving.telemetry import start_tracing
 
 # Django's WSGI handler, as lens/wsgi.py builds it for other WSGI servers.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
+# Traces when the OTEL_* variables ask for them: before the handler loads its middleware.
+start_tracing()
 django_application = get_wsgi_application()
 prepare_process()
 

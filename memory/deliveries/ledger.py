@@ -24,6 +24,7 @@ from lens.audit import Entry, append_one
 from lens.core.errors import DomainError
 from lens.models import Agent, Team
 from lens.revisions import at_one_revision
+from lens.tracing import DELIVERY_ID, PROMPT_SHA256, PROMPT_TOKENS, agent_attributes, span
 from memory.composition import compose
 from memory.core.composition import Composition
 from memory.core.deliveries import (
@@ -73,6 +74,22 @@ def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) ->
     The caller answers with ``composition_json``: the very text that was stored, so a
     delivery can never disagree with what its runtime received.
     """
+    with span("lens.deliver") as current:
+        delivered = _deliver(agent, actor, request)
+        if current.is_recording():
+            stored = delivered.delivery.composition
+            current.set_attributes(
+                {
+                    **agent_attributes(agent),
+                    DELIVERY_ID: str(delivered.delivery.pk),
+                    PROMPT_SHA256: stored.prompt_sha256,
+                    PROMPT_TOKENS: stored.tokens,
+                }
+            )
+        return delivered
+
+
+def _deliver(agent: Agent, actor: Actor, request: DeliveryInput | None) -> Delivered:
     request = request or DeliveryInput()
     with transaction.atomic():
         # Before composing: an erasure of one of the agent's memories either committed

@@ -47,7 +47,7 @@ for i in range({writes}):
 
 @pytest.fixture
 def env(tmp_path: Path) -> Iterator[dict[str, str]]:
-    with scratch_database(tmp_path, "worker") as url:
+    with scratch_database(tmp_path, "lens_worker") as url:
         environment = clean_env(DATABASE_URL=url, **ENV)
         manage(environment, "migrate", "--no-input", "-v0")
         yield environment

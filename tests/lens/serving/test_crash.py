@@ -51,7 +51,7 @@ PAGE = 200  # the API's largest page
 def database_url(tmp_path: Path) -> Iterator[str]:
     """A scratch database of the session's backend, never the test database: the server
     runs in other processes, and the crash leaves the database as a crash leaves it."""
-    with scratch_database(tmp_path, "crash") as url:
+    with scratch_database(tmp_path, "lens_crash") as url:
         yield url
 
 
@@ -322,4 +322,4 @@ def test_every_acknowledged_write_survives_a_sigkill_of_the_server(
     if ON_POSTGRESQL:
         check_postgresql(database_url, latest, memories)
     else:
-        check_sqlite(tmp_path / "crash.sqlite3", latest, memories)
+        check_sqlite(Path(database_url.removeprefix("sqlite:///")), latest, memories)

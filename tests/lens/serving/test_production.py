@@ -356,11 +356,12 @@ def test_every_setting_read_from_the_environment_is_in_the_configuration_table()
     # The settings, and what the production server reads for itself.
     sources = [
         ROOT / "lens" / "settings.py",
-        *(ROOT / "lens" / "serving" / n for n in ("served.py", "server.py")),
+        *(ROOT / "lens" / "serving" / n for n in ("served.py", "server.py", "telemetry.py")),
     ]
     pattern = r'(?:env_\w+|_int|environ\.get)\(\s*"([A-Z][A-Z0-9_]*)"'
     names = {name for path in sources for name in re.findall(pattern, path.read_text())}
     assert {"DEBUG", "HTTPS", "DB_POOL", "CSRF_TRUSTED_ORIGINS", "SERVER_THREADS"} <= names
+    assert "OTEL_SDK_DISABLED" in names
     page = (ROOT / "docs" / "operations-and-security.md").read_text()
     table = page.split("## Configuration", 1)[1].split("\n## ", 1)[0]
     assert sorted(name for name in names if f"`{name}`" not in table) == []

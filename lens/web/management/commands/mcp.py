@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
+from lens.serving.telemetry import start_tracing
 from lens.web.api.auth import find_token
 from lens.web.mcp import MCP_PATH
 
@@ -41,6 +42,8 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, http: str | None, **options: Any) -> None:
+        # The tools' own spans (lens.compose, memory.save...) when OTEL_* asks for traces.
+        start_tracing(django=False)
         if http is not None:
             host, port = host_and_port(http)
             from lens.web.mcp.tools import serve_http
