@@ -26,6 +26,9 @@ class Endpoint(models.Model):
     # Failed tries since the last success: the page warns before the endpoint fails.
     failures_in_a_row = models.PositiveIntegerField(default=0)
     last_success_at = models.DateTimeField(null=True, blank=True)
+    # A task to send this endpoint's messages is waiting to start: a change that queues a
+    # message then adds no task of its own (``webhooks.outbox.wake``).
+    waking = models.BooleanField(default=False, editable=False)
 
     class Meta:
         ordering = ["id"]
@@ -68,6 +71,12 @@ class Dispatch(models.Model):
             models.Index(
                 fields=["next_try_at"],
                 name="webhook_dispatch_waiting",
+                condition=models.Q(state="pending"),
+            ),
+            # An endpoint's pending messages, oldest first (its sending task's query).
+            models.Index(
+                fields=["endpoint", "id"],
+                name="webhook_dispatch_due",
                 condition=models.Q(state="pending"),
             ),
         ]

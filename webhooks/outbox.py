@@ -9,12 +9,13 @@ endpoints costs one indexed read.
 
 from __future__ import annotations
 
+import json
 import secrets
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from lens.audit import canonical
@@ -28,8 +29,7 @@ from webhooks.core.topics import (
 )
 from webhooks.models import Dispatch, Endpoint
 
-# Dispatches one task sends: a bulk decision of thousands of memories becomes a few
-# tasks, each of bounded work.
+# Dispatches one ``send`` task (a retry, a sweep) takes: bounded work per task.
 PER_TASK = 200
 
 
@@ -50,20 +50,44 @@ def queue_events(team_id: int, events: list[dict[str, Any]]) -> None:
     if not endpoints:
         return
     now = timezone.now()
+    listed = [(pk, subscribed) for pk, subscribed, _waking in endpoints]
     rows: list[Dispatch] = []
     for event in events:
-        rows += dispatches(team_id, endpoints, event["action"], event["at"], event, now)
+        rows += dispatches(team_id, listed, event["action"], event["at"], event, now)
         if starts_waiting(event):
-            rows += dispatches(team_id, endpoints, APPROVAL_PENDING, event["at"], event, now)
-    queue(rows)
-    if any(wants(subscribed, PROMPT_CHANGED) for _pk, subscribed in endpoints):
+            rows += dispatches(team_id, listed, APPROVAL_PENDING, event["at"], event, now)
+    _store(rows, {pk: waking for pk, _subscribed, waking in endpoints})
+    if any(wants(subscribed, PROMPT_CHANGED) for _pk, subscribed in listed):
         for slug in recomposed_agents(events):
             tasks.check_prompt.enqueue(team_id, slug)
 
 
-def endpoints_of(team_id: int) -> list[tuple[int, list[str]]]:
-    """The team's endpoints: id and the event types each wants."""
-    return list(Endpoint.objects.filter(team_id=team_id).values_list("pk", "events"))
+_TABLE = Endpoint._meta.db_table
+_COLUMNS = ("team_id", "endpoint_id", "message_id", "event_type", "body", "created_at")
+_ROWS_PER_INSERT = 500
+
+
+def endpoints_of(team_id: int) -> list[tuple[int, list[str], bool]]:
+    """The team's endpoints: id, the event types each wants, and whether a task to send
+    its messages is waiting. Plain SQL, as the audit append it rides on: it runs with
+    every change of every team.
+
+    On PostgreSQL the rows are locked (FOR UPDATE) until the change commits, so a task
+    that starts sending in the meantime (``webhooks.sending.drain_endpoint``, which first
+    clears ``waking``) waits for the commit and then sees its messages. SQLite has one
+    writer at a time, which orders them alike.
+    """
+    lock = " ORDER BY id FOR UPDATE" if connection.vendor == "postgresql" else ""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, events, waking FROM {_TABLE} WHERE team_id = %s{lock}", [team_id]
+        )
+        found = cursor.fetchall()
+    # PostgreSQL's driver reads jsonb as lists; SQLite answers the JSON text.
+    return [
+        (pk, events if isinstance(events, list) else json.loads(events), bool(waking))
+        for pk, events, waking in found
+    ]
 
 
 def dispatches(
@@ -93,13 +117,78 @@ def dispatches(
     ]
 
 
+def queue_message(
+    team_id: int, event_type: str, timestamp: str, data: Mapping[str, Any], now: datetime
+) -> None:
+    """Queue one message of ``event_type`` for the team's endpoints that want it, in the
+    caller's transaction."""
+    endpoints = endpoints_of(team_id)
+    listed = [(pk, subscribed) for pk, subscribed, _waking in endpoints]
+    rows = dispatches(team_id, listed, event_type, timestamp, data, now)
+    _store(rows, {pk: waking for pk, _subscribed, waking in endpoints})
+
+
 def queue(rows: list[Dispatch]) -> None:
-    """Store ``rows`` and enqueue the tasks that send them, in the caller's transaction."""
+    """Store ``rows`` and make sure a task will send them, in the caller's transaction
+    (for callers that did not read the endpoints already)."""
+    if not rows:
+        return
+    _store(rows, waking_of(sorted({row.endpoint_id for row in rows})))
+
+
+def waking_of(endpoint_ids: list[int]) -> dict[int, bool]:
+    """Each endpoint's ``waking`` flag, locked as ``endpoints_of`` locks it."""
+    lock = " FOR UPDATE" if connection.vendor == "postgresql" else ""
+    marks = ", ".join(["%s"] * len(endpoint_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT id, waking FROM {_TABLE} WHERE id IN ({marks}) ORDER BY id{lock}",
+            endpoint_ids,
+        )
+        return {pk: bool(flag) for pk, flag in cursor.fetchall()}
+
+
+def _store(rows: list[Dispatch], waking: dict[int, bool]) -> None:
+    """Store ``rows`` and wake the endpoints they are for: one sending task per
+    endpoint, enqueued by the first change that finds none waiting, however many
+    changes queue messages before it starts. ``waking``: each endpoint's flag as read,
+    under the lock ``endpoints_of`` describes."""
     if not rows:
         return
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("messages are queued in the transaction of their change")
-    Dispatch.objects.bulk_create(rows)
-    ids = [row.pk for row in rows]
-    for start in range(0, len(ids), PER_TASK):
-        tasks.send.enqueue(ids[start : start + PER_TASK])
+    _insert(rows)
+    wake(sorted({row.endpoint_id for row in rows if not waking.get(row.endpoint_id, True)}))
+
+
+def wake(endpoint_ids: list[int]) -> None:
+    """Mark ``endpoint_ids`` waking and enqueue a sending task for each (the caller
+    read them not waking, under the lock)."""
+    if not endpoint_ids:
+        return
+    marks = ", ".join(["%s"] * len(endpoint_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"UPDATE {_TABLE} SET waking = %s WHERE id IN ({marks})", [True, *endpoint_ids]
+        )
+    for pk in endpoint_ids:
+        tasks.drain.enqueue(pk)
+
+
+def _insert(rows: list[Dispatch]) -> None:
+    """Store ``rows``: plain SQL, a multi-row INSERT, chunked."""
+    ops = connection.ops
+    table, columns = (
+        Dispatch._meta.db_table,
+        ", ".join((*_COLUMNS, "state", "tries", "next_try_at")),
+    )
+    with connection.cursor() as cursor:
+        for start in range(0, len(rows), _ROWS_PER_INSERT):
+            chunk = rows[start : start + _ROWS_PER_INSERT]
+            params: list[Any] = []
+            for row in chunk:
+                stamp = ops.adapt_datetimefield_value(row.created_at)
+                params += [row.team_id, row.endpoint_id, row.message_id, row.event_type]
+                params += [row.body, stamp, Dispatch.State.PENDING, 0, stamp]
+            values = ", ".join(["(%s, %s, %s, %s, %s, %s, %s, %s, %s)"] * len(chunk))
+            cursor.execute(f"INSERT INTO {table} ({columns}) VALUES {values}", params)

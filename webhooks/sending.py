@@ -13,6 +13,7 @@ endpoint's health and, when it failed, the task of its next try (SPEC §16's sch
 from __future__ import annotations
 
 import random
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -25,6 +26,7 @@ from webhooks import tasks
 from webhooks.core.schedule import next_try
 from webhooks.core.signing import headers
 from webhooks.models import Attempt, Dispatch, Endpoint
+from webhooks.outbox import wake, waking_of
 from webhooks.posting import Outcome, post
 
 # How much longer than a send's deadline its lease lasts.
@@ -48,10 +50,48 @@ _CLAIM = (
 )
 
 
-def send_due(dispatch_ids: list[int]) -> int:
+# A sending task works on one endpoint for at most this long, taking its due messages
+# this many at a time, then hands over to a successor if any remain.
+DRAIN_SECONDS = 30.0
+DRAIN_BATCH = 50
+
+
+def drain_endpoint(endpoint_id: int) -> int:
+    """Send ``endpoint_id``'s due messages, oldest first; answers how many were tried.
+
+    ``waking`` is cleared first, in its own commit: from then on, a change that queues
+    a message for the endpoint wakes another task, and one that committed before is
+    seen by the reads below (on PostgreSQL the clearing waits for the change's lock).
+    """
+    if not Endpoint.objects.filter(pk=endpoint_id).update(waking=False):
+        return 0  # deleted, with its messages
+    deadline = time.monotonic() + DRAIN_SECONDS
+    endpoints: dict[int, Endpoint | None] = {}
+    tried = 0
+    while True:
+        now = timezone.now()
+        due = list(
+            Dispatch.objects.filter(
+                endpoint_id=endpoint_id, state=Dispatch.State.PENDING, next_try_at__lte=now
+            )
+            .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now))
+            .order_by("id")
+            .values_list("pk", flat=True)[:DRAIN_BATCH]
+        )
+        if not due:
+            return tried
+        tried += send_due(due, endpoints)
+        if time.monotonic() >= deadline:
+            with transaction.atomic():
+                if not waking_of([endpoint_id]).get(endpoint_id, True):
+                    wake([endpoint_id])
+            return tried
+
+
+def send_due(dispatch_ids: list[int], endpoints: dict[int, Endpoint | None] | None = None) -> int:
     """Send every due, unclaimed dispatch among ``dispatch_ids``; answers how many."""
     sent = 0
-    endpoints: dict[int, Endpoint | None] = {}  # read once per task
+    endpoints = {} if endpoints is None else endpoints  # each read once per task
     for pk in dispatch_ids:
         claimed = claim(pk, timezone.now(), endpoints)
         if claimed is None:

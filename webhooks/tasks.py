@@ -16,6 +16,15 @@ def send(dispatch_ids: list[int]) -> int:
 
 
 @task()
+def drain(endpoint_id: int) -> int:
+    """Send the endpoint's due messages, oldest first, for a bounded time (then wake a
+    successor if any remain); answers how many were tried."""
+    from webhooks.sending import drain_endpoint
+
+    return drain_endpoint(endpoint_id)
+
+
+@task()
 def check_prompt(team_id: int, agent: str) -> bool:
     """Compose ``agent`` and queue ``prompt.changed`` if it differs from the last
     composition seen; answers whether it did."""

@@ -27,7 +27,7 @@ from memory.composition import compose
 from memory.deliveries.causes import causes_since
 from webhooks.core.topics import PROMPT_CHANGED, wants
 from webhooks.models import Endpoint, PromptMark
-from webhooks.outbox import dispatches, endpoints_of, queue
+from webhooks.outbox import queue_message
 
 
 def prompt_sha256(text: str) -> str:
@@ -98,9 +98,6 @@ def _revision_at(agent: Agent, moment: datetime) -> int:
 
 
 def _queue(agent: Agent, mark: PromptMark, current: str, revision: int, now: datetime) -> None:
-    endpoints = endpoints_of(agent.team_id)
-    if not any(wants(subscribed, PROMPT_CHANGED) for _pk, subscribed in endpoints):
-        return
     causes = causes_since(agent.pk, (mark.revision, revision), mark.at, now)
     data: dict[str, Any] = {
         "agent": agent.slug,
@@ -109,7 +106,7 @@ def _queue(agent: Agent, mark: PromptMark, current: str, revision: int, now: dat
         "causes": [_stamped(item) for item in causes.items],
         "causes_total": causes.total,
     }
-    queue(dispatches(agent.team_id, endpoints, PROMPT_CHANGED, stamp(now), data, now))
+    queue_message(agent.team_id, PROMPT_CHANGED, stamp(now), data, now)
 
 
 def _stamped(item: dict[str, Any]) -> dict[str, Any]:

@@ -37,11 +37,22 @@ import django; django.setup()
 from kvstore import store
 from lens.actors import SYSTEM
 from lens.models import Team
+from webhooks import tasks
 from webhooks.endpoints import create_endpoint
+from webhooks.models import Dispatch
 team = Team.objects.create(slug="acme", name="Acme")
-print(create_endpoint(team, SYSTEM, {url!r}, ["kv.written"]).secret)
+secrets = [
+    create_endpoint(team, SYSTEM, {url!r} + f"/{{n}}", ["kv.written"]).secret
+    for n in range({endpoints})
+]
 for i in range({writes}):
     store.write(team, f"k{{i}}", f"payload {{i}}")
+if {overlap}:
+    # Tasks that overlap the endpoints' own sending tasks, as a sweep's may.
+    ids = list(Dispatch.objects.values_list("pk", flat=True))
+    for start in range(0, len(ids), 25):
+        tasks.send.enqueue(ids[start : start + 25])
+print(" ".join(secrets))
 """
 
 
@@ -53,12 +64,15 @@ def env(tmp_path: Path) -> Iterator[dict[str, str]]:
         yield environment
 
 
-def set_up(env: dict[str, str], url: str, writes: int) -> str:
-    done = run_python(
-        SETUP.format(url=url, writes=writes), **{k: env[k] for k in ("DATABASE_URL", *ENV)}
-    )
+def set_up(
+    env: dict[str, str], url: str, writes: int, endpoints: int = 1, overlap: bool = False
+) -> list[str]:
+    """A team with ``endpoints`` endpoints (``url``/0, /1, …) and ``writes`` key/value
+    writes; the endpoints' secrets."""
+    code = SETUP.format(url=url, writes=writes, endpoints=endpoints, overlap=overlap)
+    done = run_python(code, **{k: env[k] for k in ("DATABASE_URL", *ENV)})
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip().splitlines()[-1]
+    return done.stdout.strip().splitlines()[-1].split()
 
 
 def worker(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
@@ -76,7 +90,7 @@ def worker(env: dict[str, str], *args: str) -> subprocess.Popen[str]:
 def test_a_worker_killed_mid_send_loses_nothing(env: dict[str, str]) -> None:
     release = threading.Event()
     with receiving(hold=release) as receiver:
-        secret = set_up(env, receiver.url, 1)
+        [secret] = set_up(env, receiver.url, 1)
         first = worker(env)
         assert receiver.arrived.wait(30), "the worker never sent"
         # Mid-send: the receiver holds the request; the worker dies without a word.
@@ -104,18 +118,23 @@ def test_a_worker_killed_mid_send_loses_nothing(env: dict[str, str]) -> None:
 
 
 def test_two_workers_never_send_a_message_twice(env: dict[str, str]) -> None:
-    writes = 200
+    writes, endpoints = 60, 4
     with receiving() as receiver:
-        secret = set_up(env, receiver.url, writes)
-        workers = [worker(env, "--batch") for _ in range(2)]
+        secrets = set_up(env, receiver.url, writes, endpoints, overlap=True)
+        workers = [worker(env, "--batch", "-v2") for _ in range(2)]
         outputs = [w.communicate(timeout=120)[0] for w in workers]
         assert [w.returncode for w in workers] == [0, 0], outputs
-    counts = Counter(got.headers["webhook-id"] for got in receiver.received)
-    assert len(counts) == writes
+    # Every message reached every endpoint exactly once, though the endpoints' own tasks
+    # and the overlapping ones raced for them on two workers.
+    counts = Counter((got.path, got.headers["webhook-id"]) for got in receiver.received)
+    assert len(counts) == writes * endpoints
     assert set(counts.values()) == {1}
-    keys = sorted(json.loads(got.body)["data"]["object"]["id"] for got in receiver.received)
-    assert keys == sorted(f"k{i}" for i in range(writes))
-    assert all(Webhook(secret).verify(got.body, got.headers) for got in receiver.received)
-    # Both took part: the tasks were shared, not run by one while the other waited.
-    ran = [out.count("state=SUCCESSFUL") for out in outputs]
-    assert all(n > 0 for n in ran), ran
+    for got in receiver.received:
+        n = int(got.path.rsplit("/", 1)[1])
+        message = Webhook(secrets[n]).verify(got.body, got.headers)
+        assert message["type"] == "kv.written"
+    keys = Counter(json.loads(got.body)["data"]["object"]["id"] for got in receiver.received)
+    assert keys == {f"k{i}": endpoints for i in range(writes)}
+    # Both workers sent: the tasks were shared, not run by one while the other waited.
+    ran = [out.count("path=webhooks.tasks") for out in outputs]
+    assert all(n > 2 for n in ran), ran

@@ -15,11 +15,11 @@ PROMPT_CHANGED = "prompt.changed"
 DERIVED = (APPROVAL_PENDING, PROMPT_CHANGED)
 EVERYTHING = "*"
 
-# The audit actions after which an agent's composed prompt may differ.
+# The audit actions after which an agent's composed prompt may differ (a save only when
+# it was promoted at once: one that waits, or is declined, changes no prompt).
 RECOMPOSING = frozenset(
     {
         "agent.revised",
-        "memory.saved",
         "memory.approved",
         "memory.rejected",
         "memory.revoked",
@@ -40,17 +40,21 @@ def starts_waiting(event: Mapping[str, Any]) -> bool:
     action = event["action"]
     if action in ("proposal.created", "memory.reopened"):
         return True
-    outcome: object = event["details"].get("outcome")
-    return action == "memory.saved" and outcome == "queued"
+    return action == "memory.saved" and _outcome(event) == "queued"
 
 
 def recomposed_agents(events: Iterable[Mapping[str, Any]]) -> list[str]:
     """The agents (slugs, in first-named order) whose prompt the events may change."""
     seen: dict[str, None] = {}
     for event in events:
-        if event["action"] in RECOMPOSING and event["agent"]:
+        promoted = event["action"] == "memory.saved" and _outcome(event) == "promoted"
+        if (promoted or event["action"] in RECOMPOSING) and event["agent"]:
             seen.setdefault(event["agent"], None)
     return list(seen)
+
+
+def _outcome(event: Mapping[str, Any]) -> object:
+    return event["details"].get("outcome")
 
 
 def unknown_types(requested: Iterable[str], known: Collection[str]) -> list[str]:

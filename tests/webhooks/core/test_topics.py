@@ -28,13 +28,16 @@ def test_what_starts_waiting_for_a_reviewer() -> None:
 
 def test_the_agents_a_change_may_recompose_each_once_in_order() -> None:
     events = [
+        event("memory.saved", "queued", outcome="queued"),
+        event("memory.saved", "declined", outcome="declined"),
         event("memory.approved", "wren"),
+        event("memory.saved", "sol", outcome="promoted"),
         event("kv.written", None),
         event("delivery.recorded", "atlas"),
         event("agent.revised", "atlas"),
         event("memory.revoked", "wren"),
     ]
-    assert recomposed_agents(events) == ["wren", "atlas"]
+    assert recomposed_agents(events) == ["wren", "sol", "atlas"]
 
 
 def test_unknown_event_types_are_named() -> None:
