@@ -142,7 +142,11 @@ if _db["ENGINE"] == "django.db.backends.sqlite3":
     _db["TEST"] = {"NAME": env_str("SQLITE_TEST_NAME", str(_default_test_db))}
 elif _db["ENGINE"] != "django.db.backends.postgresql":
     raise ImproperlyConfigured("DATABASE_URL must point at SQLite or PostgreSQL")
-elif _pooled:
+else:
+    # One test database per test process here too (Django's default name is the same
+    # for every run, so two runs at once would drop each other's).
+    _db["TEST"] = {"NAME": f"test_{_db['NAME']}_{os.getpid()}"}
+if _db["ENGINE"] == "django.db.backends.postgresql" and _pooled:
     # Django's psycopg 3 pool: each server process keeps warm connections instead of
     # opening one per request. A pooled connection goes back to the pool after each
     # request, so persistent connections (CONN_MAX_AGE) make no sense beside it.

@@ -51,8 +51,14 @@ class Dispatch(models.Model):
         SUCCEEDED = "succeeded"
         FAILED = "failed"  # given up after three days of tries
 
-    team = models.ForeignKey("lens.Team", on_delete=models.CASCADE, related_name="+")
-    endpoint = models.ForeignKey(Endpoint, on_delete=models.CASCADE, related_name="dispatches")
+    # No index of their own: every read of dispatches starts from the partial indexes
+    # below, and each index is written with every message.
+    team = models.ForeignKey(
+        "lens.Team", on_delete=models.CASCADE, related_name="+", db_index=False
+    )
+    endpoint = models.ForeignKey(
+        Endpoint, on_delete=models.CASCADE, related_name="dispatches", db_index=False
+    )
     message_id = models.CharField(max_length=40)
     event_type = models.CharField(max_length=40)
     body = models.TextField()
@@ -67,6 +73,7 @@ class Dispatch(models.Model):
 
     class Meta:
         indexes = [
+            # Its endpoint's messages, newest first (the settings page, a deletion).
             models.Index(fields=["endpoint", "-id"], name="webhook_dispatch_recent"),
             models.Index(
                 fields=["next_try_at"],
@@ -108,12 +115,16 @@ class Attempt(models.Model):
 
 class PromptMark(models.Model):
     """The last composed prompt of an agent that ``prompt.changed`` compared against:
-    its hash, the revision and the time it was composed at."""
+    its hash, the revision and the time it was composed at (blank until the first
+    check), and whether a check is waiting to start."""
 
     agent = models.OneToOneField("lens.Agent", on_delete=models.CASCADE, related_name="+")
-    prompt_sha256 = models.CharField(max_length=64)
+    prompt_sha256 = models.CharField(max_length=64, blank=True)
     revision = models.PositiveIntegerField(default=0)
-    at = models.DateTimeField()
+    at = models.DateTimeField(null=True, blank=True)
+    # A check of this agent is waiting to start: a change that may recompose it then
+    # adds no task of its own (``webhooks.outbox.wake_checks``).
+    waking = models.BooleanField(default=False)
 
     def __str__(self) -> str:
-        return f"{self.agent_id}: {self.prompt_sha256[:12]}"
+        return f"{self.agent_id}: {self.prompt_sha256[:12] or 'no check yet'}"

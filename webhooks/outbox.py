@@ -19,6 +19,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from lens.audit import canonical
+from lens.models import Agent
 from webhooks import tasks
 from webhooks.core.topics import (
     APPROVAL_PENDING,
@@ -27,7 +28,7 @@ from webhooks.core.topics import (
     starts_waiting,
     wants,
 )
-from webhooks.models import Dispatch, Endpoint
+from webhooks.models import Dispatch, Endpoint, PromptMark
 
 # Dispatches one ``send`` task (a retry, a sweep) takes: bounded work per task.
 PER_TASK = 200
@@ -58,8 +59,7 @@ def queue_events(team_id: int, events: list[dict[str, Any]]) -> None:
             rows += dispatches(team_id, listed, APPROVAL_PENDING, event["at"], event, now)
     _store(rows, {pk: waking for pk, _subscribed, waking in endpoints})
     if any(wants(subscribed, PROMPT_CHANGED) for _pk, subscribed in listed):
-        for slug in recomposed_agents(events):
-            tasks.check_prompt.enqueue(team_id, slug)
+        wake_checks(team_id, recomposed_agents(events))
 
 
 _TABLE = Endpoint._meta.db_table
@@ -173,6 +173,33 @@ def wake(endpoint_ids: list[int]) -> None:
         )
     for pk in endpoint_ids:
         tasks.drain.enqueue(pk)
+
+
+_MARKS = PromptMark._meta.db_table
+_AGENTS = Agent._meta.db_table
+
+
+def wake_checks(team_id: int, slugs: list[str]) -> None:
+    """Make sure a ``prompt.changed`` check of each agent named will run: one statement
+    marks each agent's check waiting (making its mark when it has none) and answers the
+    agents that had none waiting, whose checks are enqueued. On PostgreSQL the upsert
+    locks the marks until the change commits, as ``endpoints_of`` locks endpoints."""
+    if not slugs:
+        return
+    marks = ", ".join(["%s"] * len(slugs))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {_MARKS} (agent_id, prompt_sha256, revision, at, waking) "
+            f"SELECT id, '', 0, NULL, %s FROM {_AGENTS} WHERE team_id = %s AND slug IN ({marks}) "
+            f"ON CONFLICT (agent_id) DO UPDATE SET waking = %s WHERE {_MARKS}.waking = %s "
+            f"RETURNING agent_id",
+            [True, team_id, *slugs, True, False],
+        )
+        woken = {pk for (pk,) in cursor.fetchall()}
+    if woken:
+        found = Agent.objects.filter(pk__in=woken).values_list("slug", flat=True)
+        for slug in sorted(found):
+            tasks.check_prompt.enqueue(team_id, slug)
 
 
 def _insert(rows: list[Dispatch]) -> None:

@@ -37,13 +37,17 @@ def prompt_sha256(text: str) -> str:
 def check(team_id: int, slug: str) -> bool:
     """Compare ``slug``'s prompt with its mark; queue ``prompt.changed`` when it differs.
 
-    The agent is composed before the mark is locked (on SQLite the lock is the
-    database's one writer, which no composition should hold); a check that composed
-    earlier than the mark's time was overtaken by a later one and leaves it alone.
+    ``waking`` is cleared first, in its own commit: a change after that wakes another
+    check, and one before is seen by the composition below (on PostgreSQL the clearing
+    waits for the change's lock on the mark). The agent is composed before the mark is
+    locked (on SQLite the lock is the database's one writer, which no composition should
+    hold); a check that composed earlier than the mark's time was overtaken by a later
+    one and leaves it alone.
     """
     agent = with_config(Agent.objects.filter(team_id=team_id, slug=slug)).first()
     if agent is None:  # deleted since: its deletion is its own event
         return False
+    PromptMark.objects.filter(agent=agent).update(waking=False)
     since = _watched_since(agent)
     if since is None:  # no endpoint wants the event any more
         return False
@@ -53,7 +57,7 @@ def check(team_id: int, slug: str) -> bool:
     _first_mark(agent, max(since, agent.created_at))
     with transaction.atomic():
         mark = PromptMark.objects.select_for_update().get(agent=agent)
-        if mark.at >= now:
+        if mark.at is not None and mark.at >= now:
             return False
         changed = current != mark.prompt_sha256
         if changed:
@@ -73,23 +77,20 @@ def _watched_since(agent: Agent) -> datetime | None:
 
 
 def _first_mark(agent: Agent, moment: datetime) -> None:
-    """The agent's first mark, when it has none: its prompt as it stood at ``moment``
-    (when the team's first endpoint to want ``prompt.changed`` was made, or the agent,
-    if later). Exact however late the check runs: a composition can be recomposed as of
-    any moment (SPEC §14)."""
-    if PromptMark.objects.filter(agent=agent).exists():
+    """The agent's first comparison point, when it has none: its prompt as it stood at
+    ``moment`` (when the team's first endpoint to want ``prompt.changed`` was made, or
+    the agent, if later). Exact however late the check runs: a composition can be
+    recomposed as of any moment (SPEC §14)."""
+    if PromptMark.objects.filter(agent=agent).exclude(prompt_sha256="").exists():
         return
-    PromptMark.objects.bulk_create(
-        [
-            PromptMark(
-                agent=agent,
-                prompt_sha256=prompt_sha256(compose_as_of(agent, moment).prompt.text),
-                revision=_revision_at(agent, moment),
-                at=moment,
-            )
-        ],
-        ignore_conflicts=True,
-    )
+    baseline = {
+        "prompt_sha256": prompt_sha256(compose_as_of(agent, moment).prompt.text),
+        "revision": _revision_at(agent, moment),
+        "at": moment,
+    }
+    made = PromptMark.objects.filter(agent=agent, prompt_sha256="").update(**baseline)
+    if not made:
+        PromptMark.objects.bulk_create([PromptMark(agent=agent, **baseline)], ignore_conflicts=True)
 
 
 def _revision_at(agent: Agent, moment: datetime) -> int:
@@ -98,7 +99,9 @@ def _revision_at(agent: Agent, moment: datetime) -> int:
 
 
 def _queue(agent: Agent, mark: PromptMark, current: str, revision: int, now: datetime) -> None:
-    causes = causes_since(agent.pk, (mark.revision, revision), mark.at, now)
+    # Every mark has its time once its first comparison point is set (``_first_mark``).
+    since = mark.at or agent.created_at
+    causes = causes_since(agent.pk, (mark.revision, revision), since, now)
     data: dict[str, Any] = {
         "agent": agent.slug,
         "from_sha256": mark.prompt_sha256,
