@@ -24,7 +24,7 @@ from lens.models import Team
 from webhooks.core.addresses import Refused
 from webhooks.core.topics import DERIVED, EVERYTHING, unknown_types
 from webhooks.models import Attempt, Dispatch, Endpoint
-from webhooks.outbox import queue
+from webhooks.outbox import Outgoing, queue
 from webhooks.posting import checked
 
 EVENT_TYPES = tuple(sorted(ACTIONS | set(DERIVED)))
@@ -185,15 +185,9 @@ def resend(team: Team, pk: int, dispatch_id: int) -> Dispatch:
     if original is None:
         raise MessageNotFound(f"No message {dispatch_id} for this webhook.", id=dispatch_id)
     now = timezone.now()
-    again = Dispatch(
-        team_id=team.pk,
-        endpoint=endpoint,
-        message_id=original.message_id,
-        event_type=original.event_type,
-        body=original.body,
-        created_at=now,
-        next_try_at=now,
+    again = Outgoing(
+        team.pk, endpoint.pk, original.message_id, original.event_type, original.body, now
     )
     with transaction.atomic():
         queue([again])
-    return again
+        return Dispatch.objects.filter(endpoint=endpoint, message_id=again.message_id).latest("id")

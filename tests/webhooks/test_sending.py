@@ -20,6 +20,7 @@ from memory.decisions import decide
 from tests.factories import composed, make_user, preference
 from tests.webhooks.hooks import hook, time_passes, verified, work
 from tests.webhooks.receiver import receiving
+from webhooks.endpoints import MessageNotFound, resend
 from webhooks.models import Attempt, Dispatch, Endpoint
 from webhooks.watching import prompt_sha256
 
@@ -205,3 +206,20 @@ def test_an_endpoint_that_fails_for_three_days_is_marked_failing(team: Team) -> 
     endpoint = Endpoint.objects.get()
     assert endpoint.failing
     assert endpoint.failures_in_a_row == tries
+
+
+def test_a_resent_message_keeps_its_id_and_body(team: Team) -> None:
+    with receiving() as receiver:
+        made = hook(team, receiver.url, "kv.written")
+        store.write(team, "k", "v")
+        work()
+        first = Dispatch.objects.get()
+        again = resend(team, made.endpoint.pk, first.pk)
+        assert (again.message_id, again.body) == (first.message_id, first.body)
+        assert again.pk != first.pk
+        work()
+    one, two = receiver.received
+    assert one.headers["webhook-id"] == two.headers["webhook-id"]
+    assert one.body == two.body
+    with pytest.raises(MessageNotFound):
+        resend(team, made.endpoint.pk, 10**9)
