@@ -337,8 +337,13 @@ def measure_pair(engine: Engine, figures: Figures) -> None:
 
 def describe(row: dict[str, Any], engine: Engine) -> str:
     if engine.django_tasks:
-        finished = "set" if row["finished_at"] else "empty"
-        return f"{row['status']}, finished_at {finished}, worker_ids ×{len(row['worker_ids'])}"
+        started, finished = (
+            "set" if row[key] else "empty" for key in ("started_at", "finished_at")
+        )
+        return (
+            f"{row['status']}, started_at {started}, finished_at {finished}, "
+            f"worker_ids ×{len(row['worker_ids'])}"
+        )
     workers = ", ".join(f"#{w} heartbeat {age:g} s old" for w, age in row["workers"].items())
     return f"{row['status']}, worker_id {row['worker_id']} ({workers or 'no workers'})"
 
@@ -386,16 +391,28 @@ def measure(engine: Engine, post_url: str) -> Figures:
     engine.client.call("setup")
     print(f"\n{engine.name} · {engine.db_label}", flush=True)
     measure_enqueue(engine, figures)
-    print(f"  transactions, p50 µs: {figures.tx_us}; the calls: {figures.call_us}", flush=True)
+    tx, call = figures.tx_us, figures.call_us
+    print(
+        f"  transaction p50: {tx['alone']:.0f} µs with 1 row; {tx['task']:.0f} µs with a task "
+        f"(the enqueue {call['task']:.0f} µs); {tx['row']:.0f} µs with a 2nd row "
+        f"(the insert {call['row']:.0f} µs)",
+        flush=True,
+    )
     for interval in A_INTERVALS if engine.django_tasks else (None,):
         measure_latency(engine, figures, interval)
-    print(f"  commit → start, p50: {figures.latency_ms}", flush=True)
+    latencies = ", ".join(f"{ms:.0f} ms ({label})" for label, ms in figures.latency_ms.items())
+    print(f"  commit → start, idle worker, p50: {latencies}", flush=True)
     for kind in ("noop", "post"):
         measure_drain(engine, figures, kind, post_url)
-        print(f"  {kind}: {figures.drains[kind][0]:.0f} tasks/s", flush=True)
+        rate, total = figures.drains[kind]
+        print(f"  {TASKS:,} {kind}, 1 worker: {rate:.0f} tasks/s, {total:.2f} s", flush=True)
     measure_pair(engine, figures)
     counts = engine.settle()
-    print(f"  two workers: {figures.pair_runs} runs, task rows {counts}", flush=True)
+    print(
+        f"  {TASKS:,} noop, 2 workers: {figures.pair_runs} runs, {figures.pair_twice} twice; "
+        f"task rows by status {counts}",
+        flush=True,
+    )
     measure_kill(engine, figures)
     for note in figures.killed:
         print(f"  {note}", flush=True)
