@@ -10,13 +10,17 @@ dropped afterwards (PostgreSQL at ``BENCH_PG_URL``; skipped when it does not ans
 Every task notes when it starts and ends in a shared log (``bench/task_engine_work.py``),
 which is how runs, duplicates and latencies are seen whatever the engine.
 
-For each: what enqueueing adds to a transaction that inserts one small row (p50 of
-2,000 each, in alternation); one worker draining 1,000 tasks that do nothing, then 1,000
-that POST to a receiver on loopback (the log's first start to last end, and the commit
-to the last end); the commit-to-start latency with an idle worker (A at ``db_worker``'s
-default poll interval of 1 s and at 0.1 s); two workers draining 1,000 tasks (how many
-ran twice); and a worker killed with SIGKILL mid-task (what the task's row says, whether
-a new worker runs it again, and what recovers it).
+For each: what enqueueing adds to a transaction that inserts one small row, against a
+second small row instead (p50 of 2,000 each, in rotation); the commit-to-start latency
+with an idle worker (A at ``db_worker``'s default poll interval of 1 s and at 0.1 s); one
+worker draining 1,000 tasks that do nothing, then 1,000 that POST to a receiver on
+loopback, then two workers draining 1,000 (the log's first start to last end, the commit
+to the last end, how many ran twice or never); and a worker killed with SIGKILL mid-task
+(what the task's row says, whether a new worker runs it again, what recovers it).
+
+The engines are measured one after another for each figure, so all see the same minutes
+of a shared machine, and the drains twice, in another order each round, beside the
+disk's pace at the time (the fsync every commit waits for).
 """
 
 from __future__ import annotations
@@ -35,7 +39,7 @@ import time
 import urllib.parse
 from collections import Counter
 from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib.metadata import version
@@ -50,6 +54,7 @@ ROOT = Path(__file__).resolve().parent.parent
 TASKS = int(os.environ.get("BENCH_ENGINE_TASKS", "1000"))
 ENQUEUE_RUNS = int(os.environ.get("BENCH_ENGINE_ENQUEUE_RUNS", "2000"))
 LATENCY_SAMPLES = int(os.environ.get("BENCH_ENGINE_LATENCY_SAMPLES", "15"))
+ROUNDS = int(os.environ.get("BENCH_ENGINE_ROUNDS", "2"))
 # db_worker's default poll interval (its --interval), and a tenth of it.
 A_INTERVALS = (1.0, 0.1)
 # The killed task's length; also how long A's recovery waits before calling a task
@@ -124,16 +129,22 @@ def database(kind: str, name: str, scratch: Path) -> Iterator[str]:
 
 
 @dataclass
+class Drain:
+    rate: float  # tasks/s from the first start to the last end
+    seconds: float  # from the commit that enqueued them to the last end
+    runs: int = 0  # starts seen (a task run twice starts twice)
+    twice: int = 0
+    missing: int = 0
+    unfinished: int = 0  # task rows not marked finished by the engine afterwards
+    split: list[int] = field(default_factory=list)  # tasks each worker ran
+
+
+@dataclass
 class Figures:
     tx_us: dict[str, float] = field(default_factory=dict)  # alone / task / row
     call_us: dict[str, float] = field(default_factory=dict)  # task / row
     latency_ms: dict[str, float] = field(default_factory=dict)
-    drains: dict[str, tuple[float, float]] = field(default_factory=dict)  # rate/s, total s
-    pair_seconds: float = 0.0
-    pair_runs: int = 0
-    pair_twice: int = 0
-    pair_missing: int = 0
-    pair_split: list[int] = field(default_factory=list)
+    drains: dict[str, list[Drain]] = field(default_factory=dict)  # noop / post / pair
     killed: list[str] = field(default_factory=list)
 
 
@@ -143,6 +154,8 @@ class Engine:
     def __init__(self, name: str, db_label: str, url: str, scratch: Path) -> None:
         self.name = name
         self.db_label = db_label
+        self.label = f"{'A' if name == 'django-tasks-db' else 'B'} · {db_label}"
+        self.figures = Figures()
         self.url = url
         self.scratch = scratch
         self.next_n = 1
@@ -281,14 +294,21 @@ def at(events: list[Event], kind: str, n: int) -> list[float]:
 # --- the measurements -------------------------------------------------------------------
 
 
-def measure_enqueue(engine: Engine, figures: Figures) -> None:
+def measure_enqueue(engine: Engine) -> None:
     answer = engine.client.call("enqueue_cost", runs=ENQUEUE_RUNS, first=1_000_000_000)
-    figures.tx_us = answer["tx"]
-    figures.call_us = answer["call"]
+    figures = engine.figures
+    figures.tx_us, figures.call_us = answer["tx"], answer["call"]
     engine.client.call("clear")  # nobody is to run the tasks this left in the queue
+    tx, call = figures.tx_us, figures.call_us
+    print(
+        f"  {engine.label}: transaction p50 {tx['alone']:.0f} µs with 1 row; "
+        f"{tx['task']:.0f} µs with a task (the enqueue {call['task']:.0f} µs); "
+        f"{tx['row']:.0f} µs with a 2nd row (the insert {call['row']:.0f} µs)",
+        flush=True,
+    )
 
 
-def measure_latency(engine: Engine, figures: Figures, interval: float | None) -> None:
+def measure_latency(engine: Engine, interval: float | None) -> None:
     log = engine.new_log()
     engine.start_worker(log, interval or A_INTERVALS[0])
     engine.warm(log)
@@ -301,38 +321,44 @@ def measure_latency(engine: Engine, figures: Figures, interval: float | None) ->
         samples.append((at(events, "start", numbers.start)[0] - committed) * 1000)
     engine.stop_workers()
     label = f"poll {interval:g} s" if interval is not None else "LISTEN/NOTIFY"
-    figures.latency_ms[label] = statistics.median(samples)
+    engine.figures.latency_ms[label] = statistics.median(samples)
+    print(f"  {engine.label}: commit → start p50 {statistics.median(samples):.0f} ms ({label})")
 
 
-def measure_drain(engine: Engine, figures: Figures, kind: str, url: str) -> None:
+def measure_drain(engine: Engine, kind: str, url: str, workers: int = 1) -> None:
+    """``TASKS`` tasks of ``kind`` enqueued in one transaction while ``workers`` workers
+    wait; how fast they go, and how many ran twice or never."""
     log = engine.new_log()
-    engine.start_worker(log)
-    engine.warm(log)
+    for _ in range(workers):
+        engine.start_worker(log)
+    engine.warm(log, workers)
     numbers, committed = engine.enqueue(kind, TASKS, url if kind == "post" else "")
-    events = engine.wait(log, have_ended(numbers, TASKS), f"{TASKS} {kind} tasks")
-    engine.stop_workers()
-    first = min(e.at for e in events if e.kind == "start" and e.n in numbers)
-    last = max(e.at for e in events if e.kind == "end" and e.n in numbers)
-    figures.drains[kind] = (TASKS / (last - first), last - committed)
-
-
-def measure_pair(engine: Engine, figures: Figures) -> None:
-    log = engine.new_log()
-    engine.start_worker(log)
-    engine.start_worker(log)
-    engine.warm(log, workers=2)
-    numbers, committed = engine.enqueue("noop", TASKS)
-    events = engine.wait(log, have_ended(numbers, TASKS), f"{TASKS} tasks, 2 workers")
+    engine.wait(log, have_ended(numbers, TASKS), f"{TASKS} {kind} tasks, {workers} workers")
     time.sleep(0.5)  # a task run twice would start after its first run's end
-    events = log.read()
+    counts = engine.settle()
+    events = [e for e in log.read() if e.n in numbers]
     engine.stop_workers()
-    runs = Counter(e.n for e in events if e.kind == "start" and e.n in numbers)
-    figures.pair_runs = sum(runs.values())
-    figures.pair_twice = sum(count - 1 for count in runs.values() if count > 1)
-    figures.pair_missing = TASKS - len(runs)
-    by_worker = Counter(e.pid for e in events if e.kind == "start" and e.n in numbers)
-    figures.pair_split = sorted(by_worker.values(), reverse=True)
-    figures.pair_seconds = max(e.at for e in events if e.kind == "end") - committed
+    starts = [e for e in events if e.kind == "start"]
+    first = min(e.at for e in starts)
+    last = max(e.at for e in events if e.kind == "end")
+    runs = Counter(e.n for e in starts)
+    drain = Drain(
+        rate=TASKS / (last - first),
+        seconds=last - committed,
+        runs=len(starts),
+        twice=sum(count - 1 for count in runs.values() if count > 1),
+        missing=TASKS - len(runs),
+        unfinished=sum(count for status, count in counts.items() if status not in FINISHED),
+        split=sorted(Counter(e.pid for e in starts).values(), reverse=True),
+    )
+    name = kind if workers == 1 else "pair"
+    engine.figures.drains.setdefault(name, []).append(drain)
+    print(
+        f"  {engine.label}: {TASKS:,} {kind}, {workers} worker(s): {drain.rate:.0f} tasks/s, "
+        f"commit → last end {drain.seconds:.2f} s, {drain.twice} ran twice, "
+        f"{drain.missing} never, {drain.unfinished} rows unfinished, split {drain.split}",
+        flush=True,
+    )
 
 
 def describe(row: dict[str, Any], engine: Engine) -> str:
@@ -348,8 +374,8 @@ def describe(row: dict[str, Any], engine: Engine) -> str:
     return f"{row['status']}, worker_id {row['worker_id']} ({workers or 'no workers'})"
 
 
-def measure_kill(engine: Engine, figures: Figures) -> None:
-    notes = figures.killed
+def measure_kill(engine: Engine) -> None:
+    notes = engine.figures.killed
     log = engine.new_log()
     first = engine.start_worker(log)
     engine.warm(log)
@@ -384,50 +410,61 @@ def measure_kill(engine: Engine, figures: Figures) -> None:
         f"recovered: {requeued} requeued, started again {picked:.2f} s later, then {row['status']}"
     )
     engine.stop_workers()
+    print(f"  {engine.label}, kill -9 mid-task: " + "; ".join(notes), flush=True)
 
 
-def measure(engine: Engine, post_url: str) -> Figures:
-    figures = Figures()
-    engine.client.call("setup")
-    print(f"\n{engine.name} · {engine.db_label}", flush=True)
-    measure_enqueue(engine, figures)
-    tx, call = figures.tx_us, figures.call_us
-    print(
-        f"  transaction p50: {tx['alone']:.0f} µs with 1 row; {tx['task']:.0f} µs with a task "
-        f"(the enqueue {call['task']:.0f} µs); {tx['row']:.0f} µs with a 2nd row "
-        f"(the insert {call['row']:.0f} µs)",
-        flush=True,
-    )
-    for interval in A_INTERVALS if engine.django_tasks else (None,):
-        measure_latency(engine, figures, interval)
-    latencies = ", ".join(f"{ms:.0f} ms ({label})" for label, ms in figures.latency_ms.items())
-    print(f"  commit → start, idle worker, p50: {latencies}", flush=True)
-    for kind in ("noop", "post"):
-        measure_drain(engine, figures, kind, post_url)
-        rate, total = figures.drains[kind]
-        print(f"  {TASKS:,} {kind}, 1 worker: {rate:.0f} tasks/s, {total:.2f} s", flush=True)
-    measure_pair(engine, figures)
-    counts = engine.settle()
-    print(
-        f"  {TASKS:,} noop, 2 workers: {figures.pair_runs} runs, {figures.pair_twice} twice; "
-        f"task rows by status {counts}",
-        flush=True,
-    )
-    measure_kill(engine, figures)
-    for note in figures.killed:
-        print(f"  {note}", flush=True)
-    return figures
+def fsync_ms(scratch: Path) -> float:
+    """The disk's pace at the moment: p50 of 50 fsyncs of a 4 KiB append. Both SQLite
+    (synchronous=FULL) and PostgreSQL wait for one at each commit, and the machine's
+    other work can make them many times slower from one minute to the next."""
+    samples = []
+    with (scratch / "fsync-probe").open("ab") as probe:
+        for _ in range(50):
+            probe.write(b"x" * 4096)
+            probe.flush()
+            start = time.perf_counter()
+            os.fsync(probe.fileno())
+            samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def measure_all(engines: list[Engine], post_url: str, scratch: Path) -> list[float]:
+    """Every measurement, engine after engine, so all see the same minutes of machine
+    noise; the drains in ``ROUNDS`` rounds, each round in another engine order. Answers
+    the disk's pace at each round's start."""
+    print("\nWhat enqueueing adds to a transaction (alternating with and without)")
+    for engine in engines:
+        measure_enqueue(engine)
+    print("\nCommit → start with an idle worker")
+    for engine in engines:
+        for interval in A_INTERVALS if engine.django_tasks else (None,):
+            measure_latency(engine, interval)
+    paces = []
+    for round_ in range(ROUNDS):
+        paces.append(fsync_ms(scratch))
+        print(f"\nDrains, round {round_ + 1} (fsync of 4 KiB: {paces[-1]:.2f} ms)")
+        for engine in engines[round_ % len(engines) :] + engines[: round_ % len(engines)]:
+            measure_drain(engine, "noop", post_url)
+            measure_drain(engine, "post", post_url)
+            measure_drain(engine, "noop", post_url, workers=2)
+    print("\nA worker killed with SIGKILL mid-task")
+    for engine in engines:
+        measure_kill(engine)
+    return paces
 
 
 # --- the table --------------------------------------------------------------------------
 
 
-def table(results: list[tuple[str, Figures]]) -> None:
-    figures = [f for _, f in results]
+def table(engines: list[Engine], paces: list[float]) -> None:
+    figures = [engine.figures for engine in engines]
     rows: list[tuple[str, list[str]]] = []
 
     def ratio(f: Figures, variant: str) -> str:
         return f"{f.tx_us[variant]:.0f} µs ({f.tx_us[variant] / f.tx_us['alone']:.2f}×)"
+
+    def rounds(f: Figures, name: str, cell: Callable[[Drain], str]) -> str:
+        return " / ".join(cell(drain) for drain in f.drains[name])
 
     rows.append(
         ("transaction inserting 1 small row, p50", [f"{f.tx_us['alone']:.0f} µs" for f in figures])
@@ -438,81 +475,84 @@ def table(results: list[tuple[str, Figures]]) -> None:
     )
     rows.append(("  + 1 more small row instead, p50", [ratio(f, "row") for f in figures]))
     rows.append(("    the insert alone, p50", [f"{f.call_us['row']:.0f} µs" for f in figures]))
-    for kind, name in (("noop", "no-op"), ("post", "HTTP POST")):
-        rows.append(
-            (
-                f"1 worker, {TASKS:,} {name}: first start → last end",
-                [f"{f.drains[kind][0]:.0f} tasks/s" for f in figures],
-            )
-        )
-        rows.append(
-            (
-                f"1 worker, {TASKS:,} {name}: commit → last end",
-                [f"{f.drains[kind][1]:.2f} s" for f in figures],
-            )
-        )
     for label in sorted({label for f in figures for label in f.latency_ms}, reverse=True):
         cells = [f"{f.latency_ms[label]:.0f} ms" if label in f.latency_ms else "—" for f in figures]
         rows.append((f"commit → start, idle worker, p50, {label}", cells))
+    for name, what in (("noop", "no-op"), ("post", "HTTP POST"), ("pair", "no-op, 2 workers")):
+        rows.append(
+            (
+                f"{TASKS:,} {what}: tasks/s, first start → last end",
+                [rounds(f, name, lambda d: f"{d.rate:.0f}") for f in figures],
+            )
+        )
+        rows.append(
+            (
+                f"{TASKS:,} {what}: s, commit → last end",
+                [rounds(f, name, lambda d: f"{d.seconds:.2f}") for f in figures],
+            )
+        )
     rows.append(
         (
-            f"2 workers, {TASKS:,} no-op: commit → last end",
-            [f"{f.pair_seconds:.2f} s" for f in figures],
+            "2 workers: ran twice / never ran / unfinished",
+            [rounds(f, "pair", lambda d: f"{d.twice}/{d.missing}/{d.unfinished}") for f in figures],
         )
     )
     rows.append(
         (
-            "2 workers: runs / ran twice / never ran",
-            [f"{f.pair_runs} / {f.pair_twice} / {f.pair_missing}" for f in figures],
+            "2 workers: tasks each ran",
+            [rounds(f, "pair", lambda d: "+".join(map(str, d.split))) for f in figures],
         )
-    )
-    rows.append(
-        ("2 workers: tasks each ran", [" + ".join(map(str, f.pair_split)) for f in figures])
     )
 
     print(f"\nTask engines, one run on {os.cpu_count()} cores ({time.strftime('%Y-%m-%d %H:%M')})")
     print(
         f"  A = django-tasks {version('django-tasks')} + django-tasks-db {version('django-tasks-db')} (db_worker)"
     )
-    print(f"  B = procrastinate {version('procrastinate')} (PsycopgConnector, LISTEN/NOTIFY)\n")
+    print(f"  B = procrastinate {version('procrastinate')} (PsycopgConnector, LISTEN/NOTIFY)")
+    print(
+        f"  drains: {ROUNDS} rounds (a / b); fsync of 4 KiB at each round's start: "
+        + " / ".join(f"{p:.2f} ms" for p in paces)
+        + "\n"
+    )
     width = max(len(name) for name, _ in rows) + 2
-    print(" " * width + "".join(f"{label:>22}" for label, _ in results))
+    print(" " * width + "".join(f"{engine.label:>22}" for engine in engines))
     for name, cells in rows:
         print(f"{name:<{width}}" + "".join(f"{cell:>22}" for cell in cells))
-    for label, f in results:
-        print(f"\nkill -9 mid-task, {label}:")
-        for note in f.killed:
+    for engine in engines:
+        print(f"\nkill -9 mid-task, {engine.label}:")
+        for note in engine.figures.killed:
             print(f"  {note}")
 
 
 def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="lens-bench-engines-"))
     suffix = f"{os.getpid()}_{secrets.token_hex(2)}"
-    runs = [("django-tasks-db", "sqlite", "SQLite")]
+    runs = [("django-tasks-db", "sqlite", "SQLite", "a")]
     if postgres_answers():
         runs += [
-            ("django-tasks-db", "postgresql", "PostgreSQL"),
-            ("procrastinate", "postgresql", "PostgreSQL"),
+            ("django-tasks-db", "postgresql", "PostgreSQL", "a"),
+            ("procrastinate", "postgresql", "PostgreSQL", "b"),
         ]
     else:
         print(f"PostgreSQL does not answer at {PG_URL}: only django-tasks-db on SQLite")
-    results: list[tuple[str, Figures]] = []
+    engines: list[Engine] = []
     try:
-        with receiver() as server:
+        with ExitStack() as stack:
+            server = stack.enter_context(receiver())
             post_url = f"http://127.0.0.1:{server.server_address[1]}/hook"
-            for name, kind, db_label in runs:
-                letter = "a" if name == "django-tasks-db" else "b"
-                with database(kind, f"lens_bench_tasks_{letter}_{suffix}", scratch) as url:
-                    engine = Engine(name, db_label, url, scratch)
-                    try:
-                        before = server.received
-                        figures = measure(engine, post_url)
-                        if server.received - before != TASKS:
-                            raise RuntimeError(f"{server.received - before} POSTs received")
-                    finally:
-                        engine.close()
-                results.append((f"{letter.upper()} · {db_label}", figures))
-        table(results)
+            for name, kind, db_label, letter in runs:
+                url = stack.enter_context(
+                    database(kind, f"lens_bench_tasks_{letter}_{suffix}", scratch)
+                )
+                engine = Engine(name, db_label, url, scratch)
+                stack.callback(engine.close)
+                engine.client.call("setup")
+                engines.append(engine)
+            paces = measure_all(engines, post_url, scratch)
+            posts = sum(len(engine.figures.drains["post"]) for engine in engines) * TASKS
+            if server.received != posts:
+                raise RuntimeError(f"{server.received} POSTs received, {posts} sent")
+        table(engines, paces)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     return 0
