@@ -96,7 +96,7 @@ bench-http: $(STAMP) bench-http-tools
 
 # The webhook sender's task engine against the alternative (docs/performance.md#task-engine):
 # django-tasks-db on SQLite and PostgreSQL, procrastinate on PostgreSQL (when it answers
-# at BENCH_PG_URL), each on a throwaway database, in one run of about three minutes.
+# at BENCH_PG_URL), each on a throwaway database, in one run of about 3½ minutes.
 bench-engines: $(STAMP)
 	$(BIN)/python -m bench.task_engines
 
