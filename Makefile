@@ -15,7 +15,7 @@ WORKERS ?= 2
 
 export DEBUG ?= 1
 
-.PHONY: run serve test test-fast bench bench-http bench-http-tools lint format chromium axe screenshots clean
+.PHONY: run serve test test-fast bench bench-http bench-http-tools bench-engines lint format chromium axe screenshots clean
 
 # PyICU (pyproject.toml) compiles against the system's ICU: Debian's libicu-dev, found
 # through pkg-config, and a C++ compiler. Installed from Debian when missing.
@@ -99,6 +99,12 @@ bench-http: $(STAMP) bench-http-tools
 	$(BIN)/python -m bench.servers
 	$(BIN)/python -m bench.http
 	$(BIN)/python -m bench.tracing_http
+
+# The webhook sender's task engine against the alternative (docs/performance.md#task-engine):
+# django-tasks-db on SQLite and PostgreSQL, procrastinate on PostgreSQL (when it answers
+# at BENCH_PG_URL), each on a throwaway database, in one run of about 3½ minutes.
+bench-engines: $(STAMP)
+	$(BIN)/python -m bench.task_engines
 
 bench-http-tools:
 	@if ! command -v etcd >/dev/null || ! command -v wrk >/dev/null; then \
