@@ -48,7 +48,9 @@ def causes_between(before: Delivery | None, after: Delivery) -> Causes:
     if before is not None and before.delivered_at > after.delivered_at:
         before, after = after, before
     since = None if before is None else before.delivered_at
-    return _listed(_revision_rows(before, after), _event_rows(after.agent_id, since, after.delivered_at))
+    return _listed(
+        _revision_rows(before, after), _event_rows(after.agent_id, since, after.delivered_at)
+    )
 
 
 def causes_since(
