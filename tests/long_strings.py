@@ -30,6 +30,10 @@ from memory.core.records import CONTENT_MAX, LABEL_MAX, MemoryInput
 from memory.decisions import decide
 from memory.deliveries.ledger import deliver
 from memory.saving import Saved, save_memory
+from webhooks.core.addresses import URL_MAX
+from webhooks.endpoints import DESCRIPTION_MAX, create_endpoint
+from webhooks.models import Attempt, Dispatch
+from webhooks.posting import ERROR_MAX
 
 TEAM = "demo"
 REVIEWER = "demo"
@@ -79,6 +83,7 @@ class LongStrings:
     longest: str
     deliveries: list[str]
     proposal: int
+    webhook: int
 
     def pages(self) -> list[str]:
         slug = self.agent.slug
@@ -106,6 +111,9 @@ class LongStrings:
             f"/agents/{slug}/revisions/1/",
             f"/agents/{slug}/revisions/2/",
             f"/proposals/{self.proposal}/",
+            "/settings/webhooks/",
+            f"/settings/webhooks/{self.webhook}/",
+            f"/settings/webhooks/{self.webhook}/delete/",
         ]
 
 
@@ -189,6 +197,7 @@ def seed_long_strings() -> LongStrings:
     assert proposal is not None
     store.write(team, KV_KEY, f"{URL}\n{SHA256}\n")
     store.write(team, KV_KEY, f"{URL}&page=2\n{BLOB}\n{WORD}\n")
+    webhook = _webhook(team, reviewer)
     return LongStrings(
         agent=agent,
         composed=composed,
@@ -196,4 +205,21 @@ def seed_long_strings() -> LongStrings:
         longest=longest,
         deliveries=deliveries,
         proposal=proposal.pk,
+        webhook=webhook,
     )
+
+
+def _webhook(team: Team, actor: Actor) -> int:
+    """A webhook whose URL, description and a try's error are as long as they may be."""
+    url = _fill(f"https://93.184.215.14/hooks/{SHA256}?sig={BLOB}&", URL_MAX)
+    endpoint = create_endpoint(team, actor, url, ["*"], _fill(WORD, DESCRIPTION_MAX)).endpoint
+    dispatch = Dispatch.objects.filter(endpoint=endpoint).earliest("pk")
+    Attempt.objects.create(
+        dispatch=dispatch,
+        endpoint=endpoint,
+        at=dispatch.created_at,
+        status_code=None,
+        duration_ms=10_000,
+        error=_fill(f"could not connect: {WORD} ", ERROR_MAX),
+    )
+    return endpoint.pk

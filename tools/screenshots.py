@@ -44,13 +44,17 @@ from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler 
 from django.core.wsgi import get_wsgi_application  # noqa: E402
 from django.template.loader import render_to_string  # noqa: E402
 
+from lens.actors import SYSTEM  # noqa: E402
 from lens.models import Membership, Team  # noqa: E402
 from tools.tour import Stop, log_in, seed, stops, walk  # noqa: E402
+from webhooks.endpoints import delete_endpoint  # noqa: E402
+from webhooks.models import Endpoint  # noqa: E402
 
 OUT = Path(__file__).resolve().parent.parent / "var" / "screenshots"
 # (width, height): a phone (iPhone 12-15) and a desktop.
 SCREENS = ((390, 844), (1440, 900))
 SCHEMES = ("light", "dark")
+SECRET_HOOK = "https://93.184.215.99/hooks/new"
 CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync"]
 
 
@@ -77,7 +81,8 @@ def shoot(page: Any, name: str, width: int, scheme: str) -> Path:
 
 def extras(browser: Any, base: str, width: int, height: int, scheme: str) -> list[Path]:
     """What the tour cannot reach by loading a URL: the skip link on focus, the team
-    switcher open, the 500 page and the expired-form (CSRF) page."""
+    switcher open, a webhook refused and one added (its secret shown once), the 500
+    page and the expired-form (CSRF) page."""
     context = browser.new_context(viewport={"width": width, "height": height}, color_scheme=scheme)
     shots = []
     try:
@@ -95,6 +100,23 @@ def extras(browser: Any, base: str, width: int, height: int, scheme: str) -> lis
             shots.append(shoot(page, "team-switcher", width, scheme))
         finally:
             membership.delete()
+
+        # Settings › Webhooks: a refused URL on the form, then a webhook added and its
+        # secret, shown once (the endpoint is deleted again: the next round's list is
+        # the tour's).
+        page.goto(f"{base}/settings/webhooks/")
+        page.get_by_label("URL").fill("https://10.1.2.3/hooks/lens")
+        page.get_by_role("button", name="Add webhook").click()
+        page.wait_for_selector("[data-field-error]")
+        page.evaluate("window.scrollTo(0, 0)")
+        shots.append(shoot(page, "webhook-refused", width, scheme))
+        page.get_by_label("URL").fill(SECRET_HOOK)
+        page.locator("input[value='prompt.changed']").check()
+        page.get_by_role("button", name="Add webhook").click()
+        page.wait_for_selector("[data-secret]")
+        shots.append(shoot(page, "webhook-secret", width, scheme))
+        for made in Endpoint.objects.filter(url=SECRET_HOOK).select_related("team"):
+            delete_endpoint(made.team, SYSTEM, made.pk)
 
         # The 500 page as Django sends it (no request, no context), styles from the server.
         crash = render_to_string("500.html")

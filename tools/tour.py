@@ -5,7 +5,8 @@ The demo (``seed_demo``) has three agents with memories of every outcome, key/va
 with history and a delivery history; the tour adds a user who belongs to no team, a
 history of revisions of Wren's declarations by two hands (a person in the admin and the
 demo's token through the API, then a restore), a change proposed for Sentinel once it is
-protected and, for the screenshots, a big agent (40 sections of 50 entries and a few
+protected, three webhooks with tries of every outcome (delivering, failing in a row,
+failing) and, for the screenshots, a big agent (40 sections of 50 entries and a few
 hundred memories).
 """
 
@@ -14,10 +15,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any, Literal
 
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.utils import timezone
 
 from bench.data import big_memory_config, memory_plan
 from kvstore.models import Key
@@ -30,6 +33,11 @@ from memory.decisions import decide
 from memory.demo.configs import COMPANION
 from memory.models import Delivery, MemoryRecord, PromotionStatus
 from memory.saving import Saved, save_memory
+from webhooks.endpoints import create_endpoint
+from webhooks.models import Dispatch, Endpoint
+from webhooks.outbox import message_body, new_message_id, queue
+from webhooks.posting import Outcome
+from webhooks.sending import claim, record
 
 Visitor = Literal["demo", "loner", "anonymous"]
 
@@ -59,6 +67,7 @@ def seed(big: bool = False) -> None:
         loner.save()
     seed_revisions()
     seed_proposal()
+    seed_webhooks()
     if big:
         seed_big_agent()
 
@@ -98,6 +107,78 @@ def seed_proposal() -> int:
     which retitles Project State, locks Conventions and changes the tone. Its id."""
     sentinel = Agent.objects.get(team__slug=DEMO_TEAM, slug="sentinel")
     return Proposal.objects.filter(agent=sentinel).order_by("pk").values_list("pk", flat=True)[0]
+
+
+# The demo's webhooks: literal public addresses, so making them needs no DNS.
+RUNTIME_HOOK = "https://93.184.215.14/hooks/lens"
+MIRROR_HOOK = "https://93.184.215.34/compliance/audit-mirror?source=composition-lens&v=2"
+LEGACY_HOOK = "https://93.184.215.77/legacy/approvals"
+
+
+def seed_webhooks() -> None:
+    """Three endpoints of the demo team, made by the demo user, with tries recorded the
+    way the sender records them (as if each receiver had answered so): the agent
+    runtime's all delivered, the audit mirror's last four failed in a row (the page
+    warns), the legacy one failing since two days."""
+    team = Team.objects.get(slug=DEMO_TEAM)
+    if Endpoint.objects.filter(team=team).exists():
+        return
+    person = Actor.for_user(User.objects.get(username="demo"))
+    runtime = create_endpoint(
+        team,
+        person,
+        RUNTIME_HOOK,
+        ["prompt.changed", "approval.pending"],
+        "Agent runtime: fetches the prompt again when it changes",
+    ).endpoint
+    mirror = create_endpoint(
+        team, person, MIRROR_HOOK, ["*"], "Copies every audit event to the compliance store"
+    ).endpoint
+    legacy = create_endpoint(
+        team, person, LEGACY_HOOK, ["memory.approved", "memory.rejected"], ""
+    ).endpoint
+    now = timezone.now()
+    ok = [(200, 84, ""), (204, 132, ""), (200, 97, ""), (200, 240, ""), (204, 61, "")]
+    for minutes, (event_type, answer) in enumerate(
+        zip(["prompt.changed", "approval.pending"] * 3, ok * 2, strict=False)
+    ):
+        _tried(runtime, event_type, now - timedelta(minutes=90 - minutes * 12), [answer])
+    _tried(mirror, "memory.saved", now - timedelta(hours=5), [(200, 118, "")])
+    silent = (None, 10_000, "no answer within 10 s")
+    busy = (503, 41, "HTTP 503")
+    _tried(mirror, "kv.written", now - timedelta(minutes=50), [busy, silent])
+    _tried(mirror, "delivery.recorded", now - timedelta(minutes=20), [busy, busy])
+    down = (None, 3, "could not connect: [Errno 111] Connection refused")
+    _tried(legacy, "memory.approved", now - timedelta(days=3, hours=2), [down, down, down])
+    Endpoint.objects.filter(pk=legacy.pk).update(failing_since=now - timedelta(days=2))
+
+
+def _tried(
+    endpoint: Endpoint,
+    event_type: str,
+    at: datetime,
+    answers: list[tuple[int | None, int, str]],
+) -> None:
+    """A message of ``event_type`` queued at ``at`` and tried once per answer, a minute
+    apart, recorded by the sender's own bookkeeping."""
+    data = {"action": event_type, "agent": "wren", "seq": 0}
+    stamp = at.isoformat().replace("+00:00", "Z")
+    dispatch = Dispatch(
+        team_id=endpoint.team_id,
+        endpoint=endpoint,
+        message_id=new_message_id(),
+        event_type=event_type,
+        body=message_body(event_type, stamp, data),
+        created_at=at,
+        next_try_at=at,
+    )
+    queue([dispatch])
+    for n, (status, duration_ms, error) in enumerate(answers):
+        when = at + timedelta(minutes=n)
+        Dispatch.objects.filter(pk=dispatch.pk).update(next_try_at=when)
+        claimed = claim(dispatch.pk, when)
+        assert claimed is not None, dispatch
+        record(claimed, Outcome(status, duration_ms, error), when, 0.0)
 
 
 def seed_big_agent() -> None:
@@ -188,6 +269,16 @@ def stops() -> list[Stop]:
         Stop("revision", f"/agents/{wren.slug}/revisions/6/"),
     ]
     section = SectionDeclaration.objects.filter(agent=wren).order_by("pk").first()
+    # Settings › Webhooks: the list (with its form), an endpoint whose tries fail in a
+    # row, one that is failing, and the confirmation before deleting.
+    hooks = dict(Endpoint.objects.filter(team=team).values_list("url", "pk"))
+    found.append(Stop("webhooks", "/settings/webhooks/"))
+    if MIRROR_HOOK in hooks and LEGACY_HOOK in hooks:
+        found += [
+            Stop("webhook", f"/settings/webhooks/{hooks[MIRROR_HOOK]}/"),
+            Stop("webhook-failing", f"/settings/webhooks/{hooks[LEGACY_HOOK]}/"),
+            Stop("webhook-delete", f"/settings/webhooks/{hooks[MIRROR_HOOK]}/delete/"),
+        ]
     found += [
         Stop("admin", "/admin/"),
         Stop("admin-agent", f"/admin/lens/agent/{wren.pk}/change/"),

@@ -16,6 +16,7 @@ from lens.web.pages import (
     memory_pages,
     proposal_pages,
     revision_pages,
+    webhook_pages,
 )
 from lens.web.pages.accounts import account_urlpatterns
 
@@ -104,6 +105,11 @@ urlpatterns = [
     path("memories/<str:record_id>/erase/", erasure_pages.erase_one, name="memory-erase"),
     path("memories/<str:record_id>/", memory_pages.memory_detail, name="memory-detail"),
     path("audit/", audit_pages.audit_log, name="audit-log"),
+    path("settings/webhooks/", webhook_pages.webhook_list, name="webhook-list"),
+    path("settings/webhooks/<int:pk>/", webhook_pages.webhook_detail, name="webhook-detail"),
+    path("settings/webhooks/<int:pk>/rotate/", webhook_pages.webhook_rotate, name="webhook-rotate"),
+    path("settings/webhooks/<int:pk>/delete/", webhook_pages.webhook_delete, name="webhook-delete"),
+    path("settings/webhooks/<int:pk>/resend/", webhook_pages.webhook_resend, name="webhook-resend"),
     path("kv/", kv_pages.key_list, name="kv-list"),
     # Before kv-detail, whose <path:key> would take "key/raw" (never a valid key).
     path("kv/<path:key>/raw/", kv_pages.key_raw, name="kv-raw"),

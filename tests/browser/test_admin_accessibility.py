@@ -14,6 +14,7 @@ from lens.models import Agent, SectionDeclaration, Team
 from memory.models import MemoryRecord
 from tests.browser.axe import Problems, axe_context, check, report
 from tools.tour import DEMO_TEAM, log_in, seed
+from webhooks.models import Endpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -30,6 +31,7 @@ def admin_pages() -> list[str]:
     assert section is not None
     assert record is not None
     demo = User.objects.get(username="demo")
+    hook = Endpoint.objects.filter(team=team).earliest("pk").pk
     return [
         "/admin/",
         "/admin/lens/",
@@ -44,6 +46,9 @@ def admin_pages() -> list[str]:
         "/admin/memory/memoryrecord/",
         f"/admin/memory/memoryrecord/{record.pk}/change/",
         "/admin/memory/promotion/",
+        "/admin/webhooks/endpoint/",
+        "/admin/webhooks/endpoint/add/",
+        f"/admin/webhooks/endpoint/{hook}/change/",
         "/admin/auth/user/",
         f"/admin/auth/user/{demo.pk}/change/",
         "/admin/auth/group/add/",

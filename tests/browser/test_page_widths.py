@@ -15,7 +15,8 @@ from kvstore.models import Key
 from memory.models import Delivery, MemoryRecord
 from tests.factories import login
 from tests.long_strings import seed_long_strings
-from tools.tour import seed_proposal
+from tools.tour import seed_proposal, seed_webhooks
+from webhooks.models import Endpoint
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -23,6 +24,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def demo_pages() -> list[str]:
     call_command("seed_demo", "--force", verbosity=0)
     proposal = seed_proposal()
+    seed_webhooks()
     wren_deliveries = list(
         Delivery.objects.filter(agent__slug="wren")
         .order_by("delivered_at")
@@ -50,6 +52,8 @@ def demo_pages() -> list[str]:
         f"/deliveries/{wren_deliveries[-1]}/live/",
         "/agents/wren/revisions/",
         "/agents/wren/revisions/1/",
+        "/settings/webhooks/",
+        *(f"/settings/webhooks/{pk}/" for pk in Endpoint.objects.values_list("pk", flat=True)),
     ]
 
 

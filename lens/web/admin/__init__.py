@@ -5,10 +5,12 @@ registers its model admins.
   the API's rules (``declaration_forms``), ordered with arrows (``ordering``), kept as
   typed (``line_breaks``), with new rows named (``row_names``).
 - ``memory_admin``: memories and promotions, read-only; decisions happen in the lens.
+- ``webhook_admin``: webhook endpoints, added and deleted through their operations
+  (the URL guard, the audit), the secret shown once; read-only otherwise.
 """
 
 from __future__ import annotations
 
-from lens.web.admin import agent_admin, memory_admin
+from lens.web.admin import agent_admin, memory_admin, webhook_admin
 
-__all__ = ["agent_admin", "memory_admin"]
+__all__ = ["agent_admin", "memory_admin", "webhook_admin"]

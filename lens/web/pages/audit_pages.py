@@ -125,6 +125,8 @@ def object_link(event: AuditEvent) -> str | None:
         return reverse("delivery-detail", args=[ident])
     if kind == "kv":
         return reverse("kv-detail", args=[ident])
+    if kind == "webhook" and event.action != "webhook.deleted" and ident.isdigit():
+        return reverse("webhook-detail", args=[int(ident)])
     return None
 
 

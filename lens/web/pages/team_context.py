@@ -4,7 +4,7 @@ from typing import Any
 
 from django.utils.functional import SimpleLazyObject
 
-from lens.web.pages.toolkit import AppRequest, teams_of
+from lens.web.pages.toolkit import AppRequest, reviews_here, teams_of
 from memory.decisions import pending_count
 
 
@@ -16,6 +16,7 @@ def current_team(request: AppRequest) -> dict[str, Any]:
     return {
         "current_team": team,
         "user_teams": teams_of(request),
+        "reviews_here": reviews_here(request),
         # Lazy and evaluated once: only pages that show it pay for the count.
         "pending_count": SimpleLazyObject(lambda: pending_count(team)),
     }

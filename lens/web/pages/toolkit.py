@@ -11,8 +11,8 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 from django.contrib import messages
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, PermissionsMixin
-from django.db.models import QuerySet
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Permission, PermissionsMixin
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.utils.cache import patch_vary_headers
@@ -52,12 +52,36 @@ class AppRequest(HttpRequest):
 
 
 def teams_of(request: AppRequest) -> list[Team]:
-    """The user's teams by slug, loaded once per request."""
+    """The user's teams by slug, loaded once per request, each with ``reviewing``: whether
+    the user reviews in it (what ``can_review`` answers, superusers aside), read in the
+    same query so the navigation can show reviewers' links on every page for nothing."""
     if not hasattr(request, "lens_teams"):
         request.lens_teams = list(
-            Team.objects.filter(memberships__user=request.user.pk).order_by("slug")
+            Team.objects.filter(memberships__user=request.user.pk)
+            .annotate(reviewing=_reviewing(request.user.pk))
+            .order_by("slug")
         )
     return request.lens_teams
+
+
+def _reviewing(user_pk: Any) -> ExpressionWrapper[Q]:
+    app_label, codename = REVIEW_PERMISSION.split(".")
+    role = Membership.objects.filter(team=OuterRef("pk"), user=user_pk, role=Role.REVIEWER)
+    granted = Permission.objects.filter(
+        Q(user=user_pk) | Q(group__user=user_pk),
+        content_type__app_label=app_label,
+        codename=codename,
+    )
+    return ExpressionWrapper(Q(Exists(role)) | Q(Exists(granted)), output_field=BooleanField())
+
+
+def reviews_here(request: AppRequest) -> bool:
+    """Whether the user reviews in the current team: for what the page shows only (the
+    navigation's reviewer links); a view that acts checks ``can_review``."""
+    team = getattr(request, "lens_team", None)
+    if team is None or not request.user.is_authenticated:
+        return False
+    return bool(getattr(request.user, "is_superuser", False) or getattr(team, "reviewing", False))
 
 
 def current_team(request: AppRequest) -> Team | None:
