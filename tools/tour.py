@@ -20,6 +20,7 @@ from typing import Any, Literal
 
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.db import transaction
 from django.utils import timezone
 
 from bench.data import big_memory_config, memory_plan
@@ -35,7 +36,7 @@ from memory.models import Delivery, MemoryRecord, PromotionStatus
 from memory.saving import Saved, save_memory
 from webhooks.endpoints import create_endpoint
 from webhooks.models import Dispatch, Endpoint
-from webhooks.outbox import message_body, new_message_id, queue
+from webhooks.outbox import Outgoing, message_body, new_message_id, queue
 from webhooks.posting import Outcome
 from webhooks.sending import claim, record
 
@@ -163,20 +164,15 @@ def _tried(
     apart, recorded by the sender's own bookkeeping."""
     data = {"action": event_type, "agent": "wren", "seq": 0}
     stamp = at.isoformat().replace("+00:00", "Z")
-    dispatch = Dispatch(
-        team_id=endpoint.team_id,
-        endpoint=endpoint,
-        message_id=new_message_id(),
-        event_type=event_type,
-        body=message_body(event_type, stamp, data),
-        created_at=at,
-        next_try_at=at,
-    )
-    queue([dispatch])
+    message_id = new_message_id()
+    body = message_body(event_type, stamp, data)
+    with transaction.atomic():
+        queue([Outgoing(endpoint.team_id, endpoint.pk, message_id, event_type, body, at)])
+    dispatch = Dispatch.objects.get(endpoint=endpoint, message_id=message_id)
     for n, (status, duration_ms, error) in enumerate(answers):
         when = at + timedelta(minutes=n)
         Dispatch.objects.filter(pk=dispatch.pk).update(next_try_at=when)
-        claimed = claim(dispatch.pk, when)
+        claimed = claim(dispatch.pk, when, {})
         assert claimed is not None, dispatch
         record(claimed, Outcome(status, duration_ms, error), when, 0.0)
 
