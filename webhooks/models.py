@@ -125,6 +125,7 @@ class PromptMark(models.Model):
     # A check of this agent is waiting to start: a change that may recompose it then
     # adds no task of its own (``webhooks.outbox.wake_checks``).
     waking = models.BooleanField(default=False)
+    woken_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self) -> str:
         return f"{self.agent_id}: {self.prompt_sha256[:12] or 'no check yet'}"

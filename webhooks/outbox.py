@@ -30,9 +30,6 @@ from webhooks.core.topics import (
 )
 from webhooks.models import Dispatch, Endpoint, PromptMark
 
-# Dispatches one ``send`` task (a retry, a sweep) takes: bounded work per task.
-PER_TASK = 200
-
 
 def new_message_id() -> str:
     return "msg_" + secrets.token_urlsafe(18)
@@ -189,12 +186,14 @@ def wake_checks(team_id: int, slugs: list[str]) -> None:
         return
     marks = ", ".join(["%s"] * len(slugs))
     with connection.cursor() as cursor:
+        now = connection.ops.adapt_datetimefield_value(timezone.now())
         cursor.execute(
-            f"INSERT INTO {_MARKS} (agent_id, prompt_sha256, revision, at, waking) "
-            f"SELECT id, '', 0, NULL, %s FROM {_AGENTS} WHERE team_id = %s AND slug IN ({marks}) "
-            f"ON CONFLICT (agent_id) DO UPDATE SET waking = %s WHERE {_MARKS}.waking = %s "
-            f"RETURNING agent_id",
-            [True, team_id, *slugs, True, False],
+            f"INSERT INTO {_MARKS} (agent_id, prompt_sha256, revision, at, waking, woken_at) "
+            f"SELECT id, '', 0, NULL, %s, %s FROM {_AGENTS} "
+            f"WHERE team_id = %s AND slug IN ({marks}) "
+            f"ON CONFLICT (agent_id) DO UPDATE SET waking = %s, woken_at = %s "
+            f"WHERE {_MARKS}.waking = %s RETURNING agent_id",
+            [True, now, team_id, *slugs, True, now, False],
         )
         woken = {pk for (pk,) in cursor.fetchall()}
     if woken:

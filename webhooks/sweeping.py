@@ -14,14 +14,15 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from webhooks import tasks
-from webhooks.models import Attempt, Dispatch
-from webhooks.outbox import PER_TASK
+from webhooks.models import Attempt, Dispatch, PromptMark
+from webhooks.outbox import wake
 
 EVERY = timedelta(minutes=1)
 GRACE = timedelta(minutes=1)
@@ -31,27 +32,43 @@ BATCH = 2000
 # recent ones; the audit log keeps the events themselves).
 KEEP_TASKS = timedelta(days=1)
 KEEP_DISPATCHES = timedelta(days=30)
-_TASK_PATHS = [tasks.send.module_path, tasks.check_prompt.module_path, tasks.sweep.module_path]
+_TASK_PATHS = [
+    tasks.send.module_path,
+    tasks.drain.module_path,
+    tasks.check_prompt.module_path,
+    tasks.sweep.module_path,
+]
+# A prompt check woken this long ago that has not started is enqueued again.
+RECHECK_AFTER = timedelta(minutes=5)
 
 
 def requeue(now: datetime, grace: timedelta) -> int:
-    """Give a task to every pending dispatch whose sender stopped mid-send, and to every
-    one due before ``now - grace`` that no worker took; answers how many (at most
-    ``BATCH``)."""
+    """Wake again every endpoint with a message whose sender stopped mid-send, or due
+    before ``now - grace`` that no worker took (its endpoint's task died before it
+    could hand over, or a sweep's or retry's task row was lost); answers how many such
+    messages there were (counted up to ``BATCH``)."""
     stranded = list(
         Dispatch.objects.filter(state=Dispatch.State.PENDING)
         .filter(
             # A lapsed lease: its worker stopped mid-send (a finished try clears it).
             Q(lease_until__lte=now)
-            # Never taken, long after its time: its task is gone.
+            # Never taken, long after its time.
             | Q(lease_until__isnull=True, next_try_at__lte=now - grace)
         )
-        .order_by("next_try_at")
-        .values_list("pk", flat=True)[:BATCH]
+        .values_list("endpoint_id", flat=True)[:BATCH]
     )
-    for start in range(0, len(stranded), PER_TASK):
-        tasks.send.enqueue(stranded[start : start + PER_TASK])
+    with transaction.atomic():
+        wake(sorted(set(stranded)))
+    _recheck(now)
     return len(stranded)
+
+
+def _recheck(now: datetime) -> None:
+    """Enqueue again the prompt checks that were woken long ago and never started."""
+    late = PromptMark.objects.filter(waking=True, woken_at__lt=now - RECHECK_AFTER)
+    for team_id, slug, pk in late.values_list("agent__team_id", "agent__slug", "pk")[:BATCH]:
+        PromptMark.objects.filter(pk=pk).update(woken_at=now)
+        tasks.check_prompt.enqueue(team_id, slug)
 
 
 def clear(now: datetime) -> None:

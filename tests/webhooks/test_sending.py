@@ -4,8 +4,10 @@ rolled-back change sends nothing (SPEC §16)."""
 
 from __future__ import annotations
 
+import json
 import threading
 import time
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -21,7 +23,7 @@ from tests.factories import composed, make_user, preference
 from tests.webhooks.hooks import hook, time_passes, verified, work
 from tests.webhooks.receiver import receiving
 from webhooks.endpoints import MessageNotFound, resend
-from webhooks.models import Attempt, Dispatch, Endpoint
+from webhooks.models import Attempt, Dispatch, Endpoint, PromptMark
 from webhooks.watching import prompt_sha256
 
 pytestmark = pytest.mark.django_db
@@ -223,3 +225,35 @@ def test_a_resent_message_keeps_its_id_and_body(team: Team) -> None:
     assert one.body == two.body
     with pytest.raises(MessageNotFound):
         resend(team, made.endpoint.pk, 10**9)
+
+
+def test_a_lost_sending_task_is_replaced_by_the_sweep(team: Team) -> None:
+    with receiving() as receiver:
+        hook(team, receiver.url, "kv.written")
+        store.write(team, "k", "v")
+        # The endpoint's task is lost (its worker died before it started): the endpoint
+        # still says a task is waiting, so later changes would add none.
+        DBTaskResult.objects.filter(task_path="webhooks.tasks.drain").delete()
+        assert Endpoint.objects.get().waking
+        work()
+        assert receiver.received == []
+        time_passes(61)  # a minute overdue: the sweep wakes the endpoint again
+        work()
+    assert len(receiver.received) == 1
+    assert not Endpoint.objects.get().waking
+
+
+def test_a_lost_prompt_check_is_enqueued_again(team: Team, wren: Agent) -> None:
+    reviewer = Actor.for_user(make_user("rhea", team))
+    record = preference(wren, "Prefers terse answers.", label="tone")
+    with receiving() as receiver:
+        hook(team, receiver.url, "prompt.changed")
+        decide(record, True, reviewer)
+        DBTaskResult.objects.filter(task_path="webhooks.tasks.check_prompt").delete()
+        work()
+        assert receiver.received == []
+        PromptMark.objects.update(woken_at=timezone.now() - timedelta(minutes=6))
+        work()
+    [got] = receiver.received
+    assert json.loads(got.body)["type"] == "prompt.changed"
+    assert not PromptMark.objects.get().waking
