@@ -3,6 +3,7 @@ statuses it is given, in order (then the last one, or 200)."""
 
 from __future__ import annotations
 
+import ssl
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -24,10 +25,11 @@ class Receiver:
     received: list[Received] = field(default_factory=list)
     arrived: threading.Event = field(default_factory=threading.Event)
     port: int = 0
+    scheme: str = "http"
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/hook"
+        return f"{self.scheme}://127.0.0.1:{self.port}/hook"
 
     def answer(self) -> int:
         if len(self.received) <= len(self.statuses):
@@ -37,9 +39,13 @@ class Receiver:
 
 @contextmanager
 def receiving(
-    statuses: list[int] | None = None, hold: threading.Event | None = None
+    statuses: list[int] | None = None,
+    hold: threading.Event | None = None,
+    tls: ssl.SSLContext | None = None,
 ) -> Iterator[Receiver]:
-    receiver = Receiver(statuses=list(statuses or []), hold=hold)
+    """A receiver on loopback; with ``tls``, it answers HTTPS only."""
+    scheme = "https" if tls is not None else "http"
+    receiver = Receiver(statuses=list(statuses or []), hold=hold, scheme=scheme)
     lock = threading.Lock()
 
     class Handler(BaseHTTPRequestHandler):
@@ -63,6 +69,8 @@ def receiving(
 
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
+    if tls is not None:
+        server.socket = tls.wrap_socket(server.socket, server_side=True)
     receiver.port = server.server_address[1]
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

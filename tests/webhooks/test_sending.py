@@ -5,9 +5,12 @@ rolled-back change sends nothing (SPEC §16)."""
 from __future__ import annotations
 
 import json
+import ssl
+import subprocess
 import threading
 import time
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -257,3 +260,39 @@ def test_a_lost_prompt_check_is_enqueued_again(team: Team, wren: Agent) -> None:
     [got] = receiver.received
     assert json.loads(got.body)["type"] == "prompt.changed"
     assert not PromptMark.objects.get().waking
+
+
+def certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and its key (openssl, as an operator's
+    internal CA would issue one)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"]
+        + ["-subj", "/CN=receiver", "-addext", "subjectAltName=IP:127.0.0.1"]
+        + ["-keyout", str(key), "-out", str(cert)],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def test_https_is_verified_against_the_trusted_certificates(
+    team: Team, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cert, key = certificate(tmp_path)
+    tls = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    tls.load_cert_chain(cert, key)
+    with receiving(tls=tls) as receiver:
+        made = hook(team, receiver.url, "kv.written")
+        store.write(team, "k", "v")
+        work()  # the receiver's certificate is trusted by no one: refused
+        assert receiver.received == []
+        refused = Attempt.objects.get()
+        assert "CERTIFICATE_VERIFY_FAILED" in refused.error
+        # Trusted as an operator trusts an internal CA (OpenSSL's SSL_CERT_FILE).
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+        time_passes(7)
+        work()
+    [got] = receiver.received
+    assert verified(made.secret, got)["type"] == "kv.written"
+    assert Dispatch.objects.get().state == Dispatch.State.SUCCEEDED
