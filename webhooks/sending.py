@@ -1,4 +1,6 @@
-"""Sending dispatches: claim, post, record — the body of the ``send`` task.
+"""Sending dispatches: claim, post, record — the body of the ``drain`` task (an
+endpoint's due messages, woken by the changes that queue them) and of the ``send`` task
+(a retry at its time).
 
 A dispatch is claimed by one conditional UPDATE (pending, due, and not leased to a
 worker still within its lease), so of several workers holding tasks for the same
