@@ -316,9 +316,8 @@ def test_the_kept_order_is_a_longest_increasing_run(positions: list[int]) -> Non
     assert len(kept) == max(best, default=0)
 
 
-def test_a_summary_of_thousands_of_sections_takes_linearithmic_time() -> None:
-    # The slowest order for moves: every section reversed, each with entries reversed.
-    count = 4_000
+def _reversed_configs(count: int) -> tuple[AgentConfig, AgentConfig]:
+    # The slowest order for moves: every section reversed, half of them shuffled.
     sections = tuple(
         BackgroundSection(
             id=f"s{i}",
@@ -330,9 +329,23 @@ def test_a_summary_of_thousands_of_sections_takes_linearithmic_time() -> None:
     old = AgentConfig(name="A", background=Background(sections=sections))
     shuffled = list(reversed(sections))
     random.Random(7).shuffle(shuffled[: count // 2])
-    new = AgentConfig(name="A", background=Background(sections=tuple(shuffled)))
-    began = time.perf_counter()
-    summary = summarise(old, new)
-    elapsed = time.perf_counter() - began
+    return old, AgentConfig(name="A", background=Background(sections=tuple(shuffled)))
+
+
+def _fastest_summary(count: int) -> float:
+    old, new = _reversed_configs(count)
+    timings = []
+    for _ in range(3):
+        began = time.perf_counter()
+        summary = summarise(old, new)
+        timings.append(time.perf_counter() - began)
     assert len(summary) >= count // 2
-    assert elapsed < 1.0, elapsed
+    return min(timings)
+
+
+def test_a_summary_of_thousands_of_sections_takes_linearithmic_time() -> None:
+    # Measured as a ratio in one run, so a busy machine slows both sizes alike: twice the
+    # sections take about twice the time (a quadratic summary would take four times).
+    small, large = _fastest_summary(2_000), _fastest_summary(4_000)
+    assert large / small < 3.0, (small, large)
+    assert large < 5.0, large  # and never pathological
