@@ -120,6 +120,8 @@ def normalised(config: dict[str, Any]) -> dict[str, Any]:
         ],
         "recall_pinned_candidates": config.get("recall_pinned_candidates", False),
         "protected": config.get("protected", False),
+        # Left out when unset (lens.core.config): as GET answers it.
+        **({"model": config["model"]} if config.get("model") is not None else {}),
     }
 
 
