@@ -158,9 +158,13 @@ def memories_listing(client: ApiClient, query: str = "", slug: str = "wren") -> 
 
 
 def api_composition(client: ApiClient, slug: str = "wren") -> dict[str, Any]:
+    """The composition endpoint's answer less its ``context`` (the prompt against its
+    model's window, which only that endpoint adds): the composition a delivery records."""
     response = client.get(f"/api/agents/{slug}/composition")
     assert response.status_code == 200, response.content
-    return dict(response.json())
+    answer = dict(response.json())
+    assert set(answer.pop("context")) == {"model", "window", "share", "level"}
+    return answer
 
 
 def api_fragments(composed: dict[str, Any]) -> list[dict[str, Any]]:
