@@ -218,11 +218,12 @@ def config_of(agent: Agent) -> AgentConfig:
         agent.routing_spec,
         agent.recall_pinned_candidates,
         agent.protected,
+        agent.model,
     )
     key = (scalars, capabilities, awareness, background)
 
     def validate() -> AgentConfig:
-        name, persona, tone, objective, manual, routing_spec, pinned, protected = scalars
+        name, persona, tone, objective, manual, routing_spec, pinned, protected, model = scalars
         return AgentConfig.model_validate(
             {
                 "name": name,
@@ -242,6 +243,7 @@ def config_of(agent: Agent) -> AgentConfig:
                 ],
                 "recall_pinned_candidates": pinned,
                 "protected": protected,
+                "model": model,
             }
         )
 
@@ -263,6 +265,7 @@ def write_config(team: Team, slug: str, config: AgentConfig) -> tuple[Agent, boo
         setattr(agent, field, getattr(config, field))
     agent.recall_pinned_candidates = config.recall_pinned_candidates
     agent.protected = config.protected
+    agent.model = config.model
     agent.save()
 
     agent.capabilities.all().delete()

@@ -14,6 +14,8 @@ from urllib.parse import unquote, urlsplit
 
 from django.core.exceptions import ImproperlyConfigured
 
+from lens.core.context_windows import merged_windows, parse_windows
+
 _TRUE = {"1", "true", "yes", "on"}
 _FALSE = {"0", "false", "no", "off", ""}
 
@@ -69,6 +71,18 @@ def env_choice(name: str, default: str, choices: Collection[str]) -> str:
     if raw.strip().casefold() not in by_folded:
         raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, got {raw!r}")
     return by_folded[raw.strip().casefold()]
+
+
+def env_context_windows(name: str) -> dict[str, int]:
+    """The models' context windows: the default table with ``name``'s
+    ``model=tokens`` items (comma-separated) added, or replacing the same names."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return merged_windows({})
+    try:
+        return merged_windows(parse_windows(raw))
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}: {exc}") from None
 
 
 def https_origins(hosts: list[str]) -> list[str]:

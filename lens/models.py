@@ -126,6 +126,14 @@ class Agent(models.Model):
         help_text="Changes to a protected agent wait as proposals until another "
         "reviewer of the team publishes them.",
     )
+    # NULL: no model declared. Well-formed model names only (lens.core.context_windows).
+    model = models.CharField(  # noqa: DJ001
+        max_length=128,
+        null=True,
+        blank=True,
+        help_text="The model this agent mostly runs on (e.g. gpt-4o): its prompt is shown "
+        "against that model's context window.",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -13,6 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from lens.envconf import (
     env_bool,
     env_choice,
+    env_context_windows,
     env_int,
     env_list,
     env_str,
@@ -252,6 +253,9 @@ MEMORY_ROUTING_SPECS: list[str] = env_list(
 # Code points of memory-derived Background lines, prefix and newline included.
 MEMORY_OVERLAY_BUDGET_CHARS = env_int("MEMORY_OVERLAY_BUDGET_CHARS", 3000, minimum=0)
 MEMORY_RECALL_BUDGET_CHARS = env_int("MEMORY_RECALL_BUDGET_CHARS", 4000, minimum=0)
+# Model name (case-folded) -> context window in tokens: lens.core.context_windows's
+# table, extended or overridden by "name=tokens,…" items.
+MODEL_CONTEXT_WINDOWS: dict[str, int] = env_context_windows("MODEL_CONTEXT_WINDOWS")
 
 LOG_LEVEL = env_choice("LOG_LEVEL", "WARNING", ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"))
 LOGGING = {

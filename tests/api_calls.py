@@ -120,6 +120,8 @@ def normalised(config: dict[str, Any]) -> dict[str, Any]:
         ],
         "recall_pinned_candidates": config.get("recall_pinned_candidates", False),
         "protected": config.get("protected", False),
+        # Left out when unset (lens.core.config): as GET answers it.
+        **({"model": config["model"]} if config.get("model") is not None else {}),
     }
 
 
@@ -156,9 +158,13 @@ def memories_listing(client: ApiClient, query: str = "", slug: str = "wren") -> 
 
 
 def api_composition(client: ApiClient, slug: str = "wren") -> dict[str, Any]:
+    """The composition endpoint's answer less its ``context`` (the prompt against its
+    model's window, which only that endpoint adds): the composition a delivery records."""
     response = client.get(f"/api/agents/{slug}/composition")
     assert response.status_code == 200, response.content
-    return dict(response.json())
+    answer = dict(response.json())
+    assert set(answer.pop("context")) == {"model", "window", "share", "level"}
+    return answer
 
 
 def api_fragments(composed: dict[str, Any]) -> list[dict[str, Any]]:

@@ -19,6 +19,7 @@ CORE_MODULES = {
     "lens.core": {
         "background",
         "config",
+        "context_windows",
         "revisions",
         "counts",
         "diffs",

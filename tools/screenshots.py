@@ -38,6 +38,7 @@ import django  # noqa: E402
 
 django.setup()
 
+from django.conf import settings  # noqa: E402
 from django.contrib.auth.models import User  # noqa: E402
 from django.core.management import call_command  # noqa: E402
 from django.core.servers.basehttp import ThreadedWSGIServer, WSGIRequestHandler  # noqa: E402
@@ -46,7 +47,7 @@ from django.template.loader import render_to_string  # noqa: E402
 
 from lens.actors import SYSTEM  # noqa: E402
 from lens.models import Membership, Team  # noqa: E402
-from tools.tour import Stop, log_in, seed, stops, walk  # noqa: E402
+from tools.tour import BIG_MODEL_WINDOWS, Stop, log_in, seed, stops, walk  # noqa: E402
 from webhooks.endpoints import delete_endpoint  # noqa: E402
 from webhooks.models import Endpoint  # noqa: E402
 
@@ -145,6 +146,9 @@ def main() -> int:
     from playwright.sync_api import sync_playwright
 
     call_command("migrate", verbosity=0)
+    # The windows of the models the big agent runs on, as an operator serving their own
+    # models adds them (the server runs in this process): its pages warn and alarm.
+    settings.MODEL_CONTEXT_WINDOWS = {**settings.MODEL_CONTEXT_WINDOWS, **BIG_MODEL_WINDOWS}
     print("Seeding the demo and a big agent (40 sections × 50 entries, memories)…", flush=True)
     seed(big=True)
     tour: list[Stop] = stops()

@@ -29,8 +29,10 @@ from lens.actors import SYSTEM, Actor
 from lens.core.config import AgentConfig
 from lens.models import Agent, ApiToken, Proposal, Revision, SectionDeclaration, Team, Via
 from memory.configuring import restore_revision, store_agent
+from memory.core.deliveries import DeliveryInput
 from memory.core.records import MemoryInput
 from memory.decisions import decide
+from memory.deliveries.ledger import deliver
 from memory.demo.configs import COMPANION
 from memory.models import Delivery, MemoryRecord, PromotionStatus
 from memory.saving import Saved, save_memory
@@ -47,6 +49,12 @@ DEMO_TEAM = "demo"
 PASSWORDS: dict[Visitor, str] = {"demo": "demo", "loner": "loner-tour-password"}
 BIG_AGENT = "big"
 BIG_MEMORIES = 300
+# The big agent runs on models a team serves itself, with windows only an operator's
+# MODEL_CONTEXT_WINDOWS knows (``BIG_MODEL_WINDOWS``, which the screenshots add): its
+# prompt fills more than half of the first, and more than the whole of the second.
+BIG_MODEL = "team-llama-3.1-8b"
+SMALL_MODEL = "team-mistral-7b"
+BIG_MODEL_WINDOWS = {BIG_MODEL: 65_536, SMALL_MODEL: 32_768}
 
 
 @dataclass(frozen=True)
@@ -180,11 +188,13 @@ def _tried(
 def seed_big_agent() -> None:
     """40 sections of 50 authored entries and ``BIG_MEMORIES`` memories of every fate
     (composed, over the budget, beaten by an authored entry, pending, rejected,
-    superseded, declined), in the demo team."""
+    superseded, declined), in the demo team, declared to run on ``BIG_MODEL`` and
+    delivered once on it and once on ``SMALL_MODEL``."""
     team = Team.objects.get(slug=DEMO_TEAM)
     if Agent.objects.filter(team=team, slug=BIG_AGENT).exists():
         return
-    agent, _ = store_agent(team, BIG_AGENT, big_memory_config())
+    config = big_memory_config().model_copy(update={"model": BIG_MODEL})
+    agent, _ = store_agent(team, BIG_AGENT, config)
     reviewer = Actor.for_user(User.objects.get(username="demo"))
     ids: list[str] = []
     for planned in memory_plan(BIG_MEMORIES):
@@ -203,6 +213,8 @@ def seed_big_agent() -> None:
         ids.append(saved.id)
         if planned.fate in ("approve", "reject"):
             decide(saved.id, planned.fate == "approve", reviewer)
+    for session, model in (("load-test-1", BIG_MODEL), ("load-test-2", SMALL_MODEL)):
+        deliver(agent, SYSTEM, DeliveryInput(session=session, model=model))
 
 
 def stops() -> list[Stop]:
@@ -253,6 +265,9 @@ def stops() -> list[Stop]:
         Delivery.objects.filter(agent=wren).order_by("delivered_at").values_list("pk", flat=True)
     )
     found.append(Stop("deliveries", f"/agents/{wren.slug}/deliveries/"))
+    # The big agent's deliveries: a warning and an alarm against their models' windows.
+    if Delivery.objects.filter(agent__team=team, agent__slug=BIG_AGENT).exists():
+        found.append(Stop("deliveries-big", f"/agents/{BIG_AGENT}/deliveries/"))
     if len(deliveries) >= 2:
         found += [
             Stop("delivery", f"/deliveries/{deliveries[-1]}/"),

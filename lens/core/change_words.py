@@ -26,6 +26,7 @@ FIELD_NAMES = {
     "awareness": "Information sources",
     "recall_pinned_candidates": "Recall of pinned candidates",
     "protected": "Protection",
+    "model": "Model",
 }
 # What happened, by kind of change: (the noun, its plural, the verb).
 _SAID = {

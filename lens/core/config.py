@@ -18,6 +18,7 @@ from pydantic import (
 )
 
 from lens.core.background import Background, describe_same, same_names
+from lens.core.context_windows import model_problem
 from lens.core.identity import bidi_problem
 
 AGENT_SLUG_PATTERN = r"^[a-z0-9][a-z0-9-]{0,63}$"
@@ -110,7 +111,14 @@ def _check_awareness_name(name: str) -> str:
     return name
 
 
+def _check_model(name: str) -> str:
+    if problem := model_problem(name):
+        raise ValueError(problem)
+    return name
+
+
 Prose = Annotated[StrictStr, Field(max_length=PROSE_MAX), AfterValidator(_check_prose)]
+ModelName = Annotated[StrictStr, AfterValidator(_check_model)]
 
 
 class _Frozen(BaseModel):
@@ -150,6 +158,14 @@ class AgentConfig(_Frozen):
     # Four eyes (SPEC §14): a change to a protected agent waits as a proposal until a
     # reviewer other than its proposer publishes it. Rendered nowhere in the prompt.
     protected: StrictBool = False
+    # The model the agent mostly runs on (``gpt-4o``): its prompt is shown against that
+    # model's context window. Rendered nowhere in the prompt. Any well-formed name is
+    # accepted; one whose window is not known gets no figure. Left out of the JSON when
+    # unset: a config without a model is written exactly as before the field existed,
+    # so every stored config keeps its text and its SHA-256 (the revisions, the audit
+    # events naming those hashes and the bundles exported before stay true) and a save
+    # that changes nothing still writes nothing.
+    model: ModelName | None = Field(default=None, exclude_if=lambda value: value is None)
 
     @field_validator("name")
     @classmethod

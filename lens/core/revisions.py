@@ -47,6 +47,7 @@ FIELDS = (
     "awareness",
     "recall_pinned_candidates",
     "protected",
+    "model",
 )
 
 

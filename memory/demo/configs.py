@@ -6,6 +6,8 @@ from typing import Any
 
 COMPANION: dict[str, Any] = {
     "name": "Wren — personal companion",
+    # The model each demo agent mostly runs on; its deliveries name it (or a sibling).
+    "model": "gpt-4o",
     "persona": (
         "You are Wren, a warm and attentive companion. You remember what the user shares "
         "with you and bring it up naturally, never as a recital. You are honest about what "
@@ -78,6 +80,7 @@ COMPANION: dict[str, Any] = {
 
 CODE_REVIEWER: dict[str, Any] = {
     "name": "Sentinel — code reviewer",
+    "model": "claude-sonnet-4",
     "persona": (
         "You are Sentinel, a senior engineer reviewing pull requests for the payments "
         "service. You care about correctness first, then clarity, then speed."
@@ -155,6 +158,7 @@ CODE_REVIEWER: dict[str, Any] = {
 
 SUPPORT: dict[str, Any] = {
     "name": "Atlas — support assistant",
+    "model": "gpt-4o-mini",
     "persona": "You are Atlas, the support assistant for Acme's billing product.",
     "tone": "Calm, precise and brief.",
     "objective": "Resolve billing questions on the first reply whenever possible.",

@@ -79,17 +79,17 @@ class History:
 WREN = History(
     during=(
         # Before anything was learned: the authored prompt alone.
-        Session(7, time(9, 12), "gpt-4.1", before="The user's name is Doug."),
+        Session(7, time(9, 12), "gpt-4o-2024-08-06", before="The user's name is Doug."),
         # Name and Denver are in; Lisbon is saved next and supersedes Denver.
-        Session(6, time(8, 47), "gpt-4.1", before="Doug moved to Lisbon"),
-        Session(5, time(19, 5), "gpt-4.1", before="Takes his coffee black"),
+        Session(6, time(8, 47), "gpt-4o-2024-08-06", before="Doug moved to Lisbon"),
+        Session(5, time(19, 5), "gpt-4o-2024-08-06", before="Takes his coffee black"),
         # Black coffee approved; the evening session (a smaller model) gets the same prompt.
-        Session(4, time(9, 30), "gpt-4.1", before="Switched to oat flat whites"),
-        Session(4, time(21, 15), "gpt-4.1-mini", before="Switched to oat flat whites"),
+        Session(4, time(9, 30), "gpt-4o-2024-08-06", before="Switched to oat flat whites"),
+        Session(4, time(21, 15), "gpt-4o-mini", before="Switched to oat flat whites"),
     ),
     after=(
         # Oat flat whites wait for approval and superseded black coffee: it is gone.
-        Session(3, time(8, 55), "gpt-4.1"),
+        Session(3, time(8, 55), "gpt-4o-2024-08-06"),
         Save(
             "training",
             "profile",
@@ -98,7 +98,7 @@ WREN = History(
         ),
         Save("units", "preference", "Wants distances in kilometres, never miles.", label="units"),
         Approve("units"),
-        Session(2, time(9, 20), "gpt-4.1"),
+        Session(2, time(9, 20), "gpt-4o-2024-08-06"),
         Revoke("units", "He mixes kilometres and miles himself; not a real preference."),
         Save(
             "job",
@@ -107,7 +107,7 @@ WREN = History(
             label="job",
             replaces=True,
         ),
-        Session(1, time(8, 58), "gpt-4.1"),
+        Session(1, time(8, 58), "gpt-4o-2024-08-06"),
         # Learned after the last delivery: the live prompt differs from it.
         Save(
             "family",
@@ -120,9 +120,11 @@ WREN = History(
 
 SENTINEL = History(
     during=(
-        Session(6, time(10, 2), "gpt-4.1", before="Wrap external HTTP calls"),
-        Session(5, time(14, 31), "gpt-4.1", before="The ledger migration is 60% done"),
-        Session(4, time(11, 10), "gpt-4.1", before="Reviewed PR #812"),
+        Session(6, time(10, 2), "claude-sonnet-4-20250514", before="Wrap external HTTP calls"),
+        Session(
+            5, time(14, 31), "claude-sonnet-4-20250514", before="The ledger migration is 60% done"
+        ),
+        Session(4, time(11, 10), "claude-sonnet-4-20250514", before="Reviewed PR #812"),
     ),
     after=(
         Save(
@@ -132,7 +134,7 @@ SENTINEL = History(
             label="release",
             replaces=True,
         ),
-        Session(3, time(10, 45), "gpt-4.1"),
+        Session(3, time(10, 45), "claude-sonnet-4-20250514"),
         Save(
             "money-helpers",
             "convention",
@@ -140,9 +142,9 @@ SENTINEL = History(
             label="money-helpers",
         ),
         Approve("money-helpers"),
-        Session(2, time(16, 20), "gpt-4.1"),
+        Session(2, time(16, 20), "claude-sonnet-4-20250514"),
         Revoke("money-helpers", "payments.money is being rewritten; the rule waits for it."),
-        Session(1, time(10, 5), "gpt-4.1-mini"),
+        Session(1, time(10, 5), "claude-3-5-haiku-20241022"),
     ),
 )
 
@@ -150,8 +152,8 @@ SENTINEL = History(
 # stored once.
 ATLAS = History(
     after=(
-        Session(5, time(9, 0), "gpt-4.1-mini"),
-        Session(2, time(13, 40), "gpt-4.1-mini"),
+        Session(5, time(9, 0), "gpt-4o-mini"),
+        Session(2, time(13, 40), "gpt-4o-mini"),
     )
 )
 

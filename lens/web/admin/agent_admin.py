@@ -225,6 +225,7 @@ class AgentAdmin(RecordsRevisions, LineBreaksAdmin[Agent], OrderedRowsAdmin[Agen
                     "routing_spec",
                     "recall_pinned_candidates",
                     "protected",
+                    "model",
                 ]
             },
         ),

@@ -18,6 +18,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from lens.core.background import BackgroundEntry, duplicates
 from lens.core.config import PROSE_MAX, name_problem, prose_problem
+from lens.core.context_windows import model_problem
 from lens.core.identity import key_skeleton
 from lens.models import Agent, AuthoredEntry, AwarenessSource, Capability, SectionDeclaration
 from lens.web.admin.ordering import OrderedForm, OrderedFormSet
@@ -308,6 +309,7 @@ class AgentForm(forms.ModelForm[Agent]):
             "routing_spec",
             "recall_pinned_candidates",
             "protected",
+            "model",
         ]
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -339,6 +341,13 @@ class AgentForm(forms.ModelForm[Agent]):
         if not name.strip():
             raise forms.ValidationError("name must not be blank")
         return name
+
+    def clean_model(self) -> str | None:
+        # Blank is "no model" (NULL), as the API's null or a missing key.
+        model: str | None = self.cleaned_data.get("model") or None
+        if model is not None and (problem := model_problem(model)):
+            raise forms.ValidationError(problem)
+        return model
 
 
 class SectionDeclarationForm(forms.ModelForm[SectionDeclaration]):

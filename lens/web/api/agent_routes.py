@@ -3,8 +3,9 @@ configuration, and compose its prompt."""
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
-from typing import Annotated
+from typing import Annotated, Literal
 
 from django.http import HttpResponse
 from ninja import Query, Router, Status
@@ -12,6 +13,7 @@ from pydantic import BaseModel, BeforeValidator, Field, StrictInt
 
 from lens.actors import Actor
 from lens.agents import get_agent, with_config
+from lens.context_windows import context_of
 from lens.core.config import AgentConfig
 from lens.core.counts import Counts
 from lens.models import Agent, Via
@@ -19,7 +21,7 @@ from lens.revisions import revised_config
 from lens.web.api.auth import ApiRequest, team_of, token_of
 from lens.web.api.params import INT_MAX, iso_8601
 from lens.web.api.proposal_routes import ProposedOut
-from memory.as_of import compose_as_of
+from memory.as_of import compose_as_of, config_at
 from memory.composition import compose, compose_many
 from memory.configuring import store_config
 from memory.core.composition import Composition
@@ -113,7 +115,22 @@ class CompositionParams(BaseModel):
     as_of: Annotated[datetime | None, BeforeValidator(iso_8601)] = None
 
 
-@agents.get("/{slug}/composition", response=Composition)
+class ContextOut(BaseModel):
+    """The prompt's tokens against the context window of the agent's declared model:
+    ``window`` null when no model is declared or its window is not known (then
+    ``share`` and ``level`` are null too); ``share`` above 1 when it does not fit."""
+
+    model: str | None
+    window: int | None
+    share: float | None
+    level: Literal["ok", "warning", "alarm"] | None
+
+
+class CompositionOut(Composition):
+    context: ContextOut
+
+
+@agents.get("/{slug}/composition", response=CompositionOut)
 def get_composition(
     request: ApiRequest, slug: str, params: Query[CompositionParams]
 ) -> HttpResponse:
@@ -125,8 +142,17 @@ def get_composition(
 
 def composition_json(agent: Agent, as_of: datetime | None = None) -> str:
     """The composition endpoint's body: ``agent`` composed now, or as it stood at
-    ``as_of``. The MCP resource ``lens://agents/{slug}/composition`` is this text too."""
-    composition = compose(agent) if as_of is None else compose_as_of(agent, as_of)
+    ``as_of``, with ``context``: its tokens against the context window of the model the
+    agent declared (then). The MCP resource ``lens://agents/{slug}/composition`` is this
+    text too."""
+    if as_of is None:
+        composition, model = compose(agent), agent.model
+    else:
+        composition, model = compose_as_of(agent, as_of), config_at(agent, as_of).model
+    context = context_of(composition.tokens.total, model)
     # Written by pydantic in one call, as a delivery's stored JSON is: for a large agent
     # that is several times faster than dumping to Python values and encoding those.
-    return canonical_json(composition)
+    # ``context`` is spliced in after it: it is about the model, not the prompt, so a
+    # stored composition (a delivery's) never holds it.
+    body = canonical_json(composition)
+    return body[:-1] + ',"context":' + json.dumps(context.as_json()) + "}"

@@ -18,7 +18,7 @@ from lens.core.errors import DomainError
 from lens.core.outline import context_blocks, outline
 from lens.models import Agent, Revision
 from lens.proposals import pending_counts
-from lens.revisions import revisions_of
+from lens.revisions import revisions_of, stored_config
 from lens.web.pages.lens_markup import CONTEXT, drop_items, prompt_section_items
 from lens.web.pages.memory_forms import TryMemoryForm
 from lens.web.pages.toolkit import AppRequest, current_team, get_agent_for_user
@@ -194,10 +194,13 @@ def _lens_context(
         composition = compose(agent, states)
         revision = _newest_revision(agent)
         last = last_delivery(agent)
+        declared_model = agent.model
     else:
         composition = compose_as_of(agent, moment)
         revision = revision_at(agent, moment)
         last = None  # the deliveries line is about now
+        # The model declared then: the prompt of then against that model's window.
+        declared_model = stored_config(revision).model if revision is not None else agent.model
     # Every memory of the moment is in the prompt or among the drops (none silent); the
     # briefs are every memory saved until now.
     report = composition.report
@@ -207,6 +210,7 @@ def _lens_context(
         "composition": composition,
         "as_of": moment,
         "revision": revision,
+        "declared_model": declared_model,
         "last_delivery": last,
         "live_differs": last is not None
         and last.composition.prompt_sha256 != sha256_hex(composition.prompt.text),

@@ -20,6 +20,7 @@ def said(*changes: dict[str, Any], titles: dict[str, str] | None = None) -> list
 
 def test_each_kind_of_change_in_words() -> None:
     assert said({"change": "field_changed", "field": "persona"}) == ["Persona changed"]
+    assert said({"change": "field_changed", "field": "model"}) == ["Model changed"]
     assert said({"change": "routing_spec_changed", "from": "user-background", "to": "project"}) == [
         "Routing spec user-background → project"
     ]

@@ -57,6 +57,7 @@ def configs(draw: st.DrawFn) -> AgentConfig:
         routing_spec=draw(st.sampled_from([None, "user-background", "project"])),
         recall_pinned_candidates=draw(st.booleans()),
         background=Background(sections=tuple(drawn)),
+        model=draw(st.sampled_from([None, "gpt-4o", "claude-sonnet-4"])),
     )
 
 
@@ -153,7 +154,7 @@ def test_replaying_the_summary_on_the_old_config_gives_the_new_sections_and_entr
     fields = {c.field for c in summary if c.change == "field_changed"}
     assert fields == {
         name
-        for name in ("name", "persona", "recall_pinned_candidates")
+        for name in ("name", "persona", "recall_pinned_candidates", "model")
         if getattr(old, name) != getattr(new, name)
     }
     spec = [c for c in summary if c.change == "routing_spec_changed"]

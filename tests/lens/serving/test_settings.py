@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from lens.envconf import env_bool, env_choice, env_int, env_list
+from lens.core.context_windows import DEFAULT_WINDOWS
+from lens.envconf import env_bool, env_choice, env_context_windows, env_int, env_list
 
 ROOT = Path(__file__).resolve().parents[3]  # tests/lens/ -> the project
 
@@ -56,6 +57,34 @@ def test_env_choice_folds_case_and_refuses_anything_else(monkeypatch: pytest.Mon
     monkeypatch.setenv("LENS_LEVEL", "loud")
     with pytest.raises(ImproperlyConfigured, match="LENS_LEVEL must be one of DEBUG, INFO"):
         env_choice("LENS_LEVEL", "WARNING", levels)
+
+
+def test_context_windows_extend_and_override_the_built_in_table(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("LENS_WINDOWS", raising=False)
+    assert env_context_windows("LENS_WINDOWS") == dict(DEFAULT_WINDOWS)
+    monkeypatch.setenv("LENS_WINDOWS", "Team-Llama=65536, gpt-4o=64000")
+    windows = env_context_windows("LENS_WINDOWS")
+    assert windows == {**DEFAULT_WINDOWS, "team-llama": 65_536, "gpt-4o": 64_000}
+
+
+def test_a_bad_context_window_item_is_refused_naming_the_setting_and_the_item(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("LENS_WINDOWS", "ok=1000,broken")
+    with pytest.raises(ImproperlyConfigured, match=r"^LENS_WINDOWS: item 2 \('broken'\)"):
+        env_context_windows("LENS_WINDOWS")
+
+
+def test_a_bad_model_context_windows_stops_start_up() -> None:
+    result = run_django("", DEBUG="1", MODEL_CONTEXT_WINDOWS="my-model=32k")
+    assert result.returncode != 0
+    assert "MODEL_CONTEXT_WINDOWS: item 1 ('my-model=32k')" in result.stderr
+    code = "from django.conf import settings; print(settings.MODEL_CONTEXT_WINDOWS['my-model'])"
+    result = run_django(code, DEBUG="1", MODEL_CONTEXT_WINDOWS="My-Model=32000")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "32000"
 
 
 def test_a_bad_log_level_stops_start_up() -> None:

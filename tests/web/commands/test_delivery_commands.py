@@ -88,15 +88,23 @@ def test_seed_demo_records_deliveries_across_sessions() -> None:
     seed_token = ApiToken.objects.get(team__slug="demo", name="demo seed")
     total = Delivery.objects.count()
     assert f"{total} new deliveries" in out
+    # Each agent's sessions ran on its declared model's family and, once, a smaller one.
+    models = {
+        "wren": {"gpt-4o-2024-08-06", "gpt-4o-mini"},
+        "sentinel": {"claude-sonnet-4-20250514", "claude-3-5-haiku-20241022"},
+    }
     for slug in ("wren", "sentinel"):
         deliveries = timeline(demo_agent(slug))
         sessions = {delivery.session for delivery in deliveries}
         assert len(sessions) >= 2
         assert len(sessions) == len(deliveries)  # one delivery per session
-        assert {delivery.model for delivery in deliveries} >= {"gpt-4.1", "gpt-4.1-mini"}
+        assert {delivery.model for delivery in deliveries} == models[slug]
         # Asked for by the runtime, through the demo's token.
         assert {delivery.actor_token_id for delivery in deliveries} == {seed_token.pk}
     assert Delivery.objects.filter(agent=demo_agent("atlas")).exists()
+    # Each declares the model it mostly runs on: the pages measure its prompt against it.
+    declared = {slug: demo_agent(slug).model for slug in ("wren", "sentinel", "atlas")}
+    assert declared == {"wren": "gpt-4o", "sentinel": "claude-sonnet-4", "atlas": "gpt-4o-mini"}
 
 
 def test_the_demo_history_lies_in_the_past_days_in_the_order_it_was_recorded() -> None:

@@ -23,7 +23,10 @@ def test_composition_has_the_contract_shape(api: ApiClient, agent: Agent) -> Non
     response = api.get("/api/agents/wren/composition")
     assert response.status_code == 200
     body = response.json()
-    assert set(body) == {"agent", "spec", "background", "prompt", "report", "counts", "tokens"}
+    contract = {"agent", "spec", "background", "prompt", "report", "counts", "tokens"}
+    # ``context`` is added beside the contract's keys (the agent declares no model).
+    assert set(body) == contract | {"context"}
+    assert body["context"] == {"model": None, "window": None, "share": None, "level": None}
     assert body["agent"] == "wren"
     assert body["spec"] is None
     assert body["background"] == normalised(SAMPLE_CONFIG)["background"]
