@@ -41,6 +41,7 @@ CORE_MODULES = {
         "records",
         "report",
         "routing",
+        "stability",
         "tokens",
     },
     "kvstore.core": {"keys"},
