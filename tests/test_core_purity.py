@@ -18,6 +18,7 @@ CORES = [ROOT / package / "core" for package in ("lens", "memory", "kvstore", "w
 CORE_MODULES = {
     "lens.core": {
         "background",
+        "cache_prefix",
         "config",
         "revisions",
         "counts",
@@ -28,6 +29,7 @@ CORE_MODULES = {
         "prompt",
         "render",
         "text",
+        "token_prefix",
     },
     "memory.core": {
         "bundle_format",
