@@ -46,6 +46,7 @@ def main() -> int:
         request_floor_bench,
         revision_bench,
         search_bench,
+        stability_bench,
         webhook_bench,
     )
     from bench.common import median_ms, report
@@ -69,6 +70,7 @@ def main() -> int:
         mcp_bench,
         audit_bench,
         webhook_bench,
+        stability_bench,
     )
     for module in modules:
         if only and module.__name__.removeprefix("bench.") not in only:

@@ -10,8 +10,11 @@ text's hash, so the delivered prompts are usually tokenised already).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from statistics import fmean
+
+import orjson
 
 from lens.actors import Actor
 from lens.agents import config_of
@@ -25,13 +28,15 @@ from memory.core.stability import (
     changed_in,
     openai_cached,
     parts_of,
+    parts_of_data,
     reordered,
-    shared_prefix,
+    segments,
+    shared_tokens,
     suggested_order,
     texts_by_key,
 )
-from memory.deliveries.ledger import composition_of
-from memory.models import Delivery
+from memory.deliveries.ledger import composition_json, composition_of
+from memory.models import Delivery, StoredComposition
 
 LAST_DEFAULT = 50
 LAST_MAX = 200
@@ -80,16 +85,39 @@ def history_of(agent: Agent, last: int) -> list[tuple[Part, ...]]:
     parts: dict[int, tuple[Part, ...]] = {}
     for row in rows:
         if row.composition_id not in parts:
-            composition = composition_of(row.composition)
-            parts[row.composition_id] = parts_of(composition.prompt, composition.background)
+            parts[row.composition_id] = _parts(row.composition)
     return [parts[row.composition_id] for row in rows]
 
 
-def _prefixes(texts: list[str]) -> list[int]:
+def _parts(stored: StoredComposition) -> tuple[Part, ...]:
+    # Read from the JSON as stored (a composition validated into models costs ten
+    # times more); the models' way when the JSON does not read as the renderer writes.
+    found = parts_of_data(orjson.loads(composition_json(stored)))
+    if found is not None:
+        return found
+    composition = composition_of(stored)
+    return parts_of(composition.prompt, composition.background)
+
+
+def _prefixes(texts: list[str], ids: Callable[[str], Sequence[int]]) -> list[int]:
     """The cached prefix of each prompt after the first: tokens shared with the one
-    before."""
-    ids = [token_ids(text) for text in texts]
-    return [shared_prefix(a, b) for a, b in zip(ids, ids[1:], strict=False)]
+    before, counted segment by segment (``shared_tokens``: the same count as comparing
+    the two prompts' whole tokenisations, at a fraction of the work)."""
+    cut = [segments(text) for text in texts]
+    return [shared_tokens(a, b, ids) for a, b in zip(cut, cut[1:], strict=False)]
+
+
+def _memo() -> Callable[[str], Sequence[int]]:
+    """Token ids of a segment, each distinct segment tokenised once per measurement."""
+    known: dict[str, Sequence[int]] = {}
+
+    def ids(segment: str) -> Sequence[int]:
+        found = known.get(segment)
+        if found is None:
+            found = known[segment] = token_ids(segment)
+        return found
+
+    return ids
 
 
 def _mean(values: list[int]) -> float | None:
@@ -102,12 +130,15 @@ def stability(agent: Agent, last: int = LAST_DEFAULT) -> Stability:
     current = [section.id for section in config_of(agent).background.sections]
     by_section = {key[1]: n for key, n in changes.items() if key[1] is not None}
     suggested = suggested_order(current, by_section)
-    as_delivered = _prefixes([_text(parts) for parts in history])
-    in_current = _prefixes([reordered(parts, current) for parts in history])
+    ids = _memo()
+    delivered = [_text(parts) for parts in history]
+    as_delivered = _prefixes(delivered, ids)
+    in_order = [reordered(parts, current) for parts in history]
+    in_current = as_delivered if in_order == delivered else _prefixes(in_order, ids)
     in_suggested = (
         in_current
         if suggested == current
-        else _prefixes([reordered(parts, suggested) for parts in history])
+        else _prefixes([reordered(parts, suggested) for parts in history], ids)
     )
     # Never worse than the order the agent has: when stability-first measures worse on
     # these deliveries (tokens can merge across a moved boundary), the current order is

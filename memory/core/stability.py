@@ -11,9 +11,11 @@ The parts' texts, in order, join to the prompt's text exactly.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from lens.core.background import Background, BackgroundSection
 from lens.core.fragments import SECTION_SEPARATOR, FragmentBuilder
@@ -146,3 +148,61 @@ def breakpoint_cached(prefix_tokens: int, total_tokens: int, breakpoints: Sequen
     at the end of the system prompt, that is all of it when it is unchanged, else none."""
     reached = [point for point in breakpoints if point <= prefix_tokens and point <= total_tokens]
     return max(reached, default=0)
+
+
+def parts_of_data(data: Mapping[str, Any]) -> tuple[Part, ...] | None:
+    """``parts_of`` read straight from a stored composition's JSON (a dict), without
+    validating it into models or rendering anything: each Background block is a fragment
+    of its own that starts with its heading (the renderer's boundaries), in the order of
+    the Background's sections with entries. None when the fragments do not read so."""
+    blocks = [section["id"] for section in data["background"]["sections"] if section["entries"]]
+    parts: list[Part] = []
+    for index, section in enumerate(data["prompt"]["sections"]):
+        texts = [fragment["text"] for fragment in section["fragments"]]
+        separator = SECTION_SEPARATOR if index else ""
+        if section["name"] != CONTEXT:
+            parts.append(Part(section["name"], None, separator + "".join(texts)))
+            continue
+        if not texts or not texts[0].startswith(CONTEXT_HEADING):
+            return None
+        # A block is a fragment of its own that starts with its heading; the blank line
+        # before it ends the fragment above, and belongs to the block in a part.
+        text, starts, offset = separator + "".join(texts), [], len(separator)
+        for n, fragment in enumerate(texts):
+            if n and fragment.startswith("### "):
+                starts.append(offset - 1)
+            offset += len(fragment)
+        cuts = starts[: len(blocks) + 1]  # after the last block, the rest is one part
+        found = min(len(starts), len(blocks))
+        keys: list[str | None] = [None, *blocks[:found], None]
+        bounds = [0, *cuts, len(text)]
+        for key, start, end in zip(keys, bounds, bounds[1:], strict=False):
+            parts.append(Part(CONTEXT, key, text[start:end]))
+        if found != len(blocks):
+            return None
+    return tuple(part for part in parts if part.text)
+
+
+# A line start where a prompt's tokenisation can be cut without changing it: after a
+# line break, before a character that no o200k piece can carry across the break (not
+# whitespace, not ``/``, which a punctuation piece may swallow with the break).
+_SAFE_CUT = re.compile(r"(?<=\n)(?=[^\s/])")
+
+
+def segments(text: str) -> list[str]:
+    """``text`` cut at its safe line starts: tokenising each and joining the ids gives
+    the ids of the whole (o200k's pieces never cross such a cut)."""
+    return _SAFE_CUT.split(text)
+
+
+def shared_tokens(a: Sequence[str], b: Sequence[str], ids: Callable[[str], Sequence[int]]) -> int:
+    """The leading token ids two texts share, from their ``segments``: equal leading
+    segments count whole (their ids are equal), then the first pair that differs is
+    compared id by id. ``ids`` tokenises one segment (memoised by the caller)."""
+    shared = 0
+    for left, right in zip(a, b, strict=False):
+        if left == right:
+            shared += len(ids(left))
+            continue
+        return shared + shared_prefix(ids(left), ids(right))
+    return shared
