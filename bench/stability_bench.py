@@ -1,19 +1,17 @@
 """Prompt-cache stability (SPEC §17): ``stability?last=50`` for the 40-section agent
 (goal under 500 ms), with 51 deliveries whose first Background section changes between
-each, measured in process both as a server that recorded them has it (their prompts'
-token ids in its cache) and as a fresh one (nothing cached).
+each, measured in process. Each measurement tokenises every distinct line segment of
+those prompts afresh (no cache carries over between requests but the section counts').
 ``DEBUG=1 .venv/bin/python -m bench stability_bench`` runs it alone.
 """
 
 from __future__ import annotations
 
-import time
 import uuid
 from collections.abc import Callable
 
 from bench.data import big_config
 from lens.actors import Actor
-from lens.core import token_counts
 from lens.core.config import AgentConfig
 from lens.models import Agent, Team
 from memory.configuring import store_agent, store_config
@@ -49,17 +47,6 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
         500,
     )
 
-    def cold() -> object:
-        token_counts._counter = token_counts._Counter()  # a fresh process's empty caches
-        return stability(agent, 50)
-
-    started = time.perf_counter()
-    cold()
-    report(
-        "stability?last=50, nothing cached (a fresh process)",
-        (time.perf_counter() - started) * 1000,
-        500,
-    )
     print(
         f"  {'cached prefix as delivered / suggested order (tokens)':<58} "
         f"{found.prefix_tokens_mean:9.0f} / {found.suggested_prefix_tokens_mean:.0f}"
