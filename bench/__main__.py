@@ -35,6 +35,7 @@ def main() -> int:
         approvals_bench,
         audit_bench,
         bundle_bench,
+        cache_bench,
         composition_bench,
         delivery_bench,
         erasure_bench,
@@ -45,6 +46,7 @@ def main() -> int:
         request_floor_bench,
         revision_bench,
         search_bench,
+        stability_bench,
         webhook_bench,
     )
     from bench.common import median_ms, report
@@ -60,6 +62,7 @@ def main() -> int:
         kv_bench,
         request_floor_bench,
         delivery_bench,
+        cache_bench,
         erasure_bench,
         revision_bench,
         bundle_bench,
@@ -67,6 +70,7 @@ def main() -> int:
         mcp_bench,
         audit_bench,
         webhook_bench,
+        stability_bench,
     )
     for module in modules:
         if only and module.__name__.removeprefix("bench.") not in only:

@@ -125,7 +125,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     )
 
     prompt = compose(agent).prompt.text
-    token_counts._counter._counts.clear()
+    token_counts._counter.forget()
     encoding = token_counts._counter.encoding()
     cold = median_ms(lambda: len(encoding.encode_ordinary(prompt)), 10)
     report(f"token count of the whole prompt ({len(prompt):,} chars), uncached", cold, 20)

@@ -309,6 +309,17 @@ class Delivery(models.Model):
     # The agent's revision the prompt was composed from (SPEC §14); NULL for a delivery
     # made before revisions were recorded.
     revision = models.PositiveIntegerField(null=True, blank=True)
+    # What a provider could serve from its prompt cache (SPEC §17), against the agent's
+    # delivery before this one: the leading o200k_base tokens and code points the two
+    # prompts share, and the prompt section (and Background section) of this prompt
+    # where they first differ, both NULL when nothing differs. Counted once, when it is
+    # recorded, so listings never tokenise; all NULL for a delivery recorded before.
+    cache_prefix_tokens = models.PositiveIntegerField(null=True, blank=True)
+    cache_prefix_chars = models.PositiveIntegerField(null=True, blank=True)
+    changed_section = models.CharField(max_length=32, null=True, blank=True)  # noqa: DJ001
+    changed_background_section = models.CharField(  # noqa: DJ001
+        max_length=64, null=True, blank=True
+    )
 
     class Meta:
         verbose_name_plural = "deliveries"

@@ -605,6 +605,11 @@ def agent_state(agent: Agent) -> dict[str, Any]:
                 d.composition.digest,
                 composition_json(d.composition),
                 sorted(d.composition.memory_ids.split()),
+                # The prompt-cache figures it was recorded with (SPEC §17).
+                d.cache_prefix_tokens,
+                d.cache_prefix_chars,
+                d.changed_section,
+                d.changed_background_section,
             )
             for d in deliveries.order_by("delivered_at")
         ],

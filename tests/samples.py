@@ -5,14 +5,17 @@ so core tests can use them too).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any, TypeVar
 
 from lens.core.background import Background, BackgroundEntry, BackgroundSection
+from lens.core.cache_prefix import FirstChange
 from lens.core.config import AgentConfig
-from lens.core.render import entry_line
+from lens.core.fragments import SECTION_SEPARATOR, PromptSection, prompt_text
+from lens.core.render import AWARENESS_HEADING, entry_line
+from lens.core.text import collapse
 from memory.core.report import RoutingReport
 from memory.core.routing import OverlayPlan, PlacedRecord, RoutableRecord
 
@@ -206,3 +209,50 @@ def fastest(call: Callable[[], T], runs: int = 3) -> tuple[T, float]:
         answer = call()
         best = min(best, time.perf_counter() - started)
     return answer, best
+
+
+# --- prompt-cache figures, counted independently (SPEC §17) ------------------------------
+
+
+def leading_equal(a: Sequence[Any], b: Sequence[Any]) -> int:
+    """How many leading items ``a`` and ``b`` share, one by one."""
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def expected_change(
+    sections: Sequence[PromptSection], background: Background, offset: int
+) -> FirstChange:
+    """Which section of the prompt holds code point ``offset`` (the last one when it is
+    past the end), found by walking the sections and, in the Context, the headings of
+    the Background blocks; a separator ends the section before it."""
+    offset = min(offset, len(prompt_text(sections)) - 1)
+    start = 0
+    for index, section in enumerate(sections):
+        end = start + len(section.text) + len(SECTION_SEPARATOR)
+        if offset < end or index == len(sections) - 1:
+            if section.name != "Context":
+                return FirstChange(section.name)
+            inside = min(offset - start, len(section.text) - 1)
+            return FirstChange("Context", _block_at(section.text, background, inside))
+        start = end
+    raise AssertionError("the last section takes every offset")
+
+
+def _block_at(context: str, background: Background, offset: int) -> str | None:
+    # Each Background block begins at its "### {title}" line, the information sources
+    # at theirs; the blank line before a block is the end of the one above.
+    starts: list[tuple[int, str | None]] = [(0, None)]
+    position = 0
+    for section in background.sections:
+        if section.entries:
+            position = context.index(f"\n### {collapse(section.title)}\n", position) + 1
+            starts.append((position, section.id))
+    sources = context.find("\n" + AWARENESS_HEADING, position)
+    if sources >= 0:
+        starts.append((sources + 1, None))
+    return [section_id for begin, section_id in starts if begin <= offset][-1]

@@ -18,6 +18,7 @@ CORES = [ROOT / package / "core" for package in ("lens", "memory", "kvstore", "w
 CORE_MODULES = {
     "lens.core": {
         "background",
+        "cache_prefix",
         "config",
         "context_windows",
         "revisions",
@@ -29,6 +30,7 @@ CORE_MODULES = {
         "prompt",
         "render",
         "text",
+        "token_prefix",
     },
     "memory.core": {
         "bundle_format",
@@ -42,6 +44,7 @@ CORE_MODULES = {
         "records",
         "report",
         "routing",
+        "stability",
         "tokens",
     },
     "kvstore.core": {"keys"},

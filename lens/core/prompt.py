@@ -7,7 +7,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from lens.core.fragments import PromptSection, prompt_text
-from lens.core.token_counts import ENCODING, count_tokens
+from lens.core.token_counts import ENCODING, token_ids
 
 
 class Prompt(BaseModel):
@@ -31,5 +31,6 @@ class PromptTokens(BaseModel):
     @classmethod
     def of(cls, prompt: Prompt) -> PromptTokens:
         # Counted on the joined text: tokens can merge across the section separator,
-        # so the total is not always the sum of the sections.
-        return cls(total=count_tokens(prompt.text))
+        # so the total is not always the sum of the sections. The ids are kept: a
+        # delivery of this prompt compares them with the next one's (SPEC §17).
+        return cls(total=len(token_ids(prompt.text)))

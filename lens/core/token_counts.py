@@ -13,10 +13,13 @@ import base64
 import gzip
 import hashlib
 import re
+import sys
 import threading
+from array import array
 from collections import OrderedDict
+from dataclasses import dataclass
 from importlib import resources
-from typing import Final
+from typing import TYPE_CHECKING, Final, Literal
 
 import regex
 import tiktoken
@@ -49,6 +52,17 @@ _pieces = regex.compile(PATTERN)
 # Counts are kept by the text's SHA-256, so a prompt that did not change is not counted
 # again; bounded so a stream of distinct texts cannot grow the process.
 CACHE_SIZE = 4096
+# Whole prompts' token ids, with their text, by the text's SHA-256 (SPEC §17): a
+# delivery tokenises its prompt once (the composition's total is their number), and the
+# next delivery of the agent finds them by the ``prompt_sha256`` it stored. An id takes
+# 4 bytes, a code point of the text 1 to 4; both are weighed, and the cache holds at most
+# IDS_CACHE_ENTRIES prompts and IDS_CACHE_BYTES in all, per process: 16 MiB is about 45
+# prompts of the 40-section agent (160,000 code points, 51,000 tokens), or the 1,024
+# newest prompts of small agents. A prompt too big to fit is tokenised and not kept.
+IDS_CACHE_ENTRIES = 1024
+IDS_CACHE_BYTES = 16 * 2**20
+# Ids are packed as native unsigned ints, 4 bytes on every platform CPython runs on here.
+_ID_FORMAT: Literal["I"] = "I"
 
 
 class EncodingDataError(RuntimeError):
@@ -68,56 +82,143 @@ def parse_ranks(data: bytes) -> dict[bytes, int]:
 
 
 def load_encoding() -> tiktoken.Encoding:
+    return _load()[0]
+
+
+def _load() -> tuple[tiktoken.Encoding, array[int]]:
+    """The encoding, and each token's length in bytes by its id."""
     package, name = RANKS_RESOURCE
     try:
         compressed = resources.files(package).joinpath(name).read_bytes()
     except (ModuleNotFoundError, FileNotFoundError) as exc:
         raise EncodingDataError(f"{ENCODING} rank file not found in {package}: {exc}") from exc
-    return tiktoken.Encoding(
-        ENCODING,
-        pat_str=PATTERN,
-        mergeable_ranks=parse_ranks(gzip.decompress(compressed)),
-        special_tokens=SPECIAL_TOKENS,
+    ranks = parse_ranks(gzip.decompress(compressed))
+    lengths = array("H", bytes(2 * (max(ranks.values()) + 1)))
+    for token, rank in ranks.items():
+        lengths[rank] = len(token)
+    encoding = tiktoken.Encoding(
+        ENCODING, pat_str=PATTERN, mergeable_ranks=ranks, special_tokens=SPECIAL_TOKENS
     )
+    return encoding, lengths
+
+
+if TYPE_CHECKING:
+    TokenIds = memoryview[int]
+else:  # memoryview takes no type argument at run time before Python 3.12
+    TokenIds = memoryview
+"""A prompt's token ids: a read-only view of packed ids (``len``, indexing, slicing,
+``tolist()``); views of two prompts compare element by element."""
+
+
+@dataclass(frozen=True, slots=True)
+class Tokenised:
+    """A text and its token ids, as the ids cache holds them."""
+
+    text: str
+    ids: TokenIds
 
 
 class _Counter:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._encoding: tiktoken.Encoding | None = None
+        self._lengths: array[int] | None = None
         self._counts: OrderedDict[bytes, int] = OrderedDict()
+        self._ids: OrderedDict[bytes, tuple[str, bytes]] = OrderedDict()
+        self._ids_bytes = 0
 
     def encoding(self) -> tiktoken.Encoding:
+        return self._loaded()[0]
+
+    def lengths(self) -> array[int]:
+        return self._loaded()[1]
+
+    def _loaded(self) -> tuple[tiktoken.Encoding, array[int]]:
         # Loading takes about half a second; threads that arrive meanwhile wait for it.
         with self._lock:
-            if self._encoding is None:
-                self._encoding = load_encoding()
-            return self._encoding
+            if self._encoding is None or self._lengths is None:
+                self._encoding, self._lengths = _load()
+            return self._encoding, self._lengths
 
     def count(self, text: str) -> int:
         if not text:
             return 0
-        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+        key = _key(text)
         with self._lock:
             if (found := self._counts.get(key)) is not None:
                 self._counts.move_to_end(key)
                 return found
+            if (held := self._ids.get(key)) is not None:
+                return len(held[1]) // _ITEM_SIZE
         # Text is data, not instructions: special-token strings count as the plain
         # text they are, as they would be in a prompt.
-        n = _encode_count(self.encoding(), text)
+        n = len(_encode(self.encoding(), text))
+        self._keep_count(key, n)
+        return n
+
+    def ids(self, text: str) -> TokenIds:
+        key = _key(text)
+        if (found := self.known(key)) is not None:
+            return found.ids
+        packed = array(_ID_FORMAT, _encode(self.encoding(), text)).tobytes()
+        self._keep_count(key, len(packed) // _ITEM_SIZE)
+        weight = len(packed) + _text_bytes(text)
+        with self._lock:
+            if weight <= IDS_CACHE_BYTES and key not in self._ids:
+                self._ids[key] = (text, packed)
+                self._ids_bytes += weight
+                while len(self._ids) > IDS_CACHE_ENTRIES or self._ids_bytes > IDS_CACHE_BYTES:
+                    _old, (old_text, old_ids) = self._ids.popitem(last=False)
+                    self._ids_bytes -= len(old_ids) + _text_bytes(old_text)
+        return _view(packed)
+
+    def known(self, key: bytes) -> Tokenised | None:
+        with self._lock:
+            held = self._ids.get(key)
+            if held is None:
+                return None
+            self._ids.move_to_end(key)
+        return Tokenised(held[0], _view(held[1]))
+
+    def _keep_count(self, key: bytes, n: int) -> None:
         with self._lock:
             self._counts[key] = n
             if len(self._counts) > CACHE_SIZE:
                 self._counts.popitem(last=False)
-        return n
+
+    def forget(self) -> None:
+        """Empty both caches (benchmarks measure the uncached cost)."""
+        with self._lock:
+            self._counts.clear()
+            self._ids.clear()
+            self._ids_bytes = 0
 
 
-def _encode_count(encoding: tiktoken.Encoding, text: str) -> int:
+_ITEM_SIZE = array(_ID_FORMAT).itemsize
+
+
+def _key(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
+
+
+def _text_bytes(text: str) -> int:
+    # What the text takes beyond an empty str: 1 to 4 bytes a code point.
+    return sys.getsizeof(text) - sys.getsizeof("")
+
+
+def _view(packed: bytes) -> TokenIds:
+    # A view of immutable bytes is read-only: callers cannot change the cached ids.
+    return memoryview(packed).cast(_ID_FORMAT)
+
+
+def _encode(encoding: tiktoken.Encoding, text: str) -> list[int]:
     if LONG_WHITESPACE.search(text) is None:
-        return len(encoding.encode_ordinary(text))
-    return sum(
-        len(encoding._encode_single_piece(piece.group())) for piece in _pieces.finditer(text)
-    )
+        return encoding.encode_ordinary(text)
+    return [
+        token
+        for piece in _pieces.finditer(text)
+        for token in encoding._encode_single_piece(piece.group())
+    ]
 
 
 _counter = _Counter()
@@ -126,6 +227,34 @@ _counter = _Counter()
 def count_tokens(text: str) -> int:
     """How many ``o200k_base`` tokens ``text`` is."""
     return _counter.count(text)
+
+
+def token_ids(text: str) -> TokenIds:
+    """``text``'s ``o200k_base`` token ids, exactly those ``count_tokens`` counts (so
+    ``len(token_ids(t)) == count_tokens(t)``), kept with the text by its SHA-256
+    (``IDS_CACHE_BYTES``): call it for whole prompts, ``count_tokens`` for the rest."""
+    return _counter.ids(text)
+
+
+def tokenised_by_sha256(sha256_hex: str) -> Tokenised | None:
+    """The text whose UTF-8 SHA-256 is ``sha256_hex`` and its ids, when ``token_ids``
+    tokenised it lately in this process; None otherwise (then read the text and call
+    ``token_ids``)."""
+    try:
+        key = bytes.fromhex(sha256_hex)
+    except ValueError:
+        return None
+    return _counter.known(key)
+
+
+def encode(text: str) -> list[int]:
+    """``text``'s token ids, uncached (for stretches of a prompt, not whole prompts)."""
+    return _encode(_counter.encoding(), text)
+
+
+def token_lengths() -> array[int]:
+    """Each token's length in bytes, by its id."""
+    return _counter.lengths()
 
 
 def warm_up() -> None:

@@ -16,6 +16,7 @@ from lens.web.pages import (
     memory_pages,
     proposal_pages,
     revision_pages,
+    stability_pages,
     webhook_pages,
 )
 from lens.web.pages.accounts import account_urlpatterns
@@ -30,6 +31,12 @@ urlpatterns = [
     path("agents/<str:slug>/try/", agent_pages.agent_try, name="agent-try"),
     path("agents/<str:slug>/deliveries/", delivery_pages.timeline, name="delivery-timeline"),
     path("agents/<str:slug>/revisions/", revision_pages.revision_list, name="agent-revisions"),
+    path("agents/<str:slug>/stability/", stability_pages.stability_page, name="agent-stability"),
+    path(
+        "agents/<str:slug>/stability/apply/",
+        stability_pages.stability_apply,
+        name="agent-stability-apply",
+    ),
     path(
         "agents/<str:slug>/revisions/<int:number>/",
         revision_pages.revision_detail,

@@ -374,10 +374,32 @@ def _deliveries(agent: Agent) -> Iterator[dict[str, Any]]:
     rows = (
         Delivery.objects.filter(agent=agent)
         .order_by("delivered_at")
-        .values_list("id", "delivered_at", "session", "model", "revision", "composition__digest")
+        .values_list(
+            "id",
+            "delivered_at",
+            "session",
+            "model",
+            "revision",
+            "composition__digest",
+            "cache_prefix_tokens",
+            "cache_prefix_chars",
+            "changed_section",
+            "changed_background_section",
+        )
         .iterator(chunk_size=ROWS_PER_FETCH)
     )
-    for delivery_id, delivered_at, session, model, revision, digest in rows:
+    for (
+        delivery_id,
+        delivered_at,
+        session,
+        model,
+        revision,
+        digest,
+        prefix_tokens,
+        prefix_chars,
+        section,
+        background,
+    ) in rows:
         yield {
             "type": "delivery",
             "id": delivery_id,
@@ -386,7 +408,23 @@ def _deliveries(agent: Agent) -> Iterator[dict[str, Any]]:
             "model": model,
             "revision": revision,
             "composition": digest,
+            "cache": _cache(prefix_tokens, prefix_chars, section, background),
         }
+
+
+def _cache(
+    prefix_tokens: int | None, prefix_chars: int | None, section: str | None, background: str | None
+) -> dict[str, Any] | None:
+    """A delivery's prompt-cache figures (SPEC §17) as its line carries them."""
+    if prefix_tokens is None or prefix_chars is None:
+        return None
+    return {
+        "prefix_tokens": prefix_tokens,
+        "prefix_chars": prefix_chars,
+        "first_change": (
+            None if section is None else {"section": section, "background_section": background}
+        ),
+    }
 
 
 def _audit(agent: Agent) -> Iterator[dict[str, Any]]:

@@ -43,6 +43,7 @@ from memory.core.bundle_lines import (
     AgentLine,
     AuditLine,
     CompositionLine,
+    DeliveryCache,
     DeliveryLine,
     EventLine,
     MemoryLine,
@@ -154,6 +155,18 @@ def _typed(batch: Sequence[Numbered], kind: type[_L]) -> list[tuple[int, _L]]:
         assert isinstance(numbered.line, kind)  # a batch holds lines of one type
         found.append((numbered.number, numbered.line))
     return found
+
+
+def _cache_columns(cache: DeliveryCache | None) -> dict[str, Any]:
+    """A delivery row's prompt-cache columns (SPEC §17) from its line: as recorded at the
+    source, against the same previous delivery (the bundle holds them all, in order)."""
+    change = None if cache is None else cache.first_change
+    return {
+        "cache_prefix_tokens": None if cache is None else cache.prefix_tokens,
+        "cache_prefix_chars": None if cache is None else cache.prefix_chars,
+        "changed_section": None if change is None else change.section,
+        "changed_background_section": None if change is None else change.background_section,
+    }
 
 
 def _first_repeat(items: Sequence[tuple[int, Any]], key: Callable[[Any], str]) -> int | None:
@@ -433,22 +446,28 @@ class _Import:
         agent = self._agent_row
         items = _typed(batch, DeliveryLine)
         self._ids_free(items, Delivery, "delivery")
-        pks = self._compositions_by_digest([line.composition for _number, line in items])
+        sizes = self._composition_sizes([line.composition for _number, line in items])
         for number, line in items:
-            if line.composition not in pks:
+            if line.composition not in sizes:
                 raise InvalidBundle(
                     number, f"its composition {line.composition} is not on an earlier line"
                 )
+            _pk, tokens, chars = sizes[line.composition]
+            if line.cache is not None and (
+                line.cache.prefix_tokens > tokens or line.cache.prefix_chars > chars
+            ):
+                raise InvalidBundle(number, "its cached prefix is longer than its prompt")
         # Who asked (a token of the source instance) is not carried: tokens are not.
         Delivery.objects.bulk_create(
             Delivery(
                 id=line.id,
                 agent=agent,
-                composition_id=pks[line.composition],
+                composition_id=sizes[line.composition][0],
                 delivered_at=line.delivered_at,
                 session=line.session,
                 model=line.model,
                 revision=line.revision,
+                **_cache_columns(line.cache),
             )
             for _number, line in items
         )
@@ -486,6 +505,13 @@ class _Import:
                 raise InvalidBundle(
                     number, f"memory {line.memory_id} is not a memory on an earlier line"
                 )
+
+    def _composition_sizes(self, digests: Sequence[str]) -> dict[str, tuple[int, int, int]]:
+        """(pk, tokens, chars) of this agent's stored compositions, by digest."""
+        rows = StoredComposition.objects.filter(
+            agent=self._agent_row, digest__in=set(digests)
+        ).values_list("digest", "pk", "tokens", "chars")
+        return {digest: (pk, tokens, chars) for digest, pk, tokens, chars in rows}
 
     def _compositions_by_digest(self, digests: Sequence[str]) -> dict[str, int]:
         return dict(

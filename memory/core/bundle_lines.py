@@ -276,6 +276,30 @@ def composition_problem(line: CompositionLine, *, redacted: bool = False) -> str
     return None
 
 
+# The prompt sections a change can be in (``lens.core.render``).
+PromptSectionName = Literal["Persona", "Mission", "Capabilities", "Manual", "Context"]
+
+
+class CacheChange(_Line):
+    section: PromptSectionName
+    background_section: SectionId | None
+
+    @model_validator(mode="after")
+    def _background_in_context(self) -> CacheChange:
+        if self.background_section is not None and self.section != "Context":
+            raise ValueError("only a change in the Context is in a Background section")
+        return self
+
+
+class DeliveryCache(_Line):
+    """A delivery's prompt-cache figures as recorded (SPEC §17); the total is its
+    composition's ``tokens``."""
+
+    prefix_tokens: Count
+    prefix_chars: Count
+    first_change: CacheChange | None
+
+
 class DeliveryLine(_Line):
     """A delivery (SPEC §11): ``composition`` is the digest of its composition's line."""
 
@@ -286,6 +310,9 @@ class DeliveryLine(_Line):
     model: RuntimeName | None
     revision: Annotated[StrictInt, Field(ge=1, le=INT_MAX)] | None
     composition: Sha256
+    # Null for a delivery recorded before the figures were kept, and absent from
+    # bundles exported before they were.
+    cache: DeliveryCache | None = None
 
 
 class AuditObject(_Line):

@@ -32,7 +32,13 @@ from lens.models import Agent, AuditEvent, Membership, Revision, Team, Via
 from memory.bundles.exporting import export_bundle
 from memory.bundles.importing import BundleConflict, import_bundle, verify_bundle
 from memory.core.bundle_format import InvalidBundle
-from memory.core.bundle_lines import TYPES, EventKindName, PromotionStatusName, ViaName
+from memory.core.bundle_lines import (
+    TYPES,
+    EventKindName,
+    PromotionStatusName,
+    PromptSectionName,
+    ViaName,
+)
 from memory.erasure import erase_memory
 from memory.models import Delivery, EventKind, MemoryRecord, PromotionStatus
 from tests.api_calls import ApiClient
@@ -45,6 +51,7 @@ from tests.factories import (
     deliver_through,
     rebundle,
 )
+from tests.samples import SECTION_ORDER
 from tests.serving import ROOT, clean_env
 
 pytestmark = pytest.mark.django_db
@@ -103,6 +110,9 @@ def test_an_agent_moves_to_another_team_under_a_new_slug_exactly(
     # Every delivery has the prompt it was recorded with, and the composition text.
     for old, new in zip(before["deliveries"], after["deliveries"], strict=True):
         assert old[5] == new[5] == hashlib.sha256(_prompt(new[7]).encode()).hexdigest()
+    # And the prompt-cache figures it was recorded with (compared whole above).
+    assert all(row[9] is not None for row in after["deliveries"])
+    assert any(row[11] == "Context" for row in after["deliveries"])
 
 
 def _prompt(composition_text: str) -> str:
@@ -487,6 +497,73 @@ def test_a_line_that_does_not_fit_its_type_is_refused_naming_it(
     assert refused(path, other_team, "unfit").message.startswith(f"line {index + 1}: {problem}")
 
 
+def _delivery_lines(lines: list[bytes]) -> list[int]:
+    return [i for i, line in enumerate(lines) if line.startswith(b'{"type":"delivery"')]
+
+
+def test_a_bundle_exported_before_the_cache_figures_imports_them_as_null(
+    wren: Agent, reviewer: User, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    for index in _delivery_lines(lines):
+        line = json.loads(lines[index])
+        assert set(line["cache"]) == {"prefix_tokens", "prefix_chars", "first_change"}
+        del line["cache"]
+        lines[index] = json.dumps(line).encode() + b"\n"
+    path = tmp_path / "older.gz"
+    path.write_bytes(rebundle(lines))
+    wren.delete()  # the ids are this instance's keys: a move frees them first
+    Membership.objects.create(team=other_team, user=reviewer)
+    agent = import_bundle(path, other_team, slug="older").agent
+    rows = Delivery.objects.filter(agent=agent)
+    assert rows.count() == 4
+    assert set(rows.values_list("cache_prefix_tokens", "changed_section")) == {(None, None)}
+
+
+@pytest.mark.parametrize(
+    ("cache", "problem"),
+    [
+        (
+            {"prefix_tokens": 10**9, "prefix_chars": 0, "first_change": None},
+            "its cached prefix is longer than its prompt",
+        ),
+        (
+            {"prefix_tokens": -1, "prefix_chars": 0, "first_change": None},
+            "a delivery line that does not read: cache.prefix_tokens",
+        ),
+        (
+            {
+                "prefix_tokens": 0,
+                "prefix_chars": 0,
+                "first_change": {"section": "Preface", "background_section": None},
+            },
+            "a delivery line that does not read: cache.first_change.section",
+        ),
+        (
+            {
+                "prefix_tokens": 0,
+                "prefix_chars": 0,
+                "first_change": {"section": "Persona", "background_section": "x"},
+            },
+            "a delivery line that does not read: cache.first_change: only a change in the Context",
+        ),
+    ],
+)
+def test_a_delivery_with_impossible_cache_figures_is_refused(
+    wren: Agent, other_team: Team, tmp_path: Path, cache: dict[str, Any], problem: str
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    index = _delivery_lines(lines)[-1]
+    line = json.loads(lines[index])
+    line["cache"] = cache
+    lines[index] = json.dumps(line).encode() + b"\n"
+    path = tmp_path / "figures.gz"
+    path.write_bytes(rebundle(lines))
+    wren.delete()  # so that the check reached is the delivery's
+    assert refused(path, other_team, "figures").message.startswith(f"line {index + 1}: {problem}")
+    assert not Agent.objects.filter(slug="figures").exists()
+
+
 def test_lines_out_of_order_are_refused(wren: Agent, other_team: Team, tmp_path: Path) -> None:
     lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
     index = next(i for i, line in enumerate(lines) if line.startswith(b'{"type":"memory"'))
@@ -763,6 +840,7 @@ def _without_audit(lines: list[bytes]) -> list[bytes]:
 
 
 def test_the_line_schemas_take_every_value_the_columns_hold() -> None:
+    assert list(get_args(PromptSectionName)) == SECTION_ORDER
     assert set(get_args(ViaName)) == set(Via.values)
     assert set(get_args(PromotionStatusName)) == set(PromotionStatus.values)
     assert set(get_args(EventKindName)) == set(EventKind.values)

@@ -18,6 +18,7 @@ from lens.web.api.params import INT_MAX, iso_8601
 from lens.web.api.rendering import iso_utc
 from memory.core.composition import Composition
 from memory.core.deliveries import DeliveryInput, label_problem
+from memory.deliveries.cache_figures import figures_of
 from memory.deliveries.ledger import (
     DeliveryDiff,
     composition_json,
@@ -33,6 +34,31 @@ agent_deliveries = Router(tags=["deliveries"])
 deliveries = Router(tags=["deliveries"])
 
 
+class FirstChangeOut(BaseModel):
+    section: str = Field(description="The prompt section of this prompt that changed first")
+    background_section: str | None = Field(
+        description="The Background section's id, when the change is inside one"
+    )
+
+
+class CacheOut(BaseModel):
+    """What a provider could serve from its prompt cache (SPEC §17), against the agent's
+    previous delivery."""
+
+    prefix_tokens: int = Field(description="Leading o200k_base tokens shared with it")
+    prefix_chars: int = Field(description="Leading code points shared with it")
+    total_tokens: int = Field(description="Tokens of the whole prompt")
+    first_change: FirstChangeOut | None = Field(
+        description="Where this prompt first differs (null: identical, or the first)"
+    )
+
+
+def _cache(delivery: Delivery) -> dict[str, Any] | None:
+    # Null for a delivery recorded before the figures were kept.
+    figures = figures_of(delivery)
+    return None if figures is None else figures.as_json()
+
+
 class DeliveredOut(BaseModel):
     delivery_id: str
     delivered_at: datetime
@@ -43,6 +69,7 @@ class DeliveredOut(BaseModel):
     # Present (true) once a memory of it was erased (SPEC §15): its lines read
     # "[erased]", and ``prompt_sha256`` is still the hash of the prompt as delivered.
     redacted: bool = False
+    cache: CacheOut | None
     composition: Composition
 
 
@@ -65,6 +92,7 @@ def _answer(delivery: Delivery, composition: str, status: int, **extra: str) -> 
     }
     if delivery.composition.redacted_at is not None:
         head["redacted"] = True
+    head["cache"] = _cache(delivery)
     body = json.dumps(head, ensure_ascii=False)[:-1] + ',"composition":' + composition + "}"
     return HttpResponse(body.encode("utf-8"), status=status, content_type="application/json")
 
@@ -110,6 +138,7 @@ class DeliverySummary(BaseModel):
     chars: int
     tokens: int
     counts: Counts
+    cache: CacheOut | None
 
 
 class DeliveryList(BaseModel):
@@ -149,6 +178,7 @@ def list_deliveries(request: ApiRequest, slug: str, params: Query[ListParams]) -
                 chars=row.stored.chars,
                 tokens=row.stored.tokens,
                 counts=Counts(sections=row.stored.sections, entries=row.stored.entries),
+                cache=_cache(row.delivery),
             )
             for row in page.rows
         ],

@@ -20,6 +20,7 @@ from lens.web.api.proposal_routes import agent_proposals
 from lens.web.api.proposal_routes import proposals as proposals_router
 from lens.web.api.rendering import ApiRenderer
 from lens.web.api.revision_routes import router as revision_router
+from lens.web.api.stability_routes import router as stability_router
 from lens.web.api.webhook_routes import router as webhook_router
 
 api = NinjaAPI(
@@ -45,6 +46,7 @@ api.add_router("/agents", agent_deliveries)
 api.add_router("/agents", revision_router)
 api.add_router("/agents", agent_proposals)
 api.add_router("/agents", bundle_router)
+api.add_router("/agents", stability_router)
 api.add_router("/proposals", proposals_router)
 api.add_router("/deliveries", deliveries_router)
 api.add_router("/audit", audit_router)

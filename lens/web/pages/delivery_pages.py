@@ -4,6 +4,7 @@ model, and the diff between two deliveries (or a delivery and the live prompt).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -18,15 +19,17 @@ from django.views.decorators.http import require_GET
 from lens.core.change_words import in_words
 from lens.core.diffs import diff_excerpt
 from lens.models import Agent, Team
+from lens.web.pages.cache_display import CacheLine, cache_line, chart_of, section_titles
 from lens.web.pages.lens_markup import prompt_section_items
 from lens.web.pages.toolkit import PAGE_SIZE, AppRequest, find_linked, get_agent_for_user
 from memory.composition import compose
-from memory.core.deliveries import Comparison, label_problem, parse_moment
+from memory.core.deliveries import Change, Comparison, label_problem, parse_moment
 from memory.core.records import RECORD_ID_PATTERN, is_record_id
 from memory.deliveries.fates import Fate, fates
 from memory.deliveries.ledger import (
     DeliveryDiff,
     DeliveryNotFound,
+    Row,
     composition_of,
     delivered_prompt,
     deliveries_of,
@@ -37,7 +40,7 @@ from memory.deliveries.ledger import (
     recent_deliveries,
     rows_of,
 )
-from memory.models import Delivery
+from memory.models import Delivery, StoredComposition
 from memory.queries import briefs_of
 
 # The "Compare with…" field suggests the agent's newest deliveries; any id may be typed.
@@ -68,6 +71,24 @@ def _filter(request: AppRequest, name: str) -> str | None:
     return value if value and label_problem(value) is None else None
 
 
+@dataclass(frozen=True)
+class TimelineRow:
+    """A timeline row: the ledger's row and its prompt-cache line (SPEC §17)."""
+
+    delivery: Delivery
+    change: Change
+    cache: CacheLine | None
+
+    @property
+    def stored(self) -> StoredComposition:
+        return self.delivery.composition
+
+
+def _timeline_rows(agent: Agent, rows: list[Row]) -> list[TimelineRow]:
+    titles = section_titles(agent)
+    return [TimelineRow(r.delivery, r.change, cache_line(r.delivery, titles)) for r in rows]
+
+
 @require_GET
 @login_required
 def timeline(request: AppRequest, slug: str) -> HttpResponse:
@@ -95,7 +116,8 @@ def timeline(request: AppRequest, slug: str) -> HttpResponse:
     context = {
         "agent": agent,
         "page": page,
-        "rows": rows,
+        "rows": _timeline_rows(agent, rows),
+        "cache_chart": chart_of(agent),
         "session": session or "",
         "memory": memory or "",
         "at": at_text,
@@ -138,6 +160,7 @@ def delivery_detail(request: AppRequest, delivery_id: str) -> HttpResponse:
             lambda ids: "\n".join(tip_of.get(mid, f"memory {mid}") for mid in ids),
         ),
         "memories": memories,
+        "cache": cache_line(delivery, section_titles(agent)),
         "live_differs": live.prompt.text != composition.prompt.text,
         **_around(delivery, agent),
         "nav": "agents",

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import gzip
+import hashlib
 import socket
+import sys
 import time
 from importlib import resources
 
@@ -21,6 +23,7 @@ from lens.core.token_counts import (
     load_encoding,
     parse_ranks,
 )
+from lens.core.token_prefix import shared_token_prefix
 
 # Counts and ids published for o200k_base (OpenAI's tokenizer page and cookbook).
 KNOWN = [
@@ -136,3 +139,125 @@ def test_the_longest_input_counts_in_bounded_time(text: str) -> None:
     start = time.perf_counter()
     assert count_tokens(text) > 0
     assert time.perf_counter() - start < 5
+
+
+# --- token ids (SPEC §17) ---------------------------------------------------------------
+
+_tiktoken = load_encoding()  # tiktoken's own encoder, uncached
+# Text with the whitespace runs that take the split path, and without.
+_RUNS = st.sampled_from([" ", "\t", "\n", " \n "]).flatmap(
+    lambda ch: st.integers(1, 9000).map(lambda n: ch * n)
+)
+_TEXTS = st.lists(
+    st.one_of(st.text(alphabet=st.characters(exclude_categories=["Cs"]), max_size=40), _RUNS),
+    max_size=3,
+).map("".join)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_TEXTS)
+def test_token_ids_are_exactly_what_count_tokens_counts(text: str) -> None:
+    token_counts._counter.forget()
+    ids = token_counts.token_ids(text)
+    assert len(ids) == count_tokens(text)
+    # The split path's pieces are long: the pure-Python reference would take seconds.
+    assert ids.tolist() == _tiktoken.encode_ordinary(text)
+    # Counted first, then asked for ids: the same.
+    token_counts._counter.forget()
+    assert count_tokens(text) == len(token_counts.token_ids(text))
+
+
+def test_ids_are_found_again_by_the_texts_sha256_and_cannot_be_changed() -> None:
+    text = "## Persona\nYou are Wren.\n\n## Context\n- **drink**: tea\n" * 3
+    ids = token_counts.token_ids(text)
+    found = token_counts.tokenised_by_sha256(hashlib.sha256(text.encode()).hexdigest())
+    assert found is not None
+    assert found.text == text
+    assert found.ids.tolist() == ids.tolist() == load_encoding().encode_ordinary(text)
+    with pytest.raises(TypeError):
+        ids[0] = 1  # the view is read-only: a cached id cannot be overwritten
+    assert token_counts.tokenised_by_sha256("0" * 64) is None
+    assert token_counts.tokenised_by_sha256("not hex") is None
+
+
+def test_the_ids_cache_keeps_to_its_bounds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(token_counts, "IDS_CACHE_ENTRIES", 3)
+    monkeypatch.setattr(token_counts, "IDS_CACHE_BYTES", 2000)
+    token_counts._counter.forget()
+    texts = [f"prompt {i} " + "word " * 40 for i in range(5)]
+    for text in texts:
+        token_counts.token_ids(text)
+    held = token_counts._counter._ids
+    assert len(held) <= 3
+    assert token_counts._counter._ids_bytes <= 2000
+    assert token_counts._counter._ids_bytes == sum(
+        len(ids) + sys.getsizeof(text) - sys.getsizeof("") for text, ids in held.values()
+    )
+    newest = texts[-1]
+    assert token_counts.tokenised_by_sha256(hashlib.sha256(newest.encode()).hexdigest())
+    oldest = texts[0]
+    assert token_counts.tokenised_by_sha256(hashlib.sha256(oldest.encode()).hexdigest()) is None
+    # Too big to keep at all: tokenised, not kept.
+    huge = " word" * 2000
+    assert len(token_counts.token_ids(huge)) == 2000
+    assert token_counts.tokenised_by_sha256(hashlib.sha256(huge.encode()).hexdigest()) is None
+
+
+# Pieces that meet the pre-tokenizer's edges: line breaks, slashes after them, runs of
+# spaces and tabs, punctuation, contractions, digits, letters of several scripts.
+_EDGY = st.lists(
+    st.sampled_from(
+        [
+            "\n",
+            "\n\n",
+            "/",
+            "\n/",
+            " ",
+            "  ",
+            "\t",
+            "\r\n",
+            "-",
+            "- **",
+            "'s",
+            "'t",
+            "ab",
+            "Cd",
+            "12345",
+            "é",
+            "中",
+            "😀",
+            ".",
+            "!?",
+            "\u2028",
+            "x",
+        ]
+    ),
+    max_size=30,
+).map("".join)
+
+
+def _shared(a: list[int], b: list[int]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+@settings(max_examples=400, deadline=None)
+@given(_EDGY, st.integers(1, 20), _EDGY, _EDGY, _EDGY)
+def test_the_shared_token_prefix_tokenises_only_around_the_change_and_is_exact(
+    head: str, repeat: int, old_tail: str, new_tail: str, end: str
+) -> None:
+    # A head repeated many times puts the change late (counted back from the end).
+    head *= repeat
+    before, text = head + old_tail + end, head + new_tail + end
+    chars = next(
+        (i for i, (x, y) in enumerate(zip(before, text, strict=False)) if x != y),
+        min(len(before), len(text)),
+    )
+    ids = token_counts.token_ids(text)
+    assert shared_token_prefix(before, text, ids, chars) == _shared(
+        _tiktoken.encode_ordinary(before), _tiktoken.encode_ordinary(text)
+    )

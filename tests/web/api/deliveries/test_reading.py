@@ -39,6 +39,7 @@ ROW_KEYS = {
     "chars",
     "tokens",
     "counts",
+    "cache",
 }
 ONE_KEYS = {
     "delivery_id",
@@ -48,6 +49,7 @@ ONE_KEYS = {
     "model",
     "revision",
     "prompt_sha256",
+    "cache",
 }
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -112,6 +114,7 @@ def test_the_listing_is_newest_first_with_the_contract_row(api: ApiClient, wren:
             "chars": len(api_prompt_text(composition)),
             "tokens": composition["tokens"]["total"],
             "counts": composition["counts"],
+            "cache": answer["cache"],  # as recorded (tests/web/api/deliveries/test_cache.py)
         }
     assert len(page["deliveries"][0]["memory_ids"]) == 2
     assert page["deliveries"][2]["memory_ids"] == []

@@ -36,6 +36,7 @@ DELIVERED_KEYS = {
     "revision",
     "prompt_sha256",
     "composition",
+    "cache",
 }
 RECORD_ID = re.compile(r"[0-9a-z]{18}")
 URL = "/api/agents/wren/deliveries"
