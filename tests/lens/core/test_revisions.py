@@ -336,7 +336,7 @@ def _reversed_configs(count: int) -> tuple[AgentConfig, AgentConfig]:
 def _fastest_summary(count: int) -> float:
     old, new = _reversed_configs(count)
     timings = []
-    for _ in range(3):
+    for _ in range(5):
         began = time.perf_counter()
         summary = summarise(old, new)
         timings.append(time.perf_counter() - began)
@@ -345,8 +345,9 @@ def _fastest_summary(count: int) -> float:
 
 
 def test_a_summary_of_thousands_of_sections_takes_linearithmic_time() -> None:
-    # Measured as a ratio in one run, so a busy machine slows both sizes alike: twice the
-    # sections take about twice the time (a quadratic summary would take four times).
-    small, large = _fastest_summary(2_000), _fastest_summary(4_000)
-    assert large / small < 3.0, (small, large)
-    assert large < 5.0, large  # and never pathological
+    # Measured as a ratio in one run (the fastest of five each), so a busy machine slows
+    # both sizes alike: four times the sections take about four and a half times as long
+    # (n log n); a quadratic summary would take sixteen times.
+    small, large = _fastest_summary(2_000), _fastest_summary(8_000)
+    assert large / small < 8.0, (small, large)
+    assert large < 10.0, large  # and never pathological
