@@ -250,15 +250,13 @@ def _detail_page(
     return response
 
 
-@require_http_methods(["GET", "POST"])
-@login_required
-def webhook_rotate(request: AppRequest, pk: int) -> HttpResponse:
-    """The confirmation (GET, or a post without ``confirm``), then a new secret, shown
-    on the answer once; the old one keeps signing beside it for a day."""
+def _confirmed(request: AppRequest, pk: int, action: str) -> tuple[Team, Endpoint] | HttpResponse:
+    """A manager's confirmed post of ``action`` on endpoint ``pk``: its team and the
+    endpoint; otherwise the answer to give (the confirmation, or a wrong team's 400)."""
     if request.method == "GET":
         endpoint = get_endpoint_for_user(request, pk)
         require_manager(request, require_team(request))
-        return _confirm(request, endpoint, "rotate")
+        return _confirm(request, endpoint, action)
     try:
         team = use_form_team(request)
     except WrongTeam as exc:
@@ -267,7 +265,19 @@ def webhook_rotate(request: AppRequest, pk: int) -> HttpResponse:
     require_manager(request, team)
     form = ConfirmForm(request.POST)
     if not form.is_valid() or not form.cleaned_data["confirm"]:
-        return _confirm(request, endpoint, "rotate")
+        return _confirm(request, endpoint, action)
+    return team, endpoint
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def webhook_rotate(request: AppRequest, pk: int) -> HttpResponse:
+    """The confirmation (GET, or a post without ``confirm``), then a new secret, shown
+    on the answer once; the old one keeps signing beside it for a day."""
+    confirmed = _confirmed(request, pk, "rotate")
+    if isinstance(confirmed, HttpResponse):
+        return confirmed
+    team, endpoint = confirmed
     if sent_before(request) == endpoint.pk:
         return _sent_already(request, team, endpoint.pk, "rotated")
     try:
@@ -283,19 +293,10 @@ def webhook_rotate(request: AppRequest, pk: int) -> HttpResponse:
 def webhook_delete(request: AppRequest, pk: int) -> HttpResponse:
     """The confirmation (GET, or a post without ``confirm``), then the endpoint goes, with
     the messages still waiting for it."""
-    if request.method == "GET":
-        endpoint = get_endpoint_for_user(request, pk)
-        require_manager(request, require_team(request))
-        return _confirm(request, endpoint, "delete")
-    try:
-        team = use_form_team(request)
-    except WrongTeam as exc:
-        return _wrong_team(exc)
-    endpoint = get_endpoint_for_user(request, pk)
-    require_manager(request, team)
-    form = ConfirmForm(request.POST)
-    if not form.is_valid() or not form.cleaned_data["confirm"]:
-        return _confirm(request, endpoint, "delete")
+    confirmed = _confirmed(request, pk, "delete")
+    if isinstance(confirmed, HttpResponse):
+        return confirmed
+    team, endpoint = confirmed
     # Gone already when another reviewer was quicker: deleted either way.
     with contextlib.suppress(WebhookNotFound):
         delete_endpoint(team, Actor.for_user(request.user), endpoint.pk)
