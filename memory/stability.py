@@ -20,6 +20,7 @@ from lens.actors import Actor
 from lens.agents import config_of
 from lens.core.errors import InvalidInput
 from lens.core.token_counts import count_tokens, token_ids
+from lens.core.token_prefix import segments, shared_tokens
 from lens.models import Agent, Via
 from memory.configuring import Stored, store_config
 from memory.core.stability import (
@@ -30,8 +31,6 @@ from memory.core.stability import (
     parts_of,
     parts_of_data,
     reordered,
-    segments,
-    shared_tokens,
     suggested_order,
     texts_by_key,
 )

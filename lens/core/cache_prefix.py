@@ -12,25 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from lens.core.background import Background
 from lens.core.fragments import SECTION_SEPARATOR, PromptSection
 from lens.core.outline import BlocksMismatch, context_blocks
-from lens.core.token_prefix import shared_token_prefix
+from lens.core.token_prefix import common_prefix, shared_token_prefix
 
 CONTEXT = "Context"
-# Slices compared at once before narrowing down: long enough that a long shared prefix
-# is a few C-level comparisons, short enough that a change near the start costs little.
-_STRIDE = 4096
-
-
-class _Sliceable(Protocol):
-    def __len__(self) -> int: ...
-    def __getitem__(self, index: slice, /) -> Any: ...
-
-
-_S = TypeVar("_S", bound=_Sliceable)
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,30 +51,6 @@ class CachePrefix:
             "total_tokens": self.total_tokens,
             "first_change": None if self.first_change is None else self.first_change.as_json(),
         }
-
-
-def common_prefix(a: _S, b: _S) -> int:
-    """How many leading items ``a`` and ``b`` share (strings, bytes, lists, views).
-
-    Equal slices are compared in C: strides first, then halving the first stride that
-    differs, so a shared prefix of n items costs n/4096 + 12 comparisons, not n steps.
-    """
-    n = min(len(a), len(b))
-    low = 0
-    while low < n:
-        high = min(n, low + _STRIDE)
-        if a[low:high] == b[low:high]:
-            low = high
-            continue
-        # a[:low] == b[:low], and they differ somewhere in [low, high).
-        while high - low > 1:
-            middle = (low + high) // 2
-            if a[low:middle] == b[low:middle]:
-                low = middle
-            else:
-                high = middle
-        return low
-    return n
 
 
 def first_change_at(

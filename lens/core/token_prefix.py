@@ -1,13 +1,80 @@
-"""The leading tokens two texts share, tokenising only around their first difference
-(SPEC §17): a delivery whose previous prompt's ids are not at hand reads that prompt
-back and tokenises a few of its lines, not all of it.
+"""The leading tokens two texts share (SPEC §17), counted without tokenising both
+whole: a delivery tokenises only the lines around its first difference from the prompt
+before (``shared_token_prefix``), and the stability card cuts many prompts at the same
+safe line starts and tokenises each distinct segment once (``segments``,
+``shared_tokens``). Both rest on one rule, ``_SAFE_CUT``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
 
 from lens.core.token_counts import encode, token_lengths
+
+# Slices compared at once before narrowing down: long enough that a long shared prefix
+# is a few C-level comparisons, short enough that a change near the start costs little.
+_STRIDE = 4096
+
+
+class _Sliceable(Protocol):
+    def __len__(self) -> int: ...
+    def __getitem__(self, index: slice, /) -> Any: ...
+
+
+_S = TypeVar("_S", bound=_Sliceable)
+
+
+# A line start where a text's o200k tokenisation can be cut without changing it: after
+# a line break, before a character that no piece carries across the break (neither
+# whitespace nor ``/``, which a punctuation piece may swallow with the break). Both
+# ways of counting a shared prefix below rest on this one rule.
+_SAFE_CUT = re.compile(r"(?<=\n)(?=[^\s/])")
+
+
+def segments(text: str) -> list[str]:
+    """``text`` cut at its safe line starts: tokenising each and joining the ids gives
+    the ids of the whole (no piece crosses such a cut)."""
+    return _SAFE_CUT.split(text)
+
+
+def shared_tokens(a: Sequence[str], b: Sequence[str], ids: Callable[[str], Sequence[int]]) -> int:
+    """The leading token ids two texts share, from their ``segments``: equal leading
+    segments count whole (their ids are equal), then the first pair that differs is
+    compared id by id. ``ids`` tokenises one segment (memoised by the caller), so many
+    prompts that share most of their segments tokenise each distinct one once."""
+    shared = 0
+    for left, right in zip(a, b, strict=False):
+        if left == right:
+            shared += len(ids(left))
+            continue
+        return shared + common_prefix(ids(left), ids(right))
+    return shared
+
+
+def common_prefix(a: _S, b: _S) -> int:
+    """How many leading items ``a`` and ``b`` share (strings, bytes, lists, views).
+
+    Equal slices are compared in C: strides first, then halving the first stride that
+    differs, so a shared prefix of n items costs n/4096 + 12 comparisons, not n steps.
+    """
+    n = min(len(a), len(b))
+    low = 0
+    while low < n:
+        high = min(n, low + _STRIDE)
+        if a[low:high] == b[low:high]:
+            low = high
+            continue
+        # a[:low] == b[:low], and they differ somewhere in [low, high).
+        while high - low > 1:
+            middle = (low + high) // 2
+            if a[low:middle] == b[low:middle]:
+                low = middle
+            else:
+                high = middle
+        return low
+    return n
 
 
 def shared_token_prefix(before: str, text: str, ids: Sequence[int], chars: int) -> int:
@@ -36,19 +103,12 @@ def shared_token_prefix(before: str, text: str, ids: Sequence[int], chars: int) 
     else:
         head = _tokens_in(ids, len(text[:start].encode("utf-8", "surrogatepass")))
         new = encode(text[start : _line_start_after(text, chars)])
-    shared = 0
-    for a, b in zip(old, new, strict=False):
-        if a != b:
-            break
-        shared += 1
-    return head + shared
+    return head + common_prefix(old, new)
 
 
 def _piece_starts_at(text: str, line_start: int) -> bool:
-    """Whether a piece of ``text``'s encoding starts at ``line_start`` (just after a
-    line break) whatever follows: its character is neither whitespace nor ``/``."""
-    char = text[line_start]
-    return not char.isspace() and char != "/"
+    """Whether ``line_start`` (just after a line break) is a safe cut: ``_SAFE_CUT``."""
+    return _SAFE_CUT.match(text, line_start) is not None
 
 
 def _line_start_before(text: str, chars: int) -> int:

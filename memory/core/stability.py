@@ -11,9 +11,8 @@ The parts' texts, in order, join to the prompt's text exactly.
 
 from __future__ import annotations
 
-import re
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,16 +119,6 @@ def reordered(parts: Sequence[Part], order: Sequence[str]) -> str:
     return before + "".join(part.text for part in ordered) + after
 
 
-def shared_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    """How many leading items ``a`` and ``b`` share."""
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 # What a provider would serve from its cache of a prefix (SPEC §17's two rules).
 OPENAI_MINIMUM = 1024
 OPENAI_STEP = 128
@@ -181,28 +170,3 @@ def parts_of_data(data: Mapping[str, Any]) -> tuple[Part, ...] | None:
         if found != len(blocks):
             return None
     return tuple(part for part in parts if part.text)
-
-
-# A line start where a prompt's tokenisation can be cut without changing it: after a
-# line break, before a character that no o200k piece can carry across the break (not
-# whitespace, not ``/``, which a punctuation piece may swallow with the break).
-_SAFE_CUT = re.compile(r"(?<=\n)(?=[^\s/])")
-
-
-def segments(text: str) -> list[str]:
-    """``text`` cut at its safe line starts: tokenising each and joining the ids gives
-    the ids of the whole (o200k's pieces never cross such a cut)."""
-    return _SAFE_CUT.split(text)
-
-
-def shared_tokens(a: Sequence[str], b: Sequence[str], ids: Callable[[str], Sequence[int]]) -> int:
-    """The leading token ids two texts share, from their ``segments``: equal leading
-    segments count whole (their ids are equal), then the first pair that differs is
-    compared id by id. ``ids`` tokenises one segment (memoised by the caller)."""
-    shared = 0
-    for left, right in zip(a, b, strict=False):
-        if left == right:
-            shared += len(ids(left))
-            continue
-        return shared + shared_prefix(ids(left), ids(right))
-    return shared

@@ -14,10 +14,10 @@ from lens.agents import config_of
 from lens.core.config import AgentConfig
 from lens.core.errors import InvalidInput
 from lens.core.token_counts import token_ids
+from lens.core.token_prefix import common_prefix
 from lens.models import Agent, Proposal, Revision, Team
 from lens.revisions import RevisionConflict, current_number
 from memory.configuring import store_config
-from memory.core.stability import shared_prefix
 from memory.deliveries.ledger import deliver, delivered_prompt
 from memory.models import Delivery
 from memory.stability import apply_order, stability
@@ -90,7 +90,7 @@ def delivered_texts(agent: Agent) -> list[str]:
 
 def independent_mean(texts: list[str]) -> float:
     ids = [token_ids(text) for text in texts]
-    prefixes = [shared_prefix(a, b) for a, b in zip(ids, ids[1:], strict=False)]
+    prefixes = [common_prefix(a, b) for a, b in zip(ids, ids[1:], strict=False)]
     return sum(prefixes) / len(prefixes)
 
 

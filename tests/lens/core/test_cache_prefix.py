@@ -18,13 +18,13 @@ from lens.core.cache_prefix import (
     CachePrefix,
     FirstChange,
     cache_prefix,
-    common_prefix,
     first_change_at,
 )
 from lens.core.config import AgentConfig
 from lens.core.fragments import PromptSection, prompt_text
 from lens.core.render import render_sections
 from lens.core.token_counts import load_encoding, token_ids
+from lens.core.token_prefix import common_prefix
 from tests.samples import expected_change, leading_equal
 
 _encoding = load_encoding()  # tiktoken's Encoding over the shipped ranks, not our cache

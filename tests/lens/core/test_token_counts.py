@@ -23,7 +23,7 @@ from lens.core.token_counts import (
     load_encoding,
     parse_ranks,
 )
-from lens.core.token_prefix import shared_token_prefix
+from lens.core.token_prefix import segments, shared_token_prefix, shared_tokens
 
 # Counts and ids published for o200k_base (OpenAI's tokenizer page and cookbook).
 KNOWN = [
@@ -261,3 +261,18 @@ def test_the_shared_token_prefix_tokenises_only_around_the_change_and_is_exact(
     assert shared_token_prefix(before, text, ids, chars) == _shared(
         _tiktoken.encode_ordinary(before), _tiktoken.encode_ordinary(text)
     )
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(_EDGY, max_size=8), st.integers(0, 8), st.lists(_EDGY, max_size=8))
+def test_segments_tokenise_as_the_whole_and_count_the_shared_prefix_exactly(
+    left: list[str], keep: int, right: list[str]
+) -> None:
+    # Both counts of a shared prefix (the delivery's and the stability card's) rest on
+    # one cutting rule; cut anywhere else and a piece would straddle the cut.
+    a, b = "\n".join(left), "\n".join(left[:keep] + right)
+    whole_a, whole_b = _tiktoken.encode_ordinary(a), _tiktoken.encode_ordinary(b)
+    assert "".join(segments(a)) == a
+    assert [i for part in segments(a) for i in _tiktoken.encode_ordinary(part)] == whole_a
+    counted = shared_tokens(segments(a), segments(b), token_counts.token_ids)
+    assert counted == _shared(whole_a, whole_b)

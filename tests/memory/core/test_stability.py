@@ -15,14 +15,12 @@ from lens.core.config import AgentConfig, AwarenessSource
 from lens.core.prompt import Prompt
 from lens.core.render import render_sections
 from lens.core.token_counts import token_ids
+from lens.core.token_prefix import common_prefix, segments, shared_tokens
 from memory.core.stability import (
     changed_in,
     parts_of,
     parts_of_data,
     reordered,
-    segments,
-    shared_prefix,
-    shared_tokens,
     suggested_order,
 )
 
@@ -112,13 +110,6 @@ def test_the_suggestion_is_most_stable_first_and_keeps_ties_in_place() -> None:
     assert suggested_order(["a", "b"], {}) == ["a", "b"]
 
 
-@given(st.lists(st.integers(0, 3), max_size=20), st.lists(st.integers(0, 3), max_size=20))
-def test_a_shared_prefix_is_counted_from_the_start(a: list[int], b: list[int]) -> None:
-    n = shared_prefix(a, b)
-    assert a[:n] == b[:n]
-    assert n == min(len(a), len(b)) or a[n] != b[n]
-
-
 @settings(deadline=None)
 @given(agent_configs())
 def test_parts_read_from_the_stored_json_are_the_rendered_parts(config: AgentConfig) -> None:
@@ -130,25 +121,12 @@ def test_parts_read_from_the_stored_json_are_the_rendered_parts(config: AgentCon
     assert parts_of_data(data) == parts_of(prompt, config.background)
 
 
-LINE = st.text(alphabet="ab /\n-#*:'.1é ", max_size=30)
-
-
-@settings(deadline=None, max_examples=300)
-@given(st.lists(LINE, max_size=8), st.lists(LINE, max_size=8))
-def test_a_prompt_tokenises_as_its_segments_do(left: list[str], right: list[str]) -> None:
-    a, b = "\n".join(left), "\n".join(left[:3] + right)
-    whole_a, whole_b = token_ids(a), token_ids(b)
-    assert [i for segment in segments(a) for i in token_ids(segment)] == list(whole_a)
-    assert "".join(segments(a)) == a
-    assert shared_tokens(segments(a), segments(b), token_ids) == shared_prefix(whole_a, whole_b)
-
-
 @settings(deadline=None)
 @given(agent_configs(), agent_configs())
 def test_shared_tokens_of_two_prompts_is_the_independent_count(
     one: AgentConfig, two: AgentConfig
 ) -> None:
     a, b = prompt_of(one).text, prompt_of(two).text
-    assert shared_tokens(segments(a), segments(b), token_ids) == shared_prefix(
+    assert shared_tokens(segments(a), segments(b), token_ids) == common_prefix(
         token_ids(a), token_ids(b)
     )
