@@ -19,15 +19,17 @@ import orjson
 from lens.actors import Actor
 from lens.agents import config_of
 from lens.core.errors import InvalidInput
+from lens.core.fragments import SECTION_SEPARATOR
+from lens.core.provider_caches import anthropic_cached, openai_cached
 from lens.core.token_counts import count_tokens, token_ids
 from lens.core.token_prefix import segments, shared_tokens
 from lens.models import Agent, Via
 from memory.configuring import Stored, store_config
 from memory.core.stability import (
+    CONTEXT,
     Key,
     Part,
     changed_in,
-    openai_cached,
     parts_of,
     parts_of_data,
     reordered,
@@ -59,9 +61,12 @@ class Stability:
     suggested_prefix_tokens_mean: float | None
     # Each order's prompts measured in the same way: the current order re-rendered.
     current_prefix_tokens_mean: float | None
-    # The same prefixes as OpenAI would serve them from its cache (``openai_cached``).
+    # The same prefixes as each provider's rule would serve them from its cache
+    # (``lens.core.provider_caches``): as delivered, and in the suggested order.
     openai_cached_mean: float | None
     suggested_openai_cached_mean: float | None
+    anthropic_cached_mean: float | None
+    suggested_anthropic_cached_mean: float | None
 
 
 def check_last(last: int) -> int:
@@ -106,6 +111,32 @@ def _prefixes(texts: list[str], ids: Callable[[str], Sequence[int]]) -> list[int
     return [shared_tokens(a, b, ids) for a, b in zip(cut, cut[1:], strict=False)]
 
 
+def _authored_end(parts: tuple[Part, ...]) -> int:
+    """The code point where the Context's heading starts (a safe cut: a line start
+    before ``#``), or the prompt's end when it has no Context."""
+    end = 0
+    for part in parts:
+        if part.section == CONTEXT:
+            return end + len(SECTION_SEPARATOR)
+        end += len(part.text)
+    return end
+
+
+def _anthropic(
+    texts: list[str], authored: list[int], prefixes: list[int], ids: Callable[[str], Sequence[int]]
+) -> list[int]:
+    """What Anthropic would serve of each prompt after the first, with breakpoints after
+    the authored sections and at the end (``lens.core.provider_caches``)."""
+
+    def tokens(text: str) -> int:
+        return sum(len(ids(segment)) for segment in segments(text))
+
+    return [
+        anthropic_cached(prefix, (tokens(text[:end]), tokens(text)))
+        for text, end, prefix in zip(texts[1:], authored[1:], prefixes, strict=True)
+    ]
+
+
 def _memo() -> Callable[[str], Sequence[int]]:
     """Token ids of a segment, each distinct segment tokenised once per measurement."""
     known: dict[str, Sequence[int]] = {}
@@ -134,16 +165,17 @@ def stability(agent: Agent, last: int = LAST_DEFAULT) -> Stability:
     as_delivered = _prefixes(delivered, ids)
     in_order = [reordered(parts, current) for parts in history]
     in_current = as_delivered if in_order == delivered else _prefixes(in_order, ids)
-    in_suggested = (
-        in_current
-        if suggested == current
-        else _prefixes([reordered(parts, suggested) for parts in history], ids)
-    )
+    in_suggested, suggested_texts = in_current, in_order
+    if suggested != current:
+        suggested_texts = [reordered(parts, suggested) for parts in history]
+        in_suggested = _prefixes(suggested_texts, ids)
     # Never worse than the order the agent has: when stability-first measures worse on
     # these deliveries (tokens can merge across a moved boundary), the current order is
     # the suggestion.
     if sum(in_suggested) < sum(in_current):
-        suggested, in_suggested = current, in_current
+        suggested, in_suggested, suggested_texts = current, in_current, in_order
+    # Reordering Background sections moves nothing out of the authored sections.
+    authored = [_authored_end(parts) for parts in history]
     return Stability(
         deliveries=len(history),
         sections=_figures(history, changes),
@@ -154,6 +186,10 @@ def stability(agent: Agent, last: int = LAST_DEFAULT) -> Stability:
         current_prefix_tokens_mean=_mean(in_current),
         openai_cached_mean=_mean([openai_cached(n) for n in as_delivered]),
         suggested_openai_cached_mean=_mean([openai_cached(n) for n in in_suggested]),
+        anthropic_cached_mean=_mean(_anthropic(delivered, authored, as_delivered, ids)),
+        suggested_anthropic_cached_mean=_mean(
+            _anthropic(suggested_texts, authored, in_suggested, ids)
+        ),
     )
 
 

@@ -119,26 +119,6 @@ def reordered(parts: Sequence[Part], order: Sequence[str]) -> str:
     return before + "".join(part.text for part in ordered) + after
 
 
-# What a provider would serve from its cache of a prefix (SPEC §17's two rules).
-OPENAI_MINIMUM = 1024
-OPENAI_STEP = 128
-
-
-def openai_cached(prefix_tokens: int) -> int:
-    """OpenAI caches prefixes of at least 1,024 tokens, in 128-token steps beyond."""
-    if prefix_tokens < OPENAI_MINIMUM:
-        return 0
-    return prefix_tokens - (prefix_tokens - OPENAI_MINIMUM) % OPENAI_STEP
-
-
-def breakpoint_cached(prefix_tokens: int, total_tokens: int, breakpoints: Sequence[int]) -> int:
-    """Anthropic caches up to an explicit breakpoint (``cache_control``): the furthest
-    breakpoint (a token offset) that the unchanged prefix reaches. With one breakpoint
-    at the end of the system prompt, that is all of it when it is unchanged, else none."""
-    reached = [point for point in breakpoints if point <= prefix_tokens and point <= total_tokens]
-    return max(reached, default=0)
-
-
 def parts_of_data(data: Mapping[str, Any]) -> tuple[Part, ...] | None:
     """``parts_of`` read straight from a stored composition's JSON (a dict), without
     validating it into models or rendering anything: each Background block is a fragment

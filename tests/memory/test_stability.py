@@ -13,7 +13,8 @@ from lens.actors import Actor
 from lens.agents import config_of
 from lens.core.config import AgentConfig
 from lens.core.errors import InvalidInput
-from lens.core.token_counts import token_ids
+from lens.core.provider_caches import anthropic_cached, openai_cached
+from lens.core.token_counts import count_tokens, token_ids
 from lens.core.token_prefix import common_prefix
 from lens.models import Agent, Proposal, Revision, Team
 from lens.revisions import RevisionConflict, current_number
@@ -94,6 +95,31 @@ def independent_mean(texts: list[str]) -> float:
     return sum(prefixes) / len(prefixes)
 
 
+def test_each_providers_rule_is_applied_to_the_measured_prefixes(team: Team) -> None:
+    # Authored sections past Anthropic's minimum, a volatile first Background section,
+    # and a last delivery that repeats the one before (served whole by both).
+    edits = [{"now": f"tick {n}"} for n in range(4)] + [{"now": "tick 3"}]
+    agent = history(team, edits, persona="You help with care. " * 300)
+    found = stability(agent, 50)
+    texts = delivered_texts(agent)
+    ids = [token_ids(text) for text in texts]
+    prefixes = [common_prefix(a, b) for a, b in zip(ids, ids[1:], strict=False)]
+    authored = [count_tokens(text[: text.index("## Context")]) for text in texts]
+    assert authored[0] >= 1024
+    anthropic = [
+        anthropic_cached(prefix, (head, len(whole)))
+        for prefix, head, whole in zip(prefixes, authored[1:], ids[1:], strict=True)
+    ]
+    assert anthropic == [authored[1], authored[2], authored[3], len(ids[4])]
+    assert found.anthropic_cached_mean == pytest.approx(sum(anthropic) / len(anthropic))
+    openai = [openai_cached(prefix) for prefix in prefixes]
+    assert found.openai_cached_mean == pytest.approx(sum(openai) / len(openai))
+    # Moving the volatile section last keeps more than the authored sections cached.
+    assert found.suggested_anthropic_cached_mean is not None
+    assert found.anthropic_cached_mean is not None
+    assert found.suggested_anthropic_cached_mean >= found.anthropic_cached_mean
+
+
 def test_the_suggestion_never_measures_worse_than_the_current_order(team: Team) -> None:
     pick = random.Random(11)
     edits = [
@@ -161,8 +187,12 @@ def test_a_bad_or_stale_order_changes_nothing(team: Team) -> None:
 def test_the_api_answers_for_the_tokens_team_only(
     team: Team, api: ApiClient, other_api: ApiClient
 ) -> None:
-    history(team, [{"now": f"tick {n}"} for n in range(3)])
+    agent = history(team, [{"now": f"tick {n}"} for n in range(3)])
     answer = api.get("/api/agents/wren/stability?last=50").json()
+    found = stability(agent, 50)
+    assert answer["openai_cached_tokens_mean"] == found.openai_cached_mean
+    assert answer["anthropic_cached_tokens_mean"] == found.anthropic_cached_mean
+    assert answer["suggested_anthropic_cached_tokens_mean"] == found.suggested_anthropic_cached_mean
     assert set(answer) >= {
         "deliveries",
         "sections",

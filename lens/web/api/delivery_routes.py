@@ -12,6 +12,7 @@ from pydantic import BaseModel, BeforeValidator, Field
 
 from lens.actors import Actor
 from lens.agents import get_agent
+from lens.context_windows import context_of
 from lens.core.counts import Counts
 from lens.web.api.auth import ApiRequest, team_of, token_of
 from lens.web.api.params import INT_MAX, iso_8601
@@ -53,6 +54,22 @@ class CacheOut(BaseModel):
     )
 
 
+class ContextOut(BaseModel):
+    """The prompt's tokens against the context window of the delivery's model, or of
+    the model its agent declares when the delivery named none."""
+
+    model: str | None = Field(description="The model whose window it is measured against")
+    window: int | None = Field(description="Its context window in tokens (null: not known)")
+    share: float | None = Field(description="The prompt's share of the window")
+    level: str | None = Field(
+        description='"ok", "warning" from 50%, "alarm" from 90%; null when the window is not known'
+    )
+
+
+def _context(delivery: Delivery, tokens: int, declared: str | None) -> dict[str, Any]:
+    return context_of(tokens, delivery.model or declared).as_json()
+
+
 def _cache(delivery: Delivery) -> dict[str, Any] | None:
     # Null for a delivery recorded before the figures were kept.
     figures = figures_of(delivery)
@@ -70,6 +87,7 @@ class DeliveredOut(BaseModel):
     # "[erased]", and ``prompt_sha256`` is still the hash of the prompt as delivered.
     redacted: bool = False
     cache: CacheOut | None
+    context: ContextOut
     composition: Composition
 
 
@@ -93,6 +111,7 @@ def _answer(delivery: Delivery, composition: str, status: int, **extra: str) -> 
     if delivery.composition.redacted_at is not None:
         head["redacted"] = True
     head["cache"] = _cache(delivery)
+    head["context"] = _context(delivery, delivery.composition.tokens, delivery.agent.model)
     body = json.dumps(head, ensure_ascii=False)[:-1] + ',"composition":' + composition + "}"
     return HttpResponse(body.encode("utf-8"), status=status, content_type="application/json")
 
@@ -139,6 +158,7 @@ class DeliverySummary(BaseModel):
     tokens: int
     counts: Counts
     cache: CacheOut | None
+    context: ContextOut
 
 
 class DeliveryList(BaseModel):
@@ -179,6 +199,7 @@ def list_deliveries(request: ApiRequest, slug: str, params: Query[ListParams]) -
                 tokens=row.stored.tokens,
                 counts=Counts(sections=row.stored.sections, entries=row.stored.entries),
                 cache=_cache(row.delivery),
+                context=_context(row.delivery, row.stored.tokens, agent.model),
             )
             for row in page.rows
         ],

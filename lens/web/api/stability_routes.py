@@ -33,10 +33,14 @@ class StabilityOut(BaseModel):
     suggested_order: list[str]
     suggested_prefix_tokens_mean: float | None
     # Beyond SPEC §17's fields: the current order measured the way the suggestion is,
-    # and both under OpenAI's rule (cached from 1,024 tokens, in 128-token steps).
+    # and both under each provider's rule (lens.core.provider_caches): OpenAI's (from
+    # 1,024 tokens, in 128-token steps) and Anthropic's (at breakpoints after the
+    # authored sections and at the end, from 1,024 tokens).
     current_prefix_tokens_mean: float | None
     openai_cached_tokens_mean: float | None
     suggested_openai_cached_tokens_mean: float | None
+    anthropic_cached_tokens_mean: float | None
+    suggested_anthropic_cached_tokens_mean: float | None
 
 
 @router.get("/{slug}/stability", response=StabilityOut)
@@ -52,4 +56,6 @@ def agent_stability(request: ApiRequest, slug: str, params: Query[StabilityParam
         current_prefix_tokens_mean=found.current_prefix_tokens_mean,
         openai_cached_tokens_mean=found.openai_cached_mean,
         suggested_openai_cached_tokens_mean=found.suggested_openai_cached_mean,
+        anthropic_cached_tokens_mean=found.anthropic_cached_mean,
+        suggested_anthropic_cached_tokens_mean=found.suggested_anthropic_cached_mean,
     )

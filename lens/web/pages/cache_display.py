@@ -10,15 +10,15 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from lens.core.cache_prefix import CONTEXT, CachePrefix, FirstChange
+from lens.core.fragments import SECTION_SEPARATOR, PromptSection
+from lens.core.provider_caches import anthropic_cached, openai_cached
+from lens.core.token_counts import count_tokens
 from lens.models import Agent
 from memory.deliveries.cache_figures import figures_of
 from memory.models import Delivery
 
 # The chart's deliveries: the agent's newest, whatever page the timeline shows.
 CHART_DELIVERIES = 50
-# OpenAI caches prompts of at least this many tokens, in steps of STEP (docs say so).
-OPENAI_MINIMUM = 1024
-OPENAI_STEP = 128
 # The chart's drawing units: one slot per delivery, bars a little narrower.
 _SLOT = 10
 _BAR = 8
@@ -40,11 +40,16 @@ def change_words(change: FirstChange, titles: Mapping[str, str]) -> str:
     return change.section
 
 
-def openai_cached(prefix_tokens: int) -> int:
-    """What OpenAI's rule would bill as cached of a shared prefix this long."""
-    if prefix_tokens < OPENAI_MINIMUM:
-        return 0
-    return prefix_tokens - prefix_tokens % OPENAI_STEP
+def authored_tokens(sections: Sequence[PromptSection]) -> int:
+    """The tokens of a prompt before its Context's heading, where a runtime would put
+    its first Anthropic breakpoint (the whole prompt when it has no Context)."""
+    authored: list[str] = []
+    for section in sections:
+        if section.name == CONTEXT:
+            authored.append("")  # the separator before the Context's heading
+            break
+        authored.append(section.text)
+    return count_tokens(SECTION_SEPARATOR.join(authored))
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,8 @@ class CacheLine:
 
     figures: CachePrefix
     change: str | None
+    # The tokens before the Context (``authored_tokens``), on a delivery's own page.
+    authored: int | None = None
 
     @property
     def cached(self) -> str:
@@ -67,18 +74,28 @@ class CacheLine:
         return f"{openai_cached(self.figures.prefix_tokens):,}"
 
     @property
+    def anthropic(self) -> str | None:
+        if self.authored is None:
+            return None
+        breakpoints = (self.authored, self.figures.total_tokens)
+        return f"{anthropic_cached(self.figures.prefix_tokens, breakpoints):,}"
+
+    @property
     def words(self) -> str:
         text = f"{self.cached} of {self.total} tokens cached"
         return f"{text} · changed in {self.change}" if self.change else text
 
 
-def cache_line(delivery: Delivery, titles: Mapping[str, str]) -> CacheLine | None:
+def cache_line(
+    delivery: Delivery, titles: Mapping[str, str], authored: int | None = None
+) -> CacheLine | None:
     """``delivery``'s line; None when it was recorded before the figures were kept."""
     figures = figures_of(delivery)
     if figures is None:
         return None
     change = figures.first_change
-    return CacheLine(figures, None if change is None else change_words(change, titles))
+    words = None if change is None else change_words(change, titles)
+    return CacheLine(figures, words, authored)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,13 @@ from django.views.decorators.http import require_GET
 from lens.core.change_words import in_words
 from lens.core.diffs import diff_excerpt
 from lens.models import Agent, Team
-from lens.web.pages.cache_display import CacheLine, cache_line, chart_of, section_titles
+from lens.web.pages.cache_display import (
+    CacheLine,
+    authored_tokens,
+    cache_line,
+    chart_of,
+    section_titles,
+)
 from lens.web.pages.lens_markup import prompt_section_items
 from lens.web.pages.toolkit import PAGE_SIZE, AppRequest, find_linked, get_agent_for_user
 from memory.composition import compose
@@ -160,7 +166,9 @@ def delivery_detail(request: AppRequest, delivery_id: str) -> HttpResponse:
             lambda ids: "\n".join(tip_of.get(mid, f"memory {mid}") for mid in ids),
         ),
         "memories": memories,
-        "cache": cache_line(delivery, section_titles(agent)),
+        "cache": cache_line(
+            delivery, section_titles(agent), authored_tokens(composition.prompt.sections)
+        ),
         "live_differs": live.prompt.text != composition.prompt.text,
         **_around(delivery, agent),
         "nav": "agents",

@@ -77,6 +77,8 @@ def _figures(found: Stability) -> dict[str, str]:
         "suggested": _tokens(found.suggested_prefix_tokens_mean),
         "openai": _tokens(found.openai_cached_mean),
         "openai_suggested": _tokens(found.suggested_openai_cached_mean),
+        "anthropic": _tokens(found.anthropic_cached_mean),
+        "anthropic_suggested": _tokens(found.suggested_anthropic_cached_mean),
     }
 
 

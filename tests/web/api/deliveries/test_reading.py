@@ -40,6 +40,7 @@ ROW_KEYS = {
     "tokens",
     "counts",
     "cache",
+    "context",
 }
 ONE_KEYS = {
     "delivery_id",
@@ -50,6 +51,7 @@ ONE_KEYS = {
     "revision",
     "prompt_sha256",
     "cache",
+    "context",
 }
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 
@@ -115,6 +117,7 @@ def test_the_listing_is_newest_first_with_the_contract_row(api: ApiClient, wren:
             "tokens": composition["tokens"]["total"],
             "counts": composition["counts"],
             "cache": answer["cache"],  # as recorded (tests/web/api/deliveries/test_cache.py)
+            "context": answer["context"],  # tests/web/api/deliveries/test_context.py
         }
     assert len(page["deliveries"][0]["memory_ids"]) == 2
     assert page["deliveries"][2]["memory_ids"] == []

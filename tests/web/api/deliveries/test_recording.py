@@ -37,6 +37,7 @@ DELIVERED_KEYS = {
     "prompt_sha256",
     "composition",
     "cache",
+    "context",
 }
 RECORD_ID = re.compile(r"[0-9a-z]{18}")
 URL = "/api/agents/wren/deliveries"
