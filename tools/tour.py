@@ -268,8 +268,11 @@ def stops() -> list[Stop]:
     # The big agent's deliveries: a warning and an alarm against their models' windows.
     if Delivery.objects.filter(agent__team=team, agent__slug=BIG_AGENT).exists():
         found.append(Stop("deliveries-big", f"/agents/{BIG_AGENT}/deliveries/"))
+        found.append(Stop("stability-big", f"/agents/{BIG_AGENT}/stability/"))
     if len(deliveries) >= 2:
         found += [
+            # The Cache stability card as its own page (the lens loads it after paint).
+            Stop("stability", f"/agents/{wren.slug}/stability/"),
             Stop("delivery", f"/deliveries/{deliveries[-1]}/"),
             Stop("delivery-diff", f"/deliveries/{deliveries[-1]}/diff/"),
             Stop("delivery-live", f"/deliveries/{deliveries[0]}/live/"),
