@@ -67,6 +67,7 @@ class Stability:
     suggested_openai_cached_mean: float | None
     anthropic_cached_mean: float | None
     suggested_anthropic_cached_mean: float | None
+    newest_tokens: int | None  # the newest delivered prompt's tokens; None without one
 
 
 def check_last(last: int) -> int:
@@ -122,17 +123,18 @@ def _authored_end(parts: tuple[Part, ...]) -> int:
     return end
 
 
+def _tokens(text: str, ids: Callable[[str], Sequence[int]]) -> int:
+    """``text``'s tokens from its segments' (memoised) ids."""
+    return sum(len(ids(segment)) for segment in segments(text))
+
+
 def _anthropic(
     texts: list[str], authored: list[int], prefixes: list[int], ids: Callable[[str], Sequence[int]]
 ) -> list[int]:
     """What Anthropic would serve of each prompt after the first, with breakpoints after
     the authored sections and at the end (``lens.core.provider_caches``)."""
-
-    def tokens(text: str) -> int:
-        return sum(len(ids(segment)) for segment in segments(text))
-
     return [
-        anthropic_cached(prefix, (tokens(text[:end]), tokens(text)))
+        anthropic_cached(prefix, (_tokens(text[:end], ids), _tokens(text, ids)))
         for text, end, prefix in zip(texts[1:], authored[1:], prefixes, strict=True)
     ]
 
@@ -190,6 +192,7 @@ def stability(agent: Agent, last: int = LAST_DEFAULT) -> Stability:
         suggested_anthropic_cached_mean=_mean(
             _anthropic(suggested_texts, authored, in_suggested, ids)
         ),
+        newest_tokens=_tokens(delivered[-1], ids) if delivered else None,
     )
 
 

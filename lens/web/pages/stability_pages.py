@@ -17,6 +17,7 @@ from django.views.decorators.http import require_GET, require_POST
 from lens.actors import Actor
 from lens.agents import config_of
 from lens.core.errors import DomainError
+from lens.core.provider_caches import ANTHROPIC_MINIMUM, OPENAI_MINIMUM
 from lens.revisions import current_number
 from lens.web.pages.revision_pages import RESTORE_PERMISSION, may_restore
 from lens.web.pages.toolkit import AppRequest, WrongTeam, get_agent_for_user, use_form_team
@@ -36,11 +37,11 @@ def stability_page(request: AppRequest, slug: str) -> HttpResponse:
         {
             "key": figure.section
             + (f"/{figure.background_section}" if figure.background_section else ""),
-            "label": figure.section
-            + (
-                f" › {titles.get(figure.background_section, figure.background_section)}"
+            # Named as the timeline names a change: "Background › Preferences".
+            "label": (
+                f"Background › {titles.get(figure.background_section, figure.background_section)}"
                 if figure.background_section
-                else ""
+                else figure.section
             ),
             "changed_in": figure.changed_in,
             "tokens": f"{figure.tokens:,}",
@@ -55,6 +56,11 @@ def stability_page(request: AppRequest, slug: str) -> HttpResponse:
         "figures": _figures(found),
         "suggested_titles": [titles.get(s, s) for s in found.suggested_order],
         "better": found.suggested_order != found.current_order,
+        # Under both providers' minimum, neither caches anything yet: say so, or the
+        # zeros read as a fault.
+        "under_minimum": found.newest_tokens is not None
+        and found.newest_tokens < min(OPENAI_MINIMUM, ANTHROPIC_MINIMUM),
+        "newest_tokens": f"{found.newest_tokens or 0:,}",
         "gain": f"{gain:,}" if gain else "",
         "revision": current_number(agent),
         "may_apply": may_restore(request.user),

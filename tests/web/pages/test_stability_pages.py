@@ -72,12 +72,33 @@ def test_a_member_sees_the_card_with_the_measured_suggestion(
     card = page.one("data-stability")
     assert "last 4 deliveries" in card.squashed
     now, prefs = (page.one("data-stability-section", f"Context/{s}") for s in ("now", "prefs"))
-    assert [cell.squashed for cell in now.children[:2]] == ["Context › Now", "3 of 3"]
-    assert [cell.squashed for cell in prefs.children[:2]] == ["Context › Prefs", "0 of 3"]
+    assert [cell.squashed for cell in now.children[:2]] == ["Background › Now", "3 of 3"]
+    assert [cell.squashed for cell in prefs.children[:2]] == ["Background › Prefs", "0 of 3"]
     assert page.one("data-suggested-order").squashed == "Prefs · About · Now"
+    # Both providers' rules; this prompt is under their minimum, and the card says so.
+    assert page.one("data-openai-mean").squashed == "0 → 0 tokens"
+    assert page.one("data-anthropic-mean").squashed == "0 → 0 tokens"
+    assert "under the 1,024 that OpenAI and Anthropic need" in page.one("data-under-minimum").squashed
     # A plain member may not change agents: no button, and the page says why.
     assert page.all("data-apply-order") == []
     assert "lens.change_agent" in card.squashed
+
+
+def test_a_prompt_past_the_minimum_shows_what_each_provider_would_serve(
+    member_client: Client, team: Team
+) -> None:
+    agent = create_agent(team, "wren", config(0))
+    for tick in range(3):
+        long = config(tick) | {"persona": "You help with care and patience. " * 200}
+        store_config(team, "wren", AgentConfig.model_validate(long))
+        deliver(Agent.objects.get(pk=agent.pk), Actor(label="runtime"))
+    page = dom(member_client.get(PAGE))
+    assert page.all("data-under-minimum") == []
+    openai = page.one("data-openai-mean").squashed
+    anthropic = page.one("data-anthropic-mean").squashed
+    # The authored sections (past 1,024 tokens) stay cached under both rules.
+    assert int(openai.split()[0].replace(",", "")) >= 1024
+    assert int(anthropic.split()[0].replace(",", "")) >= 1024
 
 
 def test_the_lens_loads_the_card_after_its_first_paint(member_client: Client, wren: Agent) -> None:
