@@ -78,7 +78,9 @@ def test_a_member_sees_the_card_with_the_measured_suggestion(
     # Both providers' rules; this prompt is under their minimum, and the card says so.
     assert page.one("data-openai-mean").squashed == "0 → 0 tokens"
     assert page.one("data-anthropic-mean").squashed == "0 → 0 tokens"
-    assert "under the 1,024 that OpenAI and Anthropic need" in page.one("data-under-minimum").squashed
+    assert (
+        "under the 1,024 that OpenAI and Anthropic need" in page.one("data-under-minimum").squashed
+    )
     # A plain member may not change agents: no button, and the page says why.
     assert page.all("data-apply-order") == []
     assert "lens.change_agent" in card.squashed
