@@ -10,6 +10,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from io import StringIO
 from typing import Any
 
@@ -18,17 +19,20 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
+from django.test import Client
 
 from kvstore import store
 from lens.actors import Actor
-from lens.audit import GENESIS, Entry, append, canonical, event_data, seal, verify
+from lens.audit import ACTIONS, GENESIS, Entry, append, canonical, event_data, seal, verify
 from lens.audit_guard import install, uninstall
-from lens.models import ApiToken, AuditEvent, Membership, Team
-from lens.proposals import reject_proposal
+from lens.models import Agent, ApiToken, AuditEvent, Membership, Team
+from lens.proposals import reject_proposal, withdraw_proposal
 from memory.configuring import publish_proposal
 from memory.decisions import decide, reopen, revoke
+from memory.deliveries.retention import prune
+from memory.erasure import erase_memory
 from tests.api_calls import ApiClient, assert_error, post_memory
-from tests.factories import make_user, memory_config
+from tests.factories import make_user, memory_config, propose
 
 pytestmark = pytest.mark.django_db
 
@@ -53,8 +57,8 @@ def actions(team: Team) -> list[str]:
     return [event["action"] for event in events(team)]
 
 
-def story(api: ApiClient, team: Team, member: User, rhea: User) -> None:
-    """One of each change the product offers (but erasure)."""
+def story(api: ApiClient, team: Team, member: User, rhea: User, admin: Client) -> None:
+    """One of each change the product offers: every action an event can name."""
     # A webhook whose URL carries a receiver's own token: the log names its host only.
     hook = api.post(
         "/api/webhooks",
@@ -93,46 +97,48 @@ def story(api: ApiClient, team: Team, member: User, rhea: User) -> None:
     ]
     reject_proposal(team, made[0], reviewer, NOTE)
     publish_proposal(team, made[1], reviewer)  # made[2] goes stale
+    # A person's own proposal, taken back (only its proposer can).
+    mine = propose(team, "wren", memory_config(preferences="guarded", protected=True), member)
+    withdraw_proposal(team, mine.pk, Actor.for_user(member))
+    # An agent made and deleted in the admin.
+    assert api.put("/api/agents/finch", memory_config()).status_code == 201
+    finch = Agent.objects.get(team=team, slug="finch")
+    assert admin.post(f"/admin/lens/agent/{finch.pk}/delete/", {"post": "yes"}).status_code == 302
+    assert not Agent.objects.filter(pk=finch.pk).exists()
     token, _raw = ApiToken.objects.issue(team, name="second")
     token.revoked_at = token.created_at
     token.save()
     Membership.objects.filter(user=member).delete()
     assert api.post(f"/api/webhooks/{hook}/rotate").status_code == 200
     assert api.delete(f"/api/webhooks/{hook}").status_code == 204
+    erase_memory(saved, reviewer, "Asked by the person it names")
+    assert prune(timedelta(0)).deliveries == 1
 
 
 @pytest.fixture
-def told(api: ApiClient, team: Team, member: User, rhea: User) -> Team:
-    story(api, team, member, rhea)
+def told(api: ApiClient, team: Team, member: User, rhea: User, admin_client: Client) -> Team:
+    story(api, team, member, rhea, admin_client)
     return team
 
 
 def test_every_change_appends_its_event(told: Team) -> None:
-    seen = set(actions(told))
-    assert seen >= {
-        "agent.created",
-        "agent.revised",
-        "memory.saved",
-        "memory.superseded",
-        "memory.approved",
-        "memory.revoked",
-        "memory.reopened",
-        "memory.rejected",
-        "delivery.recorded",
-        "kv.written",
-        "kv.deleted",
-        "proposal.created",
-        "proposal.rejected",
-        "proposal.published",
-        "proposal.stale",
-        "token.issued",
-        "token.revoked",
-        "member.added",
-        "member.removed",
-        "webhook.created",
-        "webhook.rotated",
-        "webhook.deleted",
-    }
+    assert set(actions(told)) == ACTIONS
+    for event in events(told):
+        assert list(event) == [
+            "seq",
+            "at",
+            "actor",
+            "action",
+            "object",
+            "agent",
+            "details",
+            "prev_sha256",
+            "sha256",
+        ]
+        assert set(event["object"]) == {"type", "id"}, event
+        assert event["object"]["type"], event
+        assert event["object"]["id"], event
+        assert isinstance(event["details"], dict), event
     by_action = {event["action"]: event for event in reversed(events(told))}  # the first
     saved = by_action["memory.saved"]
     assert saved["object"]["type"] == "memory"
@@ -143,6 +149,23 @@ def test_every_change_appends_its_event(told: Team) -> None:
     assert by_action["agent.revised"]["details"]["via"] in ("api", "proposal")
     assert by_action["proposal.published"]["actor"] == "rhea"
     assert by_action["delivery.recorded"]["details"]["session"] == "s-1"
+    withdrawn = by_action["proposal.withdrawn"]
+    assert (withdrawn["object"]["type"], withdrawn["actor"], withdrawn["agent"]) == (
+        "proposal",
+        "mira",
+        "wren",
+    )
+    deleted = by_action["agent.deleted"]
+    assert (deleted["object"], deleted["actor"], deleted["agent"]) == (
+        {"type": "agent", "id": "finch"},
+        "root",
+        "finch",
+    )
+    assert isinstance(deleted["details"]["agent_id"], int)
+    erased = by_action["memory.erased"]
+    assert (erased["object"]["id"], erased["actor"]) == (saved["object"]["id"], "rhea")
+    assert erased["details"]["content_sha256"] == saved["details"]["content_sha256"]
+    assert by_action["delivery.pruned"]["details"]["deliveries"] == 1
 
 
 def test_no_event_holds_content_labels_tags_payloads_or_notes(told: Team) -> None:
