@@ -797,6 +797,32 @@ def test_exporting_holds_a_chunk_of_deliveries_in_memory_never_all_of_them(
     assert many < held, (many, held)
 
 
+def _import_peak_bytes(path: Path, team: Team, slug: str) -> int:
+    tracemalloc.start()
+    try:
+        import_bundle(path, team, slug=slug)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_importing_holds_a_batch_of_lines_in_memory_never_all_of_them(
+    wren: Agent, api: ApiClient, other_team: Team, tmp_path: Path
+) -> None:
+    _many_deliveries(wren, api, 2_000)
+    exported(wren, tmp_path / "some.gz")
+    _many_deliveries(wren, api, 8_000)
+    exported(wren, tmp_path / "many.gz")
+    wren.delete()  # the ids are this instance's keys
+    some = _import_peak_bytes(tmp_path / "some.gz", other_team, "some")
+    Agent.objects.get(team=other_team, slug="some").delete()
+    many = _import_peak_bytes(tmp_path / "many.gz", other_team, "many")
+    assert Delivery.objects.filter(agent__slug="many").count() == 10_004
+    # Five times the deliveries, and the peak stays that of one batch of lines
+    # (``BATCH_LINES``), read, checked and written a few hundred rows a statement.
+    assert many - some < 1024 * 1024, (some, many)
+
+
 def test_each_query_of_an_export_reads_its_rows_in_bounded_chunks(
     wren: Agent, api: ApiClient, tmp_path: Path, django_assert_max_num_queries: Any
 ) -> None:
