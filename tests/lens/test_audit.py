@@ -301,7 +301,24 @@ def test_verify_audit_passes_an_untouched_log(told: Team) -> None:
     head = AuditEvent.objects.filter(team=told).order_by("-seq").first()
     assert head is not None
     assert code == 0
-    assert out == f"{told.slug}: {count} events verified, head {head.sha256}\n"
+    assert out == f"{count} events verified, head {head.sha256}\n"  # SPEC §15's line
+
+
+def test_verify_audit_names_each_team_before_its_line_when_it_checks_several(
+    told: Team, other_team: Team
+) -> None:
+    """With one team, or --team, the line stands alone; over several, a line naming the
+    team comes before each team's own."""
+    out = StringIO()
+    call_command("verify_audit", stdout=out)
+    lines = []
+    for team in (told, other_team):  # acme, globex: in the order of their slugs
+        found = verify(team)
+        lines += [f"team {team.slug}", f"{found.events} events verified, head {found.head}"]
+    assert out.getvalue().splitlines() == lines
+    other_team.delete()
+    call_command("verify_audit", stdout=(alone := StringIO()))
+    assert alone.getvalue().splitlines() == lines[1:2]
 
 
 def test_a_changed_event_is_named(told: Team) -> None:
