@@ -82,14 +82,16 @@ test: lint chromium axe
 test-fast: $(STAMP)
 	$(BIN)/pytest -n $(WORKERS) -m "not browser" $(PYTEST_ARGS)
 
-# In-process figures first, then the HTTP figures against etcd (bench-http) and tracing's
-# cost (composition endpoint with OpenTelemetry on against off).
+# In-process figures first, then the HTTP figures against etcd (bench-http), tracing's
+# cost (composition endpoint with OpenTelemetry on against off) and the audit append's
+# (memory_save and a key/value put with the event against without).
 bench: $(STAMP) bench-http-tools
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook_outage
 	$(BIN)/python -m bench.servers
 	$(BIN)/python -m bench.http
 	$(BIN)/python -m bench.tracing_http
+	$(BIN)/python -m bench.audit_http
 
 # The production server before (gunicorn) and after (Granian) the change, then make serve
 # under load on loopback, SQLite then PostgreSQL (when it answers at BENCH_PG_URL), side

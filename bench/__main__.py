@@ -1,7 +1,10 @@
 """Run every benchmark against a scratch database and print the figures.
 
 SQLite by default (a temporary file); set DATABASE_URL to measure PostgreSQL — the
-benchmark then works inside a team of its own and deletes it afterwards.
+benchmark then works inside a team of its own and deletes it afterwards. The figures
+over HTTP under the production server (``bench.http``, ``bench.tracing_http``,
+``bench.audit_http``, …) start servers of their own and run as modules: ``make bench``
+runs them after these.
 """
 
 from __future__ import annotations

@@ -19,7 +19,9 @@ In one transaction:
 
 After the commit, SQLite's write-ahead log is checkpointed and truncated, so the old
 pages are in neither file (``PRAGMA secure_delete`` has zeroed what the transaction
-freed). PostgreSQL keeps old row versions until VACUUM: ``vacuum_erased()``.
+freed). PostgreSQL keeps old row versions until VACUUM: ``vacuum_erased()``, which the
+command runs once it has committed, and which a caller that must not wait for it (the
+Erase button) has the task engine run (``vacuum_later``).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from datetime import datetime
 
 from django.db import connection, transaction
 from django.utils import timezone
+from django_tasks import task
 
 from lens.actors import Actor
 from lens.core.errors import DomainError
@@ -100,6 +103,8 @@ class Erased:
     # SQLite: whether the write-ahead log was truncated after the commit (``checkpoint``);
     # None on PostgreSQL, or when the caller's transaction has not committed yet.
     log_truncated: bool | None = None
+    # PostgreSQL: whether the VACUUM was queued for the task engine (``vacuum_later``).
+    vacuum_queued: bool = False
 
 
 def reason_problem(reason: str) -> str | None:
@@ -125,10 +130,21 @@ def find_record(record_id: str, team: Team | None = None) -> MemoryRecord:
     return record
 
 
-def erase_memory(record_id: str, actor: Actor, reason: str, *, team: Team | None = None) -> Erased:
+def erase_memory(
+    record_id: str,
+    actor: Actor,
+    reason: str,
+    *,
+    team: Team | None = None,
+    vacuum_later: bool = False,
+) -> Erased:
     """Erase the memory ``record_id`` (of ``team``, when given) for ``reason``.
 
-    Raises InvalidEraseReason, MemoryNotFound or AlreadyErased, and then changes nothing.
+    ``vacuum_later``: on PostgreSQL, queue ``vacuum_erased`` on the task engine in the
+    erasure's own transaction (so an erasure that commits always has its VACUUM to
+    come, and a worker runs it once the erasure is visible), for a caller that must not
+    wait for it. Raises InvalidEraseReason, MemoryNotFound or AlreadyErased, and then
+    changes nothing.
     """
     reason = reason.strip()
     if (problem := reason_problem(reason)) is not None:
@@ -177,6 +193,9 @@ def erase_memory(record_id: str, actor: Actor, reason: str, *, team: Team | None
             ],
             agent=found.agent,
         )
+        queued = vacuum_later and connection.vendor == "postgresql"
+        if queued:
+            vacuum.enqueue()
     if connection.in_atomic_block:  # the caller's transaction: once it commits
         transaction.on_commit(checkpoint)
         truncated = None
@@ -191,6 +210,7 @@ def erase_memory(record_id: str, actor: Actor, reason: str, *, team: Team | None
         compositions=compositions,
         deliveries=deliveries,
         log_truncated=truncated,
+        vacuum_queued=queued,
     )
 
 
@@ -267,3 +287,10 @@ def vacuum_erased(tables: Sequence[str] = ERASED_TABLES) -> bool:
     with connection.cursor() as cursor:
         cursor.execute(f"VACUUM {', '.join(tables)}")
     return True
+
+
+@task()
+def vacuum() -> bool:
+    """``vacuum_erased`` on the task engine's worker (``manage.py worker``), which runs
+    each task outside a transaction, as VACUUM must; answers whether it ran."""
+    return vacuum_erased()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
+import re
 import subprocess
 import sys
 import tracemalloc
@@ -33,6 +34,7 @@ from memory.bundles.exporting import export_bundle
 from memory.bundles.importing import BundleConflict, import_bundle, verify_bundle
 from memory.core.bundle_format import InvalidBundle
 from memory.core.bundle_lines import (
+    SCHEMAS,
     TYPES,
     EventKindName,
     PromotionStatusName,
@@ -285,6 +287,63 @@ def test_compositions_are_carried_as_their_stored_text(wren: Agent, tmp_path: Pa
     assert carried == stored
     for digest, text in carried.items():
         assert hashlib.sha256(text.encode()).hexdigest() == digest
+
+
+def documented_fields() -> dict[str, tuple[list[str], list[str]]]:
+    """docs/bundles.md's table of lines: for each type (``manifest`` for line 1), the
+    fields every line has and those marked *when …*, each in the order they are listed."""
+    text = (ROOT / "docs" / "bundles.md").read_text()
+    table = text.split("| line | fields, in order |", 1)[1].split("\n\n", 1)[0]
+    found: dict[str, tuple[list[str], list[str]]] = {}
+    for row in table.splitlines()[2:]:
+        name, fields = row.split(" | ")[:2]
+        always, _, optional = fields.partition("*when")
+        found[re.findall(r"`?(\w+)", name)[0]] = (
+            re.findall(r"`(\w+)`", always),
+            re.findall(r"`(\w+)`", optional),
+        )
+    return found
+
+
+def test_the_documented_fields_are_the_fields_an_export_writes(
+    team: Team, api: ApiClient, reviewer: User, tmp_path: Path
+) -> None:
+    """Each line holds its type's documented fields, in their order, and the documented
+    optional fields only where they apply; an erasure makes every optional field appear."""
+    ids = bundle_story(team, api, reviewer)
+    erase_memory(ids["city"], Actor.for_user(reviewer), "Asked to be forgotten.")
+    manifest, *lines = [
+        json.loads(line)
+        for line in bundle_text(exported(get_agent(team, "wren"), tmp_path / "w.gz"))
+    ]
+    documented = documented_fields()
+    assert list(documented) == ["manifest", *TYPES]
+    assert list(manifest) == documented["manifest"][0]
+    assert not documented["manifest"][1]
+    for kind in TYPES:
+        always, optional = documented[kind]
+        written: set[str] = set()
+        for line in (line for line in lines if line["type"] == kind):
+            keys = list(line)[1:]  # after "type"
+            assert keys[: len(always)] == always, (kind, keys)
+            extra = keys[len(always) :]
+            assert extra == [name for name in optional if name in extra], (kind, keys)
+            written.update(keys)
+        assert written == {*always, *optional}, kind
+        # And what an import accepts: the same fields.
+        assert set(SCHEMAS[kind].model_fields) - {"type"} == {*always, *optional}, kind
+
+
+def test_the_documented_values_are_every_value_a_line_can_hold() -> None:
+    text = (ROOT / "docs" / "bundles.md").read_text()
+    rows = {row.split(" | ")[0]: row for row in text.splitlines() if row.startswith("| `")}
+    for kind, values in (
+        ("revision", ViaName),
+        ("promotion", PromotionStatusName),
+        ("event", EventKindName),
+    ):
+        named = set(re.findall(r"`(\w+)`", rows[f"| `{kind}`"].split(" | ")[2]))
+        assert set(get_args(values)) <= named, kind
 
 
 def test_audit_lines_are_the_source_events_and_each_verifies_with_its_seal(
@@ -736,6 +795,32 @@ def test_exporting_holds_a_chunk_of_deliveries_in_memory_never_all_of_them(
     # them would take more than their lines' 2.3 MB.
     assert many - some < 512 * 1024, (some, many)
     assert many < held, (many, held)
+
+
+def _import_peak_bytes(path: Path, team: Team, slug: str) -> int:
+    tracemalloc.start()
+    try:
+        import_bundle(path, team, slug=slug)
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_importing_holds_a_batch_of_lines_in_memory_never_all_of_them(
+    wren: Agent, api: ApiClient, other_team: Team, tmp_path: Path
+) -> None:
+    _many_deliveries(wren, api, 2_000)
+    exported(wren, tmp_path / "some.gz")
+    _many_deliveries(wren, api, 8_000)
+    exported(wren, tmp_path / "many.gz")
+    wren.delete()  # the ids are this instance's keys
+    some = _import_peak_bytes(tmp_path / "some.gz", other_team, "some")
+    Agent.objects.get(team=other_team, slug="some").delete()
+    many = _import_peak_bytes(tmp_path / "many.gz", other_team, "many")
+    assert Delivery.objects.filter(agent__slug="many").count() == 10_004
+    # Five times the deliveries, and the peak stays that of one batch of lines
+    # (``BATCH_LINES``), read, checked and written a few hundred rows a statement.
+    assert many - some < 1024 * 1024, (some, many)
 
 
 def test_each_query_of_an_export_reads_its_rows_in_bounded_chunks(

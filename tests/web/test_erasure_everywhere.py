@@ -1,7 +1,8 @@
-"""After an erasure, no API answer, MCP tool, page, download or stored row holds the
-erased memories' words (SPEC §15). Memories that went everywhere first — composed,
-delivered several times, searched, recalled, superseded, waiting in the queue, rejected
-with a note quoting them — are erased, then every place is swept for their words.
+"""After an erasure, no API answer, MCP tool, page, download (a bundle export among them)
+or stored row holds the erased memories' words (SPEC §15). Memories that went
+everywhere first — composed, delivered several times, searched, recalled, superseded,
+waiting in the queue, rejected with a note quoting them — are erased, then every place
+is swept for their words.
 
 The same sweep run before the erasure finds the words in each kind of place, so it is
 known to look where they were.
@@ -9,6 +10,7 @@ known to look where they were.
 
 from __future__ import annotations
 
+import gzip
 import json
 import zlib
 from typing import Any
@@ -64,6 +66,14 @@ class Sweep:
         self.look(f"API {url}", response.content.decode())
         return response.json()
 
+    def export_get(self, path: str) -> None:
+        """A bundle download: read whole, decompressed, every line."""
+        response = self.api.get(path)
+        assert response.status_code == 200, (path, response.status_code)
+        assert response["Content-Type"] == "application/gzip"
+        data = b"".join(response.streaming_content) if response.streaming else response.content
+        self.look(f"API {path}", gzip.decompress(data).decode())
+
     def page_get(self, path: str, client: Client | None = None, **query: str) -> None:
         response = (client or self.page).get(path, query)
         assert response.status_code == 200, (path, response.status_code)
@@ -89,6 +99,7 @@ class Sweep:
             self.api_get("/api/agents/wren/composition", as_of=delivery.delivered_at.isoformat())
         self.api_get("/api/audit", limit="200")
         self.api_get("/api/agents/wren")
+        self.export_get("/api/agents/wren/export")
         preview = self.api.post(
             "/api/agents/wren/memories/preview",
             {"kind": "profile", "content": "x", "label": "home"},
@@ -173,6 +184,7 @@ def test_nothing_anywhere_holds_an_erased_memorys_words(
     assert {"API", "MCP", "page", "table", "composition"} <= kinds, before
     assert "API /api/agents/wren/memories?q=canal" in before
     assert "page /memories/?q=cups" in before
+    assert "API /api/agents/wren/export" in before
     assert any(where.startswith("page /deliveries/") for where in before)
 
     for record_id in erased:

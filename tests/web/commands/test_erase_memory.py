@@ -8,10 +8,12 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import connection, transaction
 
 from lens.actors import SYSTEM
 from lens.models import Agent, Team
 from memory.deliveries.ledger import deliver
+from memory.erasure import ERASED_TABLES, vacuum_erased
 from memory.models import MemoryRecord, SearchDoc
 from tests.factories import Unchanged, remember
 
@@ -83,3 +85,60 @@ def test_doctor_counts_erased_memories_and_finds_search_terms_left_behind(wren: 
     with pytest.raises(CommandError):
         call_command("doctor", stdout=StringIO(), stderr=(err := StringIO()))
     assert "1 erased memories still have search terms" in err.getvalue()
+
+
+# --- PostgreSQL's VACUUM: it must run outside a transaction, so these tests commit -------
+
+
+def last_vacuums() -> dict[str, object]:
+    """PostgreSQL: when each table an erasure touches was last vacuumed by hand."""
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT relname, last_vacuum FROM pg_stat_user_tables WHERE relname = ANY(%s)",
+            [list(ERASED_TABLES)],
+        )
+        return dict(cursor.fetchall())
+
+
+def vacuumed_since(before: dict[str, object]) -> bool:
+    after = last_vacuums()
+    return set(after) == set(ERASED_TABLES) and all(
+        after[table] is not None and after[table] != before.get(table) for table in after
+    )
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's VACUUM")
+def test_on_postgresql_the_command_vacuums_what_the_erasure_touched(wren: Agent) -> None:
+    record_id = remember(wren, "profile", SECRET, label="locker")
+    deliver(wren, SYSTEM)
+    before = last_vacuums()
+    out, err = run(record_id, "--reason", "Ticket 9")
+    assert vacuumed_since(before)
+    assert out.splitlines()[1] == (
+        "PostgreSQL: VACUUM done on the tables that held it (see docs/erasure.md for what "
+        "it does not reach)."
+    )
+    assert err == ""
+    assert vacuum_erased() is True
+    with transaction.atomic():  # VACUUM cannot run inside a transaction: it says so
+        assert vacuum_erased() is False
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's VACUUM")
+def test_no_vacuum_skips_it(wren: Agent) -> None:
+    record_id = remember(wren, "profile", SECRET, label="locker")
+    before = last_vacuums()
+    out, _err = run(record_id, "--reason", "Ticket 9", "--no-vacuum")
+    assert "VACUUM" not in out
+    assert last_vacuums() == before
+    assert MemoryRecord.objects.get(pk=record_id).erased_at is not None
+
+
+@pytest.mark.skipif("connection.vendor != 'sqlite'", reason="SQLite has no VACUUM to run")
+def test_on_sqlite_there_is_no_vacuum_to_run(wren: Agent) -> None:
+    record_id = remember(wren, "profile", SECRET, label="locker")
+    out, _err = run(record_id, "--reason", "Ticket 9")
+    assert "VACUUM" not in out
+    assert vacuum_erased() is False

@@ -7,7 +7,11 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection, transaction
 from django.test import Client
+from django_tasks import TaskResultStatus
+from django_tasks_db.management.commands.db_worker import Worker
+from django_tasks_db.models import DBTaskResult
 
 from lens.actors import SYSTEM
 from lens.models import Agent, Team
@@ -16,6 +20,7 @@ from memory.erasure import REASON_MAX
 from memory.models import Delivery, MemoryRecord, PromotionStatus
 from tests.factories import Unchanged, grant, logged_in, make_user, promotion_of, remember
 from tests.pages import Dom, alert_text, buttons, dom, inside
+from tests.web.commands.test_erase_memory import last_vacuums, vacuumed_since
 
 pytestmark = pytest.mark.django_db
 
@@ -239,3 +244,58 @@ def test_a_memory_no_prompt_held_says_so(reviewer_client: Client, wren: Agent) -
     response = post(reviewer_client, record_id)
     told = alert_text(dom(reviewer_client.get(response["Location"])))
     assert f"memory {record_id}. Its content, label and tags are gone; no delivered" in told
+
+
+# --- PostgreSQL: the VACUUM runs on the worker, not in the request ---------------------
+
+
+def vacuum_tasks() -> list[DBTaskResult[[], bool]]:
+    return list(DBTaskResult.objects.filter(task_path="memory.erasure.vacuum"))
+
+
+def run_task(found: DBTaskResult[[], bool]) -> DBTaskResult[[], bool]:
+    """Run one queued task as ``manage.py worker`` does: claimed, then run outside a
+    transaction by the engine's own ``run_task``."""
+    worker = Worker(
+        queue_names=["default"],
+        interval=0,
+        batch=True,
+        backend_name="default",
+        startup_delay=False,
+        max_tasks=None,
+        worker_id="test-worker",
+        excluded_queue_names=[],
+    )
+    with transaction.atomic():
+        claimed = DBTaskResult.objects.select_for_update().get(pk=found.pk)
+        claimed.claim(worker.worker_id)
+    worker.run_task(claimed)
+    return DBTaskResult.objects.get(pk=found.pk)
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.skipif("connection.vendor != 'postgresql'", reason="PostgreSQL's VACUUM")
+def test_on_postgresql_erasing_queues_the_vacuum_and_the_worker_runs_it(
+    reviewer_client: Client, wren: Agent
+) -> None:
+    record_id = saved(wren)
+    assert vacuum_tasks() == []
+    assert post(reviewer_client, record_id).status_code == 302
+    (queued,) = vacuum_tasks()
+    assert queued.status == TaskResultStatus.READY
+    assert MemoryRecord.objects.get(pk=record_id).erased_at is not None  # committed with it
+    before = last_vacuums()
+
+    ran = run_task(queued)
+
+    assert (ran.status, ran.return_value) == (TaskResultStatus.SUCCESSFUL, True)
+    assert vacuumed_since(before)
+
+
+def test_on_sqlite_erasing_queues_nothing(reviewer_client: Client, wren: Agent) -> None:
+    if connection.vendor != "sqlite":
+        pytest.skip("SQLite checkpoints its log in the request; it has no VACUUM to queue")
+    record_id = saved(wren)
+    assert post(reviewer_client, record_id).status_code == 302
+    assert MemoryRecord.objects.get(pk=record_id).erased_at is not None
+    assert vacuum_tasks() == []

@@ -10,6 +10,10 @@ from lens.audit import Verified, verify_all
 from lens.models import Team
 
 
+def verified_line(found: Verified) -> str:
+    return f"{found.events} events verified, head {found.head}"
+
+
 def audit_problem(found: Verified) -> str:
     return f"team {found.team}: audit log broken at seq {found.first_bad}: {found.problem}"
 
@@ -27,12 +31,15 @@ class Command(BaseCommand):
         slug = opts["team"]
         if slug is not None and not Team.objects.filter(slug=slug).exists():
             raise CommandError(f"No team {slug!r}.")
+        # Each team's line is exactly SPEC §15's; when several teams are checked, a line
+        # naming the team comes before its own (a broken team's problem names it anyway).
+        several = slug is None and Team.objects.count() > 1
         broken = []
         for found in verify_all(slug):
             if found.first_bad is None:
-                self.stdout.write(
-                    f"{found.team}: {found.events} events verified, head {found.head}"
-                )
+                if several:
+                    self.stdout.write(f"team {found.team}")
+                self.stdout.write(verified_line(found))
             else:
                 broken.append(found)
                 self.stderr.write(audit_problem(found))

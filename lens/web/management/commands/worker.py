@@ -1,4 +1,5 @@
-"""``python manage.py worker``: runs the webhook sender (SPEC §16).
+"""``python manage.py worker``: runs the webhook sender (SPEC §16), and the VACUUM an
+erasure from the browser queues on PostgreSQL (``memory.erasure.vacuum``).
 
 The sender's tasks run on django-tasks' database worker; this is the one command to
 start it, whatever the engine. On start it queues again every message a killed worker
@@ -19,7 +20,9 @@ from webhooks.sweeping import start_sweeping
 
 
 class Command(BaseCommand):
-    help = "Run the webhook sender (several may run at once)."
+    help = (
+        "Run the webhook sender and the VACUUM queued after an erasure (several may run at once)."
+    )
 
     def add_arguments(self, parser: ArgumentParser) -> None:
         parser.add_argument(
