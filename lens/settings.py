@@ -147,6 +147,12 @@ else:
     # One test database per test process here too (Django's default name is the same
     # for every run, so two runs at once would drop each other's).
     _db["TEST"] = {"NAME": f"test_{_db['NAME']}_{os.getpid()}"}
+    # Behind a pooler in transaction mode (PgBouncer), a server-side cursor declared
+    # outside a transaction (``.iterator()``: the key history page, verify_audit, doctor)
+    # is fetched later on whichever server connection the pooler hands out, where it does
+    # not exist ("portal … does not exist"). DB_SERVER_SIDE_CURSORS=0 reads those rows in
+    # one piece instead (docs/scaling.md).
+    _db["DISABLE_SERVER_SIDE_CURSORS"] = not env_bool("DB_SERVER_SIDE_CURSORS", default=True)
 if _db["ENGINE"] == "django.db.backends.postgresql" and _pooled:
     # Django's psycopg 3 pool: each server process keeps warm connections instead of
     # opening one per request. A pooled connection goes back to the pool after each

@@ -7,14 +7,17 @@ and to those due more than a minute ago that no worker took; a worker starting s
 once, with no minute's grace. Sending twice is harmless: of two tasks for one dispatch, one claims each try.
 
 The sweep is itself a task that enqueues its successor a minute on, so it runs while
-any worker runs, with no loop of our own. Each run does bounded work.
+any worker runs, with no loop of our own. Each run does bounded work. There is one
+sweep waiting at a time, however many workers start at once on however many machines:
+a starting worker and a finishing sweep each enqueue one only when none is waiting,
+deciding under one lock (``_enqueue_sweep``).
 """
 
 from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone
 from django_tasks import TaskResultStatus
@@ -40,6 +43,8 @@ _TASK_PATHS = [
 ]
 # A prompt check woken this long ago that has not started is enqueued again.
 RECHECK_AFTER = timedelta(minutes=5)
+# The advisory lock that decides whether a sweep is waiting (PostgreSQL): "SWEP".
+_SWEEP_LOCK = 0x53574550 << 32
 
 
 def requeue(now: datetime, grace: timedelta) -> int:
@@ -92,18 +97,34 @@ def sweep_and_return() -> int:
     now = timezone.now()
     queued = requeue(now, GRACE)
     clear(now)
-    tasks.sweep.using(run_after=now + EVERY).enqueue()
+    _enqueue_sweep(run_after=now + EVERY)
     return queued
 
 
 def start_sweeping() -> int:
     """At a worker's start: queue again what a stopped worker left half-sent, at once,
     and start the sweep unless one is already waiting."""
-    now = timezone.now()
-    queued = requeue(now, GRACE)
-    waiting = DBTaskResult.objects.filter(
-        task_path=tasks.sweep.module_path, status=TaskResultStatus.READY
-    )
-    if not waiting.exists():
-        tasks.sweep.enqueue()
+    queued = requeue(timezone.now(), GRACE)
+    _enqueue_sweep(run_after=None)
     return queued
+
+
+def _enqueue_sweep(run_after: datetime | None) -> None:
+    """Enqueue a sweep (at ``run_after``, or now) unless one is waiting already.
+
+    Workers that start together, or start while a sweep runs, would each see none
+    waiting and each enqueue one: chains that then go on side by side for ever (four
+    workers started at once left two or three). So the look and the enqueue are one
+    transaction that holds a lock: an advisory lock on PostgreSQL, the database's write
+    lock on SQLite (taken at BEGIN, ``transaction_mode`` IMMEDIATE). A sweep finishing
+    after a worker started one enqueues none, so any extra chain ends at its next run.
+    """
+    with transaction.atomic():
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_SWEEP_LOCK])
+        waiting = DBTaskResult.objects.filter(
+            task_path=tasks.sweep.module_path, status=TaskResultStatus.READY
+        )
+        if not waiting.exists():
+            (tasks.sweep if run_after is None else tasks.sweep.using(run_after=run_after)).enqueue()

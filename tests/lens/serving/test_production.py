@@ -203,6 +203,22 @@ def test_db_pool_refuses_persistent_connections() -> None:
     assert "DB_POOL=1 needs DB_CONN_MAX_AGE=0" in result.stderr
 
 
+SERVER_SIDE_CURSORS = (
+    "from django.conf import settings; "
+    "print(settings.DATABASES['default'].get('DISABLE_SERVER_SIDE_CURSORS'))"
+)
+
+
+def test_server_side_cursors_can_be_turned_off_for_a_transaction_pooler() -> None:
+    # PgBouncer in transaction mode loses a cursor declared outside a transaction
+    # between its DECLARE and its FETCH: DB_SERVER_SIDE_CURSORS=0 reads those rows whole.
+    default = run_django(SERVER_SIDE_CURSORS, DEBUG="1", DATABASE_URL=PG_URL)
+    off = run_django(
+        SERVER_SIDE_CURSORS, DEBUG="1", DATABASE_URL=PG_URL, DB_SERVER_SIDE_CURSORS="0"
+    )
+    assert (default.stdout.strip(), off.stdout.strip()) == ("False", "True"), default.stderr
+
+
 def test_db_pool_is_ignored_on_sqlite_whose_connections_persist(tmp_path: Path) -> None:
     # make serve sets DB_POOL=1 whatever the database: on SQLite that must not turn
     # persistent connections off (a new connection per request doubled a read's time).
