@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from lens.models import Agent
 from lens.rows import aware, json_values, raw_rows
 from memory import search
-from memory.core.records import MemoryView, stored_problem
+from memory.core.records import MemoryView, stored_problem, stored_readable
 from memory.core.report import PromotionState
 from memory.core.routing import KeySource, PlacedRecord
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
@@ -100,7 +100,7 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
         except ValueError:
             unreadable[agent_id].add(rid)
             continue
-        if stored_problem(kind, len(content), tags or [], label) is not None:
+        if not stored_readable(kind, len(content), tags, label):
             unreadable[agent_id].add(rid)
             continue
         placed[agent_id].append(
