@@ -38,8 +38,9 @@ from memory.queries import (
 from memory.registry import get_spec
 
 # Up to this many ids, rows are looked up by id; past it, by agent and kept in Python
-# (one long ``IN`` list costs more than reading the agent's rows).
-_BY_ID_UP_TO = 200
+# (one long ``IN`` list costs more than reading the agent's rows). A lens page explains
+# at most 100 drops of each reason (``lens.web.pages.drop_pages``): always by id.
+_BY_ID_UP_TO = 1_200
 _DECIDED = (PromotionStatus.REJECTED, PromotionStatus.REVOKED)
 
 _Address = tuple[str, str]
@@ -64,6 +65,7 @@ class _Row:
     decided_at: datetime | None  # read for a rejected or revoked row only
     note: str
     kind: str
+    content: str | None  # read for an approved row only: an over-budget line's cost
 
 
 def explain_agent(
@@ -72,7 +74,8 @@ def explain_agent(
     """Every memory of ``agent`` (only ``record_ids`` when given): in the prompt of
     ``composition`` (``memory.composition.compose(agent)``), or why not.
 
-    Reads at most five queries whatever the number of memories.
+    Reads at most five queries whatever the number of memories; with ``record_ids``,
+    only those memories' rows.
     """
     wanted = None if record_ids is None else set(record_ids)
     rows = _rows(agent, wanted)
@@ -171,6 +174,7 @@ def _rows(agent: Agent, wanted: set[str] | None) -> dict[str, _Row]:
     values = rows.annotate(
         since=Case(When(status=PromotionStatus.PENDING, then=F("promoted_at"))),
         decided=Case(When(status__in=_DECIDED, then=F("decided_at"))),
+        line=Case(When(status=PromotionStatus.APPROVED, then=F("record__content"))),
     ).values_list(
         "record_id",
         "status",
@@ -185,6 +189,7 @@ def _rows(agent: Agent, wanted: set[str] | None) -> dict[str, _Row]:
         "decided",
         "decision_note",
         "record__kind",
+        "line",
     )
     found = {}
     for value in values:
@@ -302,8 +307,8 @@ class _Context:
         }
 
     def _costs(self) -> dict[str, int]:
-        """The characters each over-budget memory's line needs (one query, skipped when
-        none is over budget): the overlay's own measure."""
+        """The characters each over-budget memory's line needs: the overlay's own
+        measure (no query unless the spec renders lines from whole records)."""
         over = set(self._of("over-budget"))
         if not over:
             return {}
@@ -312,16 +317,15 @@ class _Context:
             # The spec renders the line from the whole record: read it whole.
             placed = placed_records([self.agent.pk]).of(self.agent.pk)
             return {p.id: entry_cost(p, spec) for p in placed if p.id in over}
-        # Otherwise a line is its key and content: read just those.
-        rows = Promotion.objects.filter(agent=self.agent, status=PromotionStatus.APPROVED)
-        if len(over) <= _BY_ID_UP_TO:
-            rows = rows.filter(record_id__in=list(over))
+        # Otherwise a line is its key and content, read with the promotion rows (an
+        # approved row's only: one decided since the fold has no line to measure).
         found = {}
-        for memory_id, section, key, content in rows.values_list(
-            "record_id", "section", "key", "record__content"
-        ):
-            if memory_id in over:
-                line = PlacedRecord(memory_id, "", content, _EPOCH, section or "", key or "")
+        for memory_id in over:
+            row = self.rows[memory_id]
+            if row.content is not None:
+                line = PlacedRecord(
+                    memory_id, "", row.content, _EPOCH, row.section or "", row.key or ""
+                )
                 found[memory_id] = entry_cost(line, spec)
         return found
 

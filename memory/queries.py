@@ -15,7 +15,7 @@ from pydantic import ValidationError
 from lens.models import Agent
 from lens.rows import aware, json_values, raw_rows
 from memory import search
-from memory.core.records import MemoryView, stored_problem
+from memory.core.records import MemoryView, stored_problem, stored_readable
 from memory.core.report import PromotionState
 from memory.core.routing import KeySource, PlacedRecord
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
@@ -100,7 +100,7 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
         except ValueError:
             unreadable[agent_id].add(rid)
             continue
-        if stored_problem(kind, len(content), tags or [], label) is not None:
+        if not stored_readable(kind, len(content), tags, label):
             unreadable[agent_id].add(rid)
             continue
         placed[agent_id].append(
@@ -122,31 +122,31 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
 SNIPPET_CHARS = 140
 
 
-def record_briefs(agent: Agent) -> tuple[dict[str, dict[str, Any]], list[PromotionState]]:
-    """Id, kind, label, the start of the content and tier of every record, with its
-    promotion state — one query serving both the page and the composition.
+def record_briefs(agent: Agent, record_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Id, kind, label, the start of the content, tier and promotion status of each of
+    ``record_ids`` that is a memory of ``agent`` (one query, none for no ids).
 
-    Only the first characters of the content are read, so an agent with thousands of
-    long memories stays cheap to show.
+    Only what a page shows is read, and only the first characters of the content, so an
+    agent with thousands of long memories stays cheap to show.
     """
-    rows = Promotion.objects.filter(agent=agent).values_list(
+    ids = list(dict.fromkeys(record_ids))
+    if not ids:
+        return {}
+    rows = Promotion.objects.filter(agent=agent, record_id__in=ids).values_list(
         "record_id",
         "status",
-        "reason",
         "tier",
         "record__kind",
         "record__label",
         Substr("record__content", 1, SNIPPET_CHARS + 1),
     )
     briefs = {}
-    states = []
-    for record_id, status, reason, tier, kind, label, head in rows:
+    for record_id, status, tier, kind, label, head in rows:
         brief = _brief(kind, label, head, status == PromotionStatus.ERASED)
         # What the lens's tooltips tell beside it (``provenance``).
         brief.update(status=status, tier=tier)
         briefs[record_id] = brief
-        states.append(PromotionState(memory_id=record_id, status=status, reason=reason))
-    return briefs, states
+    return briefs
 
 
 # What names an erased memory where its words were (SPEC §15).

@@ -226,6 +226,7 @@ def stops() -> list[Stop]:
         found.append(Stop(f"lens-{agent.slug}", f"/agents/{agent.slug}/"))
     # The agent's tools page, with a recall preview shown.
     found.append(Stop("try", f"/agents/{wren.slug}/try/?recall=coffee"))
+    found.append(Stop("drops", f"/agents/{wren.slug}/drops/awaiting-approval/"))
     found.append(Stop("approvals", "/approvals/"))
     # A change proposed for a protected agent, with the memories it moves.
     proposal = Proposal.objects.filter(agent__team=team).order_by("pk").first()

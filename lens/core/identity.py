@@ -119,6 +119,15 @@ def key_skeleton(text: str) -> str:
     Only for comparing: it is not meant to be read (``m`` becomes ``rn``, ``0`` becomes
     ``o``). Stable: ``key_skeleton(key_skeleton(t)) == key_skeleton(t)``.
     """
+    return _cached_skeleton(text)
+
+
+# A composition compares every authored key of its sections and every placed memory's
+# key, thousands a request, and the same keys again on the next one: a hit costs about
+# half the ASCII path (the 40-section agent's fold: 1.6 ms to 1.15). Skeletons are
+# short; 65,536 of them hold a few megabytes.
+@lru_cache(maxsize=1 << 16)
+def _cached_skeleton(text: str) -> str:
     if text.isascii():
         lowered = text.lower()
         for char, skeleton in _ASCII_CHANGES:

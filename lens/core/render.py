@@ -30,6 +30,27 @@ def entry_line(entry: BackgroundEntry) -> str:
     return entry_text(collapse(entry.key), collapse(value_text(entry.value)))
 
 
+# Authored entries' lines, by the entry they were rendered from. A stored configuration
+# is validated once and its frozen entries reused (``lens.agents``), so every
+# composition renders the same thousands of authored lines again: looked up here, they
+# cost about half (2,000 entries: 1.1 ms to 0.6). Each value holds its entry, so an id
+# in the table is never another object's; the table is emptied when full rather than
+# kept in order.
+_LINES: dict[int, tuple[BackgroundEntry, str]] = {}
+_LINES_MAX = 1 << 16
+
+
+def _authored_line(entry: BackgroundEntry) -> str:
+    found = _LINES.get(id(entry))
+    if found is not None and found[0] is entry:
+        return found[1]
+    line = entry_line(entry)
+    if len(_LINES) >= _LINES_MAX:
+        _LINES.clear()
+    _LINES[id(entry)] = (entry, line)
+    return line
+
+
 def add_background_section(out: FragmentBuilder, section: BackgroundSection) -> None:
     """Append one section's heading and entry lines (callers skip empty sections:
     a section without entries renders no heading).
@@ -37,9 +58,10 @@ def add_background_section(out: FragmentBuilder, section: BackgroundSection) -> 
     out.authored(f"### {collapse(section.title)}\n")
     for entry in section.entries:
         if entry.memory_ids:
+            # Built afresh by each fold: nothing to look up.
             out.memory(entry_line(entry), entry.memory_ids)
         else:
-            out.authored(entry_line(entry))
+            out.authored(_authored_line(entry))
 
 
 def awareness_line(source: AwarenessSource) -> str:

@@ -75,6 +75,7 @@ def test_the_tour_visits_every_kind_of_page(db: None) -> None:
         "agents",
         "lens-wren",
         "try",
+        "drops",
         "approvals",
         "proposal",
         "memories",

@@ -36,6 +36,7 @@ def demo_pages() -> list[str]:
         "/",
         "/agents/wren/",
         "/agents/wren/try/?recall=coffee",
+        "/agents/wren/drops/awaiting-approval/",
         "/agents/sentinel/",
         "/approvals/",
         f"/proposals/{proposal}/",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -19,19 +19,18 @@ from lens.core.outline import context_blocks, outline
 from lens.models import Agent, Revision
 from lens.proposals import pending_counts
 from lens.revisions import revisions_of, stored_config
-from lens.web.pages.lens_markup import CONTEXT, drop_items, prompt_section_items
+from lens.web.pages.drop_pages import drop_groups, drops_by_reason, shown_drops
+from lens.web.pages.lens_markup import CONTEXT, prompt_section_items
 from lens.web.pages.memory_forms import TryMemoryForm
 from lens.web.pages.toolkit import AppRequest, current_team, get_agent_for_user
 from memory.as_of import compose_as_of, revision_at
 from memory.composition import compose, compose_many, summarise
 from memory.core.composition import Composition
 from memory.core.deliveries import parse_moment, sha256_hex
-from memory.core.explain import Explanation, Facts, explain, group_title, tone_of
-from memory.core.report import DROP_REASON_HELP, DROP_REASONS
+from memory.core.report import DROP_REASON_HELP
 from memory.deliveries.ledger import last_delivery
-from memory.explain import explain_agent
 from memory.preview import preview_save
-from memory.queries import Provenance, provenance, record_briefs
+from memory.queries import Provenance, promotion_states, provenance, record_briefs
 from memory.recall import InvalidMessage, recall
 
 
@@ -189,22 +188,25 @@ def _lens_context(
     """Everything the lens page shows of ``agent`` (a fixed number of queries), now or
     as it stood at ``moment`` (SPEC §14). Raises AgentNotFound for a moment before the
     agent existed."""
-    briefs, states = record_briefs(agent)
     if moment is None:
+        states = promotion_states([agent.pk]).get(agent.pk, [])
         composition = compose(agent, states)
         revision = _newest_revision(agent)
         last = last_delivery(agent)
         declared_model = agent.model
+        memories = len(states)  # every memory saved until now
     else:
         composition = compose_as_of(agent, moment)
         revision = revision_at(agent, moment)
         last = None  # the deliveries line is about now
         # The model declared then: the prompt of then against that model's window.
         declared_model = stored_config(revision).model if revision is not None else agent.model
-    # Every memory of the moment is in the prompt or among the drops (none silent); the
-    # briefs are every memory saved until now.
-    report = composition.report
-    memories = len(briefs) if moment is None else report.stats.composed + len(report.drops)
+        # Every memory of the moment is in the prompt or among the drops (none silent).
+        memories = composition.report.stats.composed + len(composition.report.drops)
+    grouped = drops_by_reason(composition)
+    in_prompt = [mid for section in composition.prompt.sections for mid in section.memory_ids]
+    # Only what the page shows is described: the prompt's memories and the drops listed.
+    briefs = record_briefs(agent, [*in_prompt, *shown_drops(grouped)])
     return {
         "agent": agent,
         "composition": composition,
@@ -218,7 +220,7 @@ def _lens_context(
         "prompt_length": f"{len(composition.prompt.text):,}",
         "prompt_tokens": f"{composition.tokens.total:,}",
         "declared": composition.background.sections,
-        "drop_groups": _drop_groups(agent, composition, briefs, today=moment is None),
+        "drop_groups": drop_groups(agent, composition, grouped, briefs, moment),
         "drop_stats": _drop_stats(composition, memories),
         "memory_total": memories,
         # A protected agent's changes wait as proposals: the lens says how many wait.
@@ -249,36 +251,6 @@ def _recall_preview(agent: Agent, message: str | None) -> dict[str, Any]:
     tiers = Counter(line.tier for line in found.lines)
     in_order = [(tier, tiers[tier]) for tier in ("profile", "pinned", "hit") if tiers[tier]]
     return {**context, "recall": found, "recall_tiers": in_order}
-
-
-def _drop_groups(
-    agent: Agent, composition: Composition, briefs: dict[str, Any], today: bool = True
-) -> list[Any]:
-    """The drops panel: the memories left out of the prompt, grouped by reason in the
-    report's order, each saying in words what keeps it out (a fixed number of queries).
-    A past composition (``today`` false) says each reason alone: the facts behind the
-    words (who decided, what holds the address) are today's.
-    """
-    if not briefs:  # no memory at all: nothing to read
-        return []
-    explained = explain_agent(agent, composition) if today else {}
-    grouped: dict[str, list[Explanation]] = defaultdict(list)
-    for drop in composition.report.drops:
-        found = explained.get(drop.memory_id)
-        if found is None:  # every drop has a promotion row; say the reason all the same
-            found = explain(Facts(drop.memory_id, reason=drop.reason, agent=agent.slug))
-        grouped[drop.reason].append(found)
-    return [
-        {
-            "reason": reason,
-            "title": group_title(reason),
-            "tone": tone_of(reason),
-            "count": f"{len(grouped[reason]):,}",
-            "items": drop_items(reason, grouped[reason], briefs),
-        }
-        for reason in DROP_REASONS
-        if grouped.get(reason)
-    ]
 
 
 def _drop_stats(composition: Composition, memories: int) -> dict[str, str]:

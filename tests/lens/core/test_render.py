@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from lens.core import render
 from lens.core.background import (
     Background,
 )
@@ -287,3 +288,22 @@ def test_values_render_through_value_text() -> None:
         "- **no**: false",
         "- **empty**: ",
     ]
+
+
+def test_authored_lines_looked_up_again_are_the_entries_own(monkeypatch: Any) -> None:
+    """Rendering looks up authored lines by their entry: equal configs render alike, an
+    entry with other words renders its own, and a full table starts over."""
+
+    def config(value: str) -> AgentConfig:
+        background = {
+            "sections": [{"id": "s", "title": "S", "entries": [{"key": "k", "value": value}]}]
+        }
+        return AgentConfig.model_validate({"name": "A", "background": background})
+
+    first = config("one")
+    assert prompt_text(render_sections(first)) == prompt_text(render_sections(first))
+    assert "- **k**: two\n" in prompt_text(render_sections(config("two")))
+    monkeypatch.setattr(render, "_LINES_MAX", 1)
+    assert "- **k**: three\n" in prompt_text(render_sections(config("three")))
+    assert "- **k**: one\n" in prompt_text(render_sections(first))
+    assert len(render._LINES) == 1
