@@ -341,9 +341,10 @@ def mcp_call(
 
     def body(n: int) -> bytes:
         call = {"name": tool, "arguments": arguments(n)}
-        return json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call})
+        message = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call}
+        return json.dumps(message).encode()
 
-    return Call("POST", "/mcp", headers, body=lambda n: body(n).encode())
+    return Call("POST", "/mcp", headers, body=body)
 
 
 def mcp_pairs(info: dict[str, str]) -> list[Pair]:
