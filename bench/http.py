@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parent.parent
 PG_URL = os.environ.get("BENCH_PG_URL", "postgres://postgres@127.0.0.1:5432/postgres")
 ROUNDS = int(os.environ.get("BENCH_HTTP_ROUNDS", "5"))
 WRK_SECONDS = int(os.environ.get("BENCH_HTTP_WRK_SECONDS", "4"))
+# BENCH_HTTP_ONLY=mcp measures only MCP beside the API; =api everything else.
+ONLY = os.environ.get("BENCH_HTTP_ONLY", "")
 PUT_KEY = "bench.put"
 # A put's payload: about the size of the key read (a "must" note).
 PUT_PAYLOAD = "Remember the user's time zone and units. " * 8
@@ -165,9 +167,11 @@ def seed(env: dict[str, str]) -> dict[str, str]:
 
 
 @contextmanager
-def running(command: list[str], port: int, env: dict[str, str], scratch: Path) -> Iterator[int]:
+def running(
+    command: list[str], port: int, env: dict[str, str], scratch: Path, probe: str = "/healthz"
+) -> Iterator[int]:
     """``command``, which listens on ``port``, in a process group of its own once
-    ``/healthz`` answers; stopped with SIGTERM (SIGKILL after 30 s)."""
+    ``probe`` answers (any status); stopped with SIGTERM (SIGKILL after 30 s)."""
     name = Path(command[0]).name
     log = (scratch / f"{name}-{port}.log").open("w")
     process = subprocess.Popen(
@@ -179,7 +183,12 @@ def running(command: list[str], port: int, env: dict[str, str], scratch: Path) -
         start_new_session=True,
     )
     try:
-        wait_until(lambda: get_status(port, "/healthz") == 200, " ".join(command[:2]), 120)
+
+        def up() -> bool:
+            status = get_status(port, probe)
+            return status == 200 if probe == "/healthz" else status > 0
+
+        wait_until(up, " ".join(command[:2]), 120)
         yield port
     finally:
         os.killpg(process.pid, signal.SIGTERM)
@@ -196,6 +205,16 @@ def serve(env: dict[str, str], scratch: Path) -> Iterator[int]:
     """``make serve`` exactly as a deployment runs it, on a free loopback port."""
     port = free_port()
     with running(["make", "-s", "serve", "HOST=127.0.0.1", f"PORT={port}"], port, env, scratch):
+        yield port
+
+
+@contextmanager
+def serve_mcp(env: dict[str, str], scratch: Path) -> Iterator[int]:
+    """``manage.py mcp --http`` (streamable HTTP at ``/mcp``) on the same database, as
+    ``make serve`` configures a process (DEBUG off, PostgreSQL's pool on)."""
+    port = free_port()
+    command = [sys.executable, "manage.py", "mcp", "--http", f"127.0.0.1:{port}"]
+    with running(command, port, {**env, "DB_POOL": "1"}, scratch, probe="/mcp"):
         yield port
 
 
@@ -305,6 +324,59 @@ def calls(info: dict[str, str]) -> list[Pair]:
     ]
 
 
+# A client that has initialised speaks this version: each call is one POST, answered in
+# JSON (the server is stateless), so the same client times it as it times the API.
+MCP_PROTOCOL_VERSION = "2025-06-18"
+
+
+def mcp_call(
+    info: dict[str, str], tool: str, arguments: Callable[[int], dict[str, object]]
+) -> Call:
+    headers = {
+        "Authorization": f"Bearer {info['token']}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+        "MCP-Protocol-Version": MCP_PROTOCOL_VERSION,
+    }
+
+    def body(n: int) -> bytes:
+        call = {"name": tool, "arguments": arguments(n)}
+        message = {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": call}
+        return json.dumps(message).encode()
+
+    return Call("POST", "/mcp", headers, body=body)
+
+
+def mcp_pairs(info: dict[str, str]) -> list[Pair]:
+    """Each tool call beside the same API call (``etcd`` here is the API's)."""
+    api = {pair.name: pair.ours for pair in calls(info)}
+
+    def memory(n: int) -> dict[str, object]:
+        content = f"The user mentioned fact number {n} worth keeping, through MCP."
+        return {"agent": info["saver"], "kind": "profile", "content": content}
+
+    return [
+        Pair(
+            "MCP kv_store read",
+            mcp_call(info, "kv_store", lambda _n: {"command": "read", "id": info["read_key"]}),
+            api["key/value get"],
+        ),
+        Pair("MCP memory_save", mcp_call(info, "memory_save", memory), api["memory_save"]),
+    ]
+
+
+def check_mcp(port: int, call: Call) -> None:
+    """One call answered as a tool result, not a tool error (the timed calls check only
+    the status)."""
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    assert call.body is not None
+    connection.request(call.method, call.path, body=call.body(10**9), headers=call.headers)
+    answer = json.loads(connection.getresponse().read())
+    connection.close()
+    if "result" not in answer or answer["result"].get("isError"):
+        raise RuntimeError(f"the MCP call failed: {answer}")
+
+
 def lens_page(info: dict[str, str], session: str) -> Pair:
     cookie = {"Cookie": f"sessionid={session}"}
     return Pair(
@@ -319,6 +391,8 @@ PER_CLIENT = {
     "key/value get": (300, 60),
     "key/value put": (150, 30),
     "memory_save": (100, 20),
+    "MCP kv_store read": (150, 30),
+    "MCP memory_save": (100, 20),
     "composition endpoint (40 sections, 1,000 memories)": (20, 4),
     "lens page (40 sections, 1,000 memories)": (6, 2),
 }
@@ -393,6 +467,29 @@ def verdict(value: float, target: float, *, at_least: bool = False) -> str:
     return f"(target {sign} {target:g}: {'ok' if met else 'MISSED'})"
 
 
+def measure_mcp(
+    info: dict[str, str], port: int, mcp_port: int, title: str, summary: list[str]
+) -> None:
+    """Each tool call through ``manage.py mcp --http`` beside the same API call under
+    ``make serve``, rounds alternating, same client."""
+    for pair in mcp_pairs(info):
+        check_mcp(mcp_port, pair.ours)
+        for clients in (1, 8):
+            measured = measure(pair, mcp_port, port, clients)
+            assert measured.etcd is not None
+            label = f"{pair.name}, {clients} client{'s' if clients > 1 else ''}"
+            print(f"  {label}")
+            print(row("MCP", measured.ours))
+            print(row("API", measured.etcd))
+            ratio = measured.ours.p50 / measured.etcd.p50
+            print(f"    ratio    p50 {ratio:.2f}×")
+            target = 1.2 if clients == 1 else 2.0
+            summary.append(
+                f"{title}: {pair.name} p50, {clients} client{'s' if clients > 1 else ''}: "
+                f"{measured.ours.p50:.2f} ms, {ratio:.2f}× the API's {verdict(ratio, target)}"
+            )
+
+
 def run_backend(kind: str, scratch: Path, etcd_port: int, summary: list[str]) -> None:
     title = "SQLite" if kind == "sqlite" else "PostgreSQL"
     with scratch_database(kind, scratch) as url:
@@ -404,6 +501,11 @@ def run_backend(kind: str, scratch: Path, etcd_port: int, summary: list[str]) ->
             f"{info['durability']}; etcd: fsync of its log before each acknowledged put"
         )
         with serve(env, scratch) as port:
+            if ONLY != "api":
+                with serve_mcp(env, scratch) as mcp_port:
+                    measure_mcp(info, port, mcp_port, title, summary)
+            if ONLY == "mcp":
+                return
             etcd_put(etcd_port, info["read_key"], info["read_payload"])
             pairs = [
                 *calls(info),

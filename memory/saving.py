@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 
 from lens.actors import SYSTEM, Actor
 from lens.core.errors import DomainError
@@ -59,11 +59,24 @@ class Conflict:
     message: str = f"Another memory already holds this address: {CONFLICT_HINT}."
 
 
+_DECLARATIONS = (
+    f"SELECT section_id, title, promotion FROM {SectionDeclaration._meta.db_table} "
+    "WHERE agent_id = %s ORDER BY position, id"
+)
+_HOLDER = (
+    f"SELECT record_id FROM {Promotion._meta.db_table} "
+    "WHERE agent_id = %s AND placement_key = %s AND status IN (%s, %s) LIMIT 1"
+)
+_HOLDING = [status.value for status in HOLDING]
+
+
 def routing_context(agent: Agent) -> RoutingContext:
-    """The agent's section declarations only — never their entries."""
-    rows = SectionDeclaration.objects.filter(agent=agent).values_list(
-        "section_id", "title", "promotion"
-    )
+    """The agent's section declarations only — never their entries. Plain SQL, in the
+    declarations' order, as the gate's lookup: both run with every save, and the ORM's
+    query building cost more than either query."""
+    with connection.cursor() as cursor:
+        cursor.execute(_DECLARATIONS, [agent.pk])
+        rows = cursor.fetchall()
     return RoutingContext(
         sections=tuple(DeclaredSection(id=i, title=t, promotion=p) for i, t, p in rows)
     )
@@ -118,13 +131,22 @@ def route(agent: Agent, data: MemoryInput) -> Routed:
     return Routed(spec, ctx, routable, placement, address, older)
 
 
+def holder_id(agent: Agent, address: str) -> str | None:
+    """``holder_of``'s record id alone: the same indexed lookup, as plain SQL."""
+    with connection.cursor() as cursor:
+        cursor.execute(_HOLDER, [agent.pk, address, *_HOLDING])
+        found = cursor.fetchone()
+    return None if found is None else str(found[0])
+
+
 def gate(agent: Agent, routed: Routed, supersedes: str | None) -> Conflict | None:
-    """The collision gate: the record holding the address, unless it is superseded."""
+    """The collision gate: the record holding the address, unless it is superseded
+    (read whole only when it is a conflict)."""
     if routed.address is None:
         return None
-    holder = holder_of(agent, routed.address)
-    if holder is not None and holder.record_id != supersedes:
-        return Conflict(holder.record)
+    held = holder_id(agent, routed.address)
+    if held is not None and held != supersedes:
+        return Conflict(MemoryRecord.objects.get(pk=held))
     return None
 
 

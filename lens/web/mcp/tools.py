@@ -14,7 +14,9 @@ agents' composed prompts, as resources and a prompt, run on the same pool
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import contextvars
 import functools
 import inspect
 import json
@@ -28,7 +30,6 @@ from typing import Annotated, Any, TypeVar
 
 import anyio
 import uvicorn
-from asgiref.sync import sync_to_async
 from django.conf import settings
 from django.db import close_old_connections
 from mcp.server.auth.middleware.auth_context import get_access_token
@@ -163,10 +164,13 @@ class DjangoThreads:
         self._executor = ThreadPoolExecutor(max_workers=size, thread_name_prefix=f"mcp-{name}")
 
     async def run(self, function: Callable[..., _T], *args: Any) -> _T:
-        # asgiref carries the caller's context variables into the thread, as Django's own
-        # sync_to_async does (tracing spans among them).
+        # The caller's context variables go with the call (tracing spans among them), as
+        # in Django's sync_to_async; but straight through the executor: asgiref's
+        # wrapper (a shield, and its locals copied back and forth around the call) cost
+        # a kv_store read about 15% more CPU in the server, 6% more time.
         call = functools.partial(_with_connections, function, *args)
-        return await sync_to_async(call, thread_sensitive=False, executor=self._executor)()
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, contextvars.copy_context().run, call)
 
 
 # --- answers --------------------------------------------------------------------------
