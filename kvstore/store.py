@@ -5,8 +5,10 @@ anything is written; a refused write changes nothing.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import connection, transaction
 from django.db.models import F, QuerySet
@@ -26,8 +28,10 @@ from lens.actors import Actor
 from lens.audit import Entry, append_one
 from lens.core.diffs import unified_diff
 from lens.core.errors import DomainError
-from lens.models import Team
+from lens.models import ApiToken, Team, hash_token
 from lens.rows import aware
+from lens.sql import statement_cursor
+from lens.tokens import TOKEN_FROM, TOKEN_SELECT, TOKEN_WHERE, TOKEN_WIDTH, token_from_row
 
 
 class StoreError(DomainError):
@@ -86,7 +90,7 @@ def write(
         )
     now = timezone.now()
     stamp = connection.ops.adapt_datetimefield_value(now)
-    with transaction.atomic(), connection.cursor() as cursor:
+    with transaction.atomic(), statement_cursor() as cursor:
         # One statement creates the key at version 1 or moves it to n+1 and returns
         # the new number. It holds the key row's lock (PostgreSQL) or the database's
         # write lock (SQLite, BEGIN IMMEDIATE) until commit, so concurrent writers take
@@ -145,32 +149,83 @@ class Value:
 
 
 # The hot path: agents read by name every session. One indexed join, without the
-# ORM's per-query construction cost (it was most of the time of a read).
-_READ = (
-    "SELECT v.version, v.payload, v.written_at, v.runes FROM kvstore_version v "
-    "JOIN kvstore_key k ON k.id = v.key_id WHERE k.team_id = %s AND k.key = %s"
+# ORM's per-query construction cost (it was most of the time of a read). The version is
+# joined to its key (left join): a key without the asked version still answers, so one
+# statement tells a missing key from a missing version. Versions run 1..latest without
+# gaps (writes append; delete removes the key), so the latest is ``latest_version``.
+_READ_COLUMNS = "k.id, v.version, v.payload, v.written_at, v.runes"
+_LATEST_JOIN = (
+    f" LEFT JOIN {Version._meta.db_table} v ON v.key_id = k.id AND v.version = k.latest_version"
 )
-_LATEST = _READ + " ORDER BY v.version DESC LIMIT 1"
-_PINNED = _READ + " AND v.version = %s"
+_PINNED_JOIN = f" LEFT JOIN {Version._meta.db_table} v ON v.key_id = k.id AND v.version = %s"
+_KEY_TABLE = f"{Key._meta.db_table} k"
+_READ_WHERE = ' WHERE k.team_id = %s AND k."key" = %s'
+_LATEST = f"SELECT {_READ_COLUMNS} FROM {_KEY_TABLE}{_LATEST_JOIN}{_READ_WHERE}"
+_PINNED = f"SELECT {_READ_COLUMNS} FROM {_KEY_TABLE}{_PINNED_JOIN}{_READ_WHERE}"
+# The same read joined to the API token's check (``lens.tokens``): one statement, one
+# round trip, for an API read. No row: no live token. A row: the token, and the read.
+_TOKEN_KEY_JOIN = f' LEFT JOIN {_KEY_TABLE} ON k.team_id = t.team_id AND k."key" = %s'
+_LATEST_AS = (
+    f"{TOKEN_SELECT}, {_READ_COLUMNS}{TOKEN_FROM}{_TOKEN_KEY_JOIN}{_LATEST_JOIN}{TOKEN_WHERE}"
+)
+_PINNED_AS = (
+    f"{TOKEN_SELECT}, {_READ_COLUMNS}{TOKEN_FROM}{_TOKEN_KEY_JOIN}{_PINNED_JOIN}{TOKEN_WHERE}"
+)
 
 
 def read(team: Team, key: str, version: int | None = None) -> Value:
     """The latest version, or the pinned one. A missing key is an error."""
     check_key(key)
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         if version is None:
             cursor.execute(_LATEST, [team.pk, key])
         else:
-            cursor.execute(_PINNED, [team.pk, key, version])
+            cursor.execute(_PINNED, [version, team.pk, key])
         found = cursor.fetchone()
-    if found is not None:
-        number, payload, written_at, size = found
-        return Value(
-            key=key, version=number, payload=payload, written_at=aware(written_at), runes=size
-        )
-    if version is not None and Key.objects.filter(team=team, key=key).exists():
+    return _value(key, version, found)
+
+
+def _value(key: str, version: int | None, found: Sequence[Any] | None) -> Value:
+    """A read's row (key id, then the version's columns) as the value, or its error."""
+    if found is None or found[0] is None:
+        raise KeyNotFound(f"No key {key!r}.", key=key)
+    _key_id, number, payload, written_at, size = found
+    if number is None:
         raise VersionNotFound(f"Key {key!r} has no version {version}.", version=version)
-    raise KeyNotFound(f"No key {key!r}.", key=key)
+    return Value(key=key, version=number, payload=payload, written_at=aware(written_at), runes=size)
+
+
+@dataclass(frozen=True)
+class ReadAs:
+    """A read made with an API token's check: the token, and the read's outcome."""
+
+    token: ApiToken
+    key: str
+    version: int | None
+    _row: tuple[Any, ...]
+
+    def value(self) -> Value:
+        """The value read, or the read's error (as ``read`` raises it)."""
+        return _value(self.key, self.version, self._row)
+
+
+def read_as(raw_token: str, key: str, version: int | None = None) -> ReadAs | None:
+    """``read`` for whoever holds the API token ``raw_token``, in one statement with the
+    token's check: None when no live token is ``raw_token`` (revoked ones included, from
+    the next request on). An invalid key is refused (``InvalidKey``) before the check
+    only by ``read``: the caller checks the key first."""
+    if not raw_token:
+        return None
+    digest = hash_token(raw_token)
+    with statement_cursor() as cursor:
+        if version is None:
+            cursor.execute(_LATEST_AS, [key, digest])
+        else:
+            cursor.execute(_PINNED_AS, [key, version, digest])
+        row = cursor.fetchone()
+    if row is None:
+        return None
+    return ReadAs(token_from_row(row), key, version, tuple(row[TOKEN_WIDTH:]))
 
 
 def get_key(team: Team, key: str) -> Key:

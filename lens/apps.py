@@ -9,4 +9,5 @@ class LensConfig(AppConfig):
 
     def ready(self) -> None:
         # Audit events of memberships and tokens, and a team's deletion with its log.
-        from lens import signals  # noqa: F401
+        # The PostgreSQL pool's connection check, without a round trip while busy.
+        from lens import dbpool, signals  # noqa: F401

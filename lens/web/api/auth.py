@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
-from django.db import connection
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
 from lens.models import ApiToken, Team, hash_token
+from lens.sql import statement_cursor
+from lens.tokens import TOKEN_FROM, TOKEN_SELECT, TOKEN_WHERE, token_from_row
 
 
 class ApiRequest(HttpRequest):
@@ -21,18 +23,10 @@ class ApiRequest(HttpRequest):
     api_token: ApiToken
 
 
-# Every API call checks its token: one indexed lookup by digest, as plain SQL. Building
-# the same query through the ORM cost ten times the query itself. Nothing is cached, so a
-# revoked token is refused from the next request on. Instances get the columns a request
-# needs; the rest (times) are deferred and load if something reads them.
-_TOKEN_COLUMNS = ("id", "team_id", "name", "prefix")
-_TEAM_COLUMNS = ("id", "slug", "name")
-_FIND_TOKEN = (
-    "SELECT "
-    + ", ".join([*(f"t.{c}" for c in _TOKEN_COLUMNS), *(f"m.{c}" for c in _TEAM_COLUMNS)])
-    + f" FROM {ApiToken._meta.db_table} t JOIN {Team._meta.db_table} m ON m.id = t.team_id"
-    " WHERE t.digest = %s AND t.revoked_at IS NULL"
-)
+# Every API call checks its token: one indexed lookup by digest, as plain SQL (building
+# the same query through the ORM cost ten times the query itself). Nothing is cached, so
+# a revoked token is refused from the next request on.
+_FIND_TOKEN = TOKEN_SELECT + TOKEN_FROM + TOKEN_WHERE
 
 
 def find_token(raw: str) -> ApiToken | None:
@@ -40,20 +34,24 @@ def find_token(raw: str) -> ApiToken | None:
     its digest. The API and the MCP server both check tokens with this."""
     if not raw:
         return None
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(_FIND_TOKEN, [hash_token(raw)])
         row = cursor.fetchone()
-    if row is None:
-        return None
-    split = len(_TOKEN_COLUMNS)
-    token = ApiToken.from_db(connection.alias, _TOKEN_COLUMNS, row[:split])
-    token.team = Team.from_db(connection.alias, _TEAM_COLUMNS, row[split:])
-    return token
+    return None if row is None else token_from_row(row)
+
+
+# How a route finds the token a request carries: ``find_token``, or a lookup that also
+# does the route's own reading in the same statement (the key/value read).
+TokenLookup = Callable[[HttpRequest, str], ApiToken | None]
 
 
 class TeamToken(HttpBearer):
+    def __init__(self, lookup: TokenLookup | None = None) -> None:
+        super().__init__()
+        self.lookup = lookup
+
     def authenticate(self, request: HttpRequest, token: str) -> Team | None:
-        found = find_token(token)
+        found = find_token(token) if self.lookup is None else self.lookup(request, token)
         if found is None:
             return None
         # From here on the request is an ApiRequest: ninja sets ``auth`` to our answer.

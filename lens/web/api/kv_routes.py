@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Literal
 
+from django.http import HttpRequest
 from ninja import Query, Router, Status
 from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
 
 from kvstore import store
 from kvstore.bootstrap import bootstrap
+from kvstore.core.keys import key_problem
 from lens.actors import Actor
-from lens.models import Team
-from lens.web.api.auth import ApiRequest, team_of, token_of
+from lens.models import ApiToken, Team
+from lens.web.api.auth import ApiRequest, TeamToken, find_token, team_of, token_of
 from lens.web.api.params import INT_MAX
 
 router = Router(tags=["key/value store"])
@@ -158,9 +161,44 @@ def key_diff(request: ApiRequest, key: str, params: Query[DiffParams]) -> DiffOu
     return DiffOut(id=key, from_=found.old.version, to=found.new.version, diff=found.text)
 
 
-@router.get("/{path:key}", response=ValueOut)
+def _token_with_read(request: HttpRequest, raw: str) -> ApiToken | None:
+    """The token check of a read, with the read itself in the same statement (one round
+    trip where there were two): the outcome waits on the request for ``read_key``. A
+    request whose key or ``version`` would be refused has its token checked alone, and
+    its refusal comes from the operation, as for any other route."""
+    match = request.resolver_match
+    key = str(match.kwargs.get("key", "")) if match is not None else ""
+    version = _asked_version(request.GET.getlist("version"))
+    if key_problem(key) or version is False:
+        return find_token(raw)
+    found = store.read_as(raw, key, version)
+    if found is None:
+        return None
+    setattr(request, _READ, found)
+    return found.token
+
+
+_READ = "kv_read_as"
+
+
+def _asked_version(values: list[str]) -> int | None | Literal[False]:
+    """``?version=N`` as ``ReadParams`` takes it when it is plainly a valid number; None
+    when absent; False for anything else (left to the operation to refuse or accept)."""
+    if not values:
+        return None
+    text = values[-1]
+    if not (text.isascii() and text.isdigit()):
+        return False
+    number = int(text)
+    return number if 1 <= number <= INT_MAX and len(values) == 1 else False
+
+
+@router.get("/{path:key}", response=ValueOut, auth=TeamToken(lookup=_token_with_read))
 def read_key(request: ApiRequest, key: str, params: Query[ReadParams]) -> ValueOut:
     """The latest version, or ``?version=N``. A missing key is an error, never empty."""
+    found = getattr(request, _READ, None)
+    if isinstance(found, store.ReadAs) and found.key == key and found.version == params.version:
+        return value_out(key, found.value())
     return value_out(key, store.read(team_of(request), key, params.version))
 
 

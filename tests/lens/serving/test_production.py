@@ -241,6 +241,46 @@ def test_the_pool_serves_queries_on_postgresql() -> None:
     assert result.stdout.split() == ["1", "True"]
 
 
+@pytest.mark.skipif(
+    not os.environ.get("DATABASE_URL", "").startswith("postgres"),
+    reason="needs the PostgreSQL of DATABASE_URL",
+)
+def test_the_pool_checks_a_busy_connection_without_a_round_trip() -> None:
+    # The pool hands connections out through lens.dbpool's check, and each keeps the
+    # statements prepared on it: the token check runs prepared after five executions on
+    # a connection (the pool has two to four).
+    code = (
+        "from django.db import connection; "
+        "from lens.web.api.auth import find_token\n"
+        "for _ in range(40):\n"
+        "    find_token('cl_none'); connection.close()\n"
+        "c = connection.cursor(); c.execute('SELECT count(*) FROM pg_prepared_statements'); "
+        "print(connection.pool._check.__name__, c.fetchone()[0] > 0)"
+    )
+    result = run_django(code, DEBUG="1", DATABASE_URL=os.environ["DATABASE_URL"], DB_POOL="1")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.split() == ["check_after_quiet", "True"]
+
+
+PREPARE = "from django.conf import settings; print(settings.DATABASES['default']['OPTIONS'].get('prepare_threshold'))"
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, "5"), ("0", "0"), ("off", "None")])
+def test_prepared_statements_on_postgresql_unless_turned_off(
+    value: str | None, expected: str
+) -> None:
+    env = {"DB_PREPARE_THRESHOLD": value} if value is not None else {}
+    result = run_django(PREPARE, DEBUG="1", DATABASE_URL=PG_URL, **env)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == expected
+
+
+def test_a_prepare_threshold_that_is_not_a_number_is_refused() -> None:
+    result = run_django(PREPARE, DEBUG="1", DATABASE_URL=PG_URL, DB_PREPARE_THRESHOLD="-1")
+    assert result.returncode != 0
+    assert "DB_PREPARE_THRESHOLD must be" in result.stderr
+
+
 # --- make serve ----------------------------------------------------------------------
 
 

@@ -1,0 +1,84 @@
+"""The PostgreSQL pool's check of a connection it hands out (``lens.dbpool``): an empty
+query only after a quiet spell or when the server has closed the connection; otherwise
+nothing is sent."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import psycopg
+import pytest
+from django.db import connection
+from psycopg_pool import ConnectionPool
+
+from lens import dbpool
+
+pytestmark = pytest.mark.skipif(
+    "connection.vendor != 'postgresql'", reason="PostgreSQL's connection pool"
+)
+
+
+@pytest.fixture
+def conn(db: None) -> Iterator[psycopg.Connection[Any]]:
+    params = connection.get_connection_params()
+    params.pop("cursor_factory", None)
+    params.pop("context", None)
+    with psycopg.connect(**params, autocommit=True) as opened:
+        yield opened
+
+
+def sent(conn: psycopg.Connection[Any]) -> list[str]:
+    """The statements the check sends to ``conn``."""
+    queries: list[str] = []
+    original = conn.execute
+
+    def execute(query: Any, *args: Any, **kwargs: Any) -> Any:
+        queries.append(str(query))
+        return original(query, *args, **kwargs)
+
+    conn.execute = execute  # type: ignore[method-assign]
+    dbpool.check_after_quiet(conn)
+    conn.execute = original  # type: ignore[method-assign]
+    return queries
+
+
+def test_a_connection_in_use_is_handed_out_without_a_round_trip(
+    conn: psycopg.Connection[Any],
+) -> None:
+    assert sent(conn) == [""]  # never checked before: checked
+    assert sent(conn) == []  # a moment later: the socket is polled, nothing sent
+
+
+def test_after_a_quiet_spell_it_is_checked_again(
+    conn: psycopg.Connection[Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sent(conn)
+    later = time.monotonic() + dbpool.QUIET_SECONDS + 1
+    monkeypatch.setattr(time, "monotonic", lambda: later)
+    assert sent(conn) == [""]
+
+
+def test_a_connection_the_server_closed_fails_the_check(conn: psycopg.Connection[Any]) -> None:
+    sent(conn)
+    pid = conn.info.backend_pid
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_terminate_backend(%s)", [pid])
+    deadline = time.monotonic() + 5
+    while not dbpool._has_input(conn) and time.monotonic() < deadline:
+        time.sleep(0.01)
+    # Within the quiet spell, yet the server's goodbye on the socket makes it check.
+    with pytest.raises(psycopg.OperationalError):
+        dbpool.check_after_quiet(conn)
+    with pytest.raises(psycopg.OperationalError):
+        dbpool.check_after_quiet(conn)  # now broken: refused without a word sent
+
+
+def test_the_pool_django_builds_uses_it() -> None:
+    pool = ConnectionPool(open=False, check=ConnectionPool.check_connection)
+    dbpool.install(pool)
+    assert pool._check is dbpool.check_after_quiet
+    unchecked = ConnectionPool(open=False)
+    dbpool.install(unchecked)  # Django asked for no checks (CONN_HEALTH_CHECKS off)
+    assert unchecked._check is None
