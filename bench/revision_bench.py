@@ -24,6 +24,7 @@ from bench.data import SECTIONS, big_config
 from bench.delivery_bench import MEMORIES, _big_agent
 from lens.actors import Actor
 from lens.agents import config_of, with_config, write_config
+from lens.core import token_counts
 from lens.core.background import Background
 from lens.core.config import AgentConfig
 from lens.core.revisions import config_sha256
@@ -35,6 +36,7 @@ from memory.configuring import store_agent
 
 _RUN = uuid.uuid4().hex[:8]
 ROUNDS = 25
+DIFF_RUNS = 9
 RATIO_TARGET = 1.15
 HISTORY = 10_000
 PAGE = 50
@@ -162,13 +164,36 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
         median_ms(lambda: api.get("/api/agents/big/revisions"), 30),
         100,
     )
-    api.get(f"/api/agents/big/revisions/{newest - 2}/diff")  # loads the token encoder
-    started = time.perf_counter()
-    api.get(f"/api/agents/big/revisions/{newest - 1}/diff")
-    report(
-        "GET …/revisions/{n}/diff, a pair's first (tokens uncounted)",
-        (time.perf_counter() - started) * 1000,
-        100,
+    # Loads the token encoder, and counts the prompt of the revision before the first
+    # shown below.
+    api.get(f"/api/agents/big/revisions/{newest - DIFF_RUNS - 1}/diff")
+
+    def diff_ms(number: int, *, forget: bool = False) -> tuple[float, float]:
+        """One diff's wall-clock and CPU time, in ms."""
+        if forget:
+            token_counts._counter.forget()  # as a process that never counted either prompt
+        started, cpu_started = time.perf_counter(), time.process_time()
+        response = api.get(f"/api/agents/big/revisions/{number}/diff")
+        assert response.status_code == 200, response.content[:200]
+        return (time.perf_counter() - started) * 1000, (time.process_time() - cpu_started) * 1000
+
+    def report_diffs(name: str, timings: list[tuple[float, float]]) -> None:
+        walls, cpus = [wall for wall, _cpu in timings], [cpu for _wall, cpu in timings]
+        report(f"{name}, median", statistics.median(walls), 100)
+        print(
+            f"    slowest {max(walls):.1f} ms; CPU time median {statistics.median(cpus):.1f} ms,"
+            f" slowest {max(cpus):.1f} ms"
+        )
+
+    # Each revision shown for the first time, the one before it shown already: its
+    # prompt's tokens are counted from the stretch that changed.
+    report_diffs(
+        "GET …/revisions/{n}/diff, a revision's first showing",
+        [diff_ms(number) for number in range(newest - DIFF_RUNS, newest + 1)],
+    )
+    report_diffs(
+        "GET …/revisions/{n}/diff, neither prompt counted before",
+        [diff_ms(newest - n, forget=True) for n in range(DIFF_RUNS)],
     )
     report(
         "GET …/revisions/{n}/diff (two entries changed), median",
