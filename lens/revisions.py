@@ -166,13 +166,16 @@ def record_revision(
     config: AgentConfig | None = None,
     approved_by: str | None = None,
     locked: bool = False,
+    audit: bool = True,
 ) -> Revision | None:
     """Write the revision for the change just made to ``agent``, or nothing when its
     config is the same as its newest revision's. ``config`` is the config as it now
     reads (read again from the rows when not given). Runs in the caller's transaction
     and locks the agent's row, so two changes to one agent number their revisions in
     the order they commit, with no gap (``locked``: the caller holds that lock in this
-    transaction already, as every change begun with ``start_change`` does).
+    transaction already, as every change begun with ``start_change`` does). ``audit``
+    False: the caller appends an event of its own that names the revision (an import's
+    ``agent.created``), so none is appended here.
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("record_revision runs in the transaction of the change it records")
@@ -212,6 +215,17 @@ def record_revision(
         config_id=digest,
         summary=[change.as_json() for change in summarise(before, config)],
     )
+    if audit:
+        _audit_revision(agent, actor, revision)
+    # A proposal made on an older revision can never be published now: say so at once,
+    # so the queue does not offer it. (Before its first revision an agent has nothing
+    # to compare with: proposals are looked for then too.)
+    if newest is None or newest.waiting:
+        mark_stale(agent, revision.number)
+    return revision
+
+
+def _audit_revision(agent: Agent, actor: Actor, revision: Revision) -> None:
     append_one(
         agent.team_id,
         actor,
@@ -222,19 +236,13 @@ def record_revision(
             agent.slug,
             {
                 "revision": revision.number,
-                "via": via,
-                "approved_by": approved_by,
-                "config_sha256": digest,
+                "via": revision.via,
+                "approved_by": revision.approved_by,
+                "config_sha256": revision.config_id,
                 "changes": len(revision.summary),
             },
         ),
     )
-    # A proposal made on an older revision can never be published now: say so at once,
-    # so the queue does not offer it. (Before its first revision an agent has nothing
-    # to compare with: proposals are looked for then too.)
-    if newest is None or newest.waiting:
-        mark_stale(agent, revision.number)
-    return revision
 
 
 def revisions_of(agent: Agent) -> QuerySet[Revision]:
