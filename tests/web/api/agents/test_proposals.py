@@ -182,8 +182,12 @@ def test_proposals_are_listed_newest_first_with_a_status_filter(
     assert rejected["reason"] == "not now"
     assert rejected["decided_at"] is not None
     assert_error(api.get("/api/agents/wren/proposals?status=maybe"), 422, "invalid_request")
+    # ``limit`` is 1–200, as every list's (SPEC §8).
+    everything = api.get("/api/agents/wren/proposals?limit=200")
+    assert everything.status_code == 200
+    assert (everything.json()["limit"], len(everything.json()["proposals"])) == (200, 3)
     assert_error(api.get("/api/agents/wren/proposals?limit=0"), 422, "invalid_request")
-    assert_error(api.get("/api/agents/wren/proposals?limit=101"), 422, "invalid_request")
+    assert_error(api.get("/api/agents/wren/proposals?limit=201"), 422, "invalid_request")
 
 
 def test_unknown_and_other_teams_proposals_are_not_found(
