@@ -122,6 +122,15 @@ class ValidatedCache(Generic[_T]):
         # Server threads share the cache; the lock guards the dict, not the validation.
         self._lock = threading.Lock()
 
+    def find(self, key: Hashable) -> _T | None:
+        """The model cached under ``key``, or None (nothing is built)."""
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                return None
+            self._items.move_to_end(key)
+            return found[0]
+
     def get(self, key: Hashable, weight: int, build: Callable[[], _T]) -> _T:
         with self._lock:
             found = self._items.get(key)

@@ -83,8 +83,11 @@ class Recorded:
 class Changing:
     """A change of one agent's declarations in progress (``start_change``)."""
 
-    def __init__(self, protected: bool) -> None:
+    def __init__(self, protected: bool, locked: bool = True) -> None:
         self.protected = protected
+        # Whether this transaction holds the agent's row lock (not yet when the agent
+        # is being created: ``record_revision`` takes it then).
+        self._locked = locked
         self._savepoint = transaction.savepoint() if protected else None
 
     def record(
@@ -103,7 +106,9 @@ class Changing:
         if config is None:
             config = config_of(with_config(Agent.objects.filter(pk=agent.pk)).get())
         if self._savepoint is None:
-            return Recorded(revision=record_revision(agent, actor, via, config=config))
+            return Recorded(
+                revision=record_revision(agent, actor, via, config=config, locked=self._locked)
+            )
         transaction.savepoint_rollback(self._savepoint)
         self._savepoint = None
         return Recorded(proposal=propose(agent, actor, via, config))
@@ -117,7 +122,7 @@ def start_change(agent: Agent | None, *, locked: bool = False) -> Changing:
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("a change of declarations runs in a transaction")
     if agent is None or agent.pk is None:
-        return Changing(protected=False)
+        return Changing(protected=False, locked=False)
     if locked:
         return Changing(protected=agent.protected)
     row = Agent.objects.select_for_update().only("pk", "protected").get(pk=agent.pk)

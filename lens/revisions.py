@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import Exists, QuerySet
 from django.utils import timezone
 
 from lens.actors import Actor
@@ -53,7 +53,12 @@ def _weight(text: str) -> int:
 
 
 def stored_config(holder: Revision | Proposal) -> AgentConfig:
-    """The whole config ``holder`` (a revision, or a proposal) recorded."""
+    """The whole config ``holder`` (a revision, or a proposal) recorded. Its text is
+    read only when the config is not parsed already (a holder read without it, as
+    ``record_revision`` reads the newest revision, reads it then)."""
+    found = _parsed.find(holder.config_id)
+    if found is not None:
+        return found
     text = holder.config.text
     return _parsed.get(
         holder.config_id,
@@ -160,23 +165,41 @@ def record_revision(
     *,
     config: AgentConfig | None = None,
     approved_by: str | None = None,
+    locked: bool = False,
+    audit: bool = True,
 ) -> Revision | None:
     """Write the revision for the change just made to ``agent``, or nothing when its
     config is the same as its newest revision's. ``config`` is the config as it now
     reads (read again from the rows when not given). Runs in the caller's transaction
     and locks the agent's row, so two changes to one agent number their revisions in
-    the order they commit, with no gap.
+    the order they commit, with no gap (``locked``: the caller holds that lock in this
+    transaction already, as every change begun with ``start_change`` does). ``audit``
+    False: the caller appends an event of its own that names the revision (an import's
+    ``agent.created``), so none is appended here.
     """
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("record_revision runs in the transaction of the change it records")
-    # The agent's row is the lock that orders its revisions (writers of its config take
-    # it too); revision numbers are then read and written under it.
-    Agent.objects.select_for_update().only("pk").get(pk=agent.pk)
+    if not locked:
+        # The agent's row is the lock that orders its revisions (writers of its config
+        # take it too); revision numbers are then read and written under it.
+        Agent.objects.select_for_update().only("pk").get(pk=agent.pk)
     if config is None:
         config = config_of(with_config(Agent.objects.filter(pk=agent.pk)).get())
     text = canonical_config(config)
     digest = config_sha256(text)
-    newest = newest_revision(agent)
+    # Without its config's text: the config it is compared with is parsed already
+    # after the agent's last change in this process (``remember_parsed``), and the
+    # text of the 2,000-entry agent is 218 KB. Whether any proposal waits comes in the
+    # same read, so a change of an agent with none (most) does not look for them again.
+    newest = (
+        Revision.objects.filter(agent=agent)
+        .order_by("-number")
+        .only("number", "config")
+        .annotate(
+            waiting=Exists(Proposal.objects.filter(agent=agent, status=ProposalStatus.PENDING))
+        )
+        .first()
+    )
     if newest is not None and newest.config_id == digest:
         return None
     before = stored_config(newest) if newest is not None else None
@@ -192,6 +215,17 @@ def record_revision(
         config_id=digest,
         summary=[change.as_json() for change in summarise(before, config)],
     )
+    if audit:
+        _audit_revision(agent, actor, revision)
+    # A proposal made on an older revision can never be published now: say so at once,
+    # so the queue does not offer it. (Before its first revision an agent has nothing
+    # to compare with: proposals are looked for then too.)
+    if newest is None or newest.waiting:
+        mark_stale(agent, revision.number)
+    return revision
+
+
+def _audit_revision(agent: Agent, actor: Actor, revision: Revision) -> None:
     append_one(
         agent.team_id,
         actor,
@@ -202,17 +236,13 @@ def record_revision(
             agent.slug,
             {
                 "revision": revision.number,
-                "via": via,
-                "approved_by": approved_by,
-                "config_sha256": digest,
+                "via": revision.via,
+                "approved_by": revision.approved_by,
+                "config_sha256": revision.config_id,
                 "changes": len(revision.summary),
             },
         ),
     )
-    # A proposal made on an older revision can never be published now: say so at once,
-    # so the queue does not offer it.
-    mark_stale(agent, revision.number)
-    return revision
 
 
 def revisions_of(agent: Agent) -> QuerySet[Revision]:

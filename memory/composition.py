@@ -11,7 +11,7 @@ from lens.agents import config_of, load_entry_values
 from lens.core.config import AgentConfig
 from lens.core.counts import Counts
 from lens.core.prompt import Prompt, PromptTokens
-from lens.core.render import render_sections
+from lens.core.render import render_sections, render_text
 from lens.models import Agent
 from lens.tracing import (
     PROMPT_SHA256,
@@ -93,6 +93,22 @@ def compose_configs(agent: Agent, configs: Sequence[AgentConfig]) -> list[Compos
     its stored declarations (a revision's, a proposal's), reading the memories once."""
     memories = memories_of([agent])[agent.pk]
     return [memories.compose(config) for config in configs]
+
+
+def prompt_texts(agent: Agent, configs: Sequence[AgentConfig]) -> list[str]:
+    """The prompts ``compose_configs`` gives for ``configs``, as their text alone: no
+    routing report (so no promotion states read) and no token counted."""
+    placed = placed_records([agent.pk]).of(agent.pk)
+    texts = []
+    for config in configs:
+        background, _fold = apply_memory_overlay(
+            config.background,
+            placed,
+            get_spec(config.routing_spec),
+            settings.MEMORY_OVERLAY_BUDGET_CHARS,
+        )
+        texts.append(render_text(config, background))
+    return texts
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,10 @@ from typing import Any
 
 from lens.core.diffs import unified_diff
 from lens.core.revisions import indented_config, summarise
+from lens.core.token_prefix import token_totals
 from lens.models import Agent
 from lens.revisions import get_revision, stored_config
-from memory.composition import compose_configs
+from memory.composition import prompt_texts
 
 
 @dataclass(frozen=True)
@@ -34,17 +35,22 @@ def revision_diff(agent: Agent, number: int, against: int | None = None) -> Revi
     before_label, after_label = f"revision {base}", f"revision {number}"
     if old is None:
         before_label = "(nothing)"  # the agent before its first revision
-        (after,) = compose_configs(agent, [new])
+        (after,) = prompt_texts(agent, [new])
         return RevisionDiff(
             from_number=0,
             to_number=number,
             summary=[change.as_json() for change in summarise(None, new)],
             config_diff=unified_diff("", indented_config(new), before_label, after_label),
-            prompt_diff=unified_diff("", after.prompt.text, before_label, after_label),
+            prompt_diff=unified_diff("", after, before_label, after_label),
             tokens_from=0,
-            tokens_to=after.tokens.total,
+            tokens_to=token_totals("", after)[1],
         )
-    before, after = compose_configs(agent, [old, new])
+    # Only the totals are shown: the prompts are rendered without counting each
+    # section, and the two totals cost one count of the stretch that changed when
+    # either prompt was counted before (the usual case: the revision before it, or
+    # the prompt the lens shows).
+    before, after = prompt_texts(agent, [old, new])
+    tokens_from, tokens_to = token_totals(before, after)
     return RevisionDiff(
         from_number=base,
         to_number=number,
@@ -52,7 +58,7 @@ def revision_diff(agent: Agent, number: int, against: int | None = None) -> Revi
         config_diff=unified_diff(
             indented_config(old), indented_config(new), before_label, after_label
         ),
-        prompt_diff=unified_diff(before.prompt.text, after.prompt.text, before_label, after_label),
-        tokens_from=before.tokens.total,
-        tokens_to=after.tokens.total,
+        prompt_diff=unified_diff(before, after, before_label, after_label),
+        tokens_from=tokens_from,
+        tokens_to=tokens_to,
     )

@@ -5,7 +5,9 @@ from __future__ import annotations
 from lens.core.background import Background, BackgroundEntry, BackgroundSection
 from lens.core.config import AgentConfig, AwarenessSource
 from lens.core.fragments import (
+    SECTION_SEPARATOR,
     FragmentBuilder,
+    PromptFragment,
     PromptSection,
     SectionSource,
     authored,
@@ -79,7 +81,11 @@ def _prose(text: str) -> str:
     return text.strip()
 
 
-def _persona(config: AgentConfig) -> PromptSection | None:
+# A section as rendered, before its tokens are counted: name, source, fragments.
+_Part = tuple[str, SectionSource, tuple[PromptFragment, ...]]
+
+
+def _persona(config: AgentConfig) -> _Part | None:
     persona, tone = _prose(config.persona), _prose(config.tone)
     if not persona and not tone:
         return None
@@ -91,14 +97,14 @@ def _persona(config: AgentConfig) -> PromptSection | None:
     return _single("Persona", "role", "\n".join(parts))
 
 
-def _mission(config: AgentConfig) -> PromptSection | None:
+def _mission(config: AgentConfig) -> _Part | None:
     objective = _prose(config.objective)
     if not objective:
         return None
     return _single("Mission", "role", f"## Mission\n### Objective\n{objective}")
 
 
-def _capabilities(config: AgentConfig) -> PromptSection | None:
+def _capabilities(config: AgentConfig) -> _Part | None:
     if not config.capabilities:
         return None
     blocks = []
@@ -110,16 +116,14 @@ def _capabilities(config: AgentConfig) -> PromptSection | None:
     return _single("Capabilities", "role", "## Capabilities\n" + "\n\n".join(blocks))
 
 
-def _manual(config: AgentConfig) -> PromptSection | None:
+def _manual(config: AgentConfig) -> _Part | None:
     manual = _prose(config.manual)
     if not manual:
         return None
     return _single("Manual", "role", f"## Manual\n{manual}")
 
 
-def _context(
-    config: AgentConfig, background: Background, recall_text: str | None
-) -> PromptSection | None:
+def _context(config: AgentConfig, background: Background, recall_text: str | None) -> _Part | None:
     has_entries = any(section.entries for section in background.sections)
     if not has_entries and not config.awareness and not recall_text:
         return None
@@ -142,11 +146,25 @@ def _context(
         out.authored("\n")
         out.boundary()
         out.authored(recall_text if recall_text.endswith("\n") else recall_text + "\n")
-    return prompt_section("Context", "instance", out.build())
+    return ("Context", "instance", out.build())
 
 
-def _single(name: str, source: SectionSource, text: str) -> PromptSection:
-    return prompt_section(name, source, (authored(text),))
+def _single(name: str, source: SectionSource, text: str) -> _Part:
+    return (name, source, (authored(text),))
+
+
+def _parts(
+    config: AgentConfig, background: Background | None, recall_text: str | None
+) -> list[_Part]:
+    composed = config.background if background is None else background
+    candidates = (
+        _persona(config),
+        _mission(config),
+        _capabilities(config),
+        _manual(config),
+        _context(config, composed, recall_text),
+    )
+    return [part for part in candidates if part is not None]
 
 
 def render_sections(
@@ -156,12 +174,13 @@ def render_sections(
     Context. ``background`` is the composed Background (authored plus any memory
     overlay); it defaults to the authored one.
     """
-    composed = config.background if background is None else background
-    candidates = (
-        _persona(config),
-        _mission(config),
-        _capabilities(config),
-        _manual(config),
-        _context(config, composed, recall_text),
+    return tuple(prompt_section(*part) for part in _parts(config, background, recall_text))
+
+
+def render_text(config: AgentConfig, background: Background | None = None) -> str:
+    """The prompt ``render_sections`` gives, as its text alone: no section's tokens are
+    counted (a diff of two prompts counts only the stretch that changed)."""
+    return SECTION_SEPARATOR.join(
+        "".join(fragment.text for fragment in fragments)
+        for _name, _source, fragments in _parts(config, background, None)
     )
-    return tuple(section for section in candidates if section is not None)

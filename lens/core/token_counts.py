@@ -144,17 +144,29 @@ class _Counter:
         if not text:
             return 0
         key = _key(text)
+        if (found := self._lookup(key)) is not None:
+            return found
+        # Text is data, not instructions: special-token strings count as the plain
+        # text they are, as they would be in a prompt.
+        n = len(_encode(self.encoding(), text))
+        self._keep_count(key, n)
+        return n
+
+    def counted(self, text: str) -> int | None:
+        """``text``'s count when either cache holds it; None otherwise (nothing counted)."""
+        return self._lookup(_key(text)) if text else 0
+
+    def _lookup(self, key: bytes) -> int | None:
         with self._lock:
             if (found := self._counts.get(key)) is not None:
                 self._counts.move_to_end(key)
                 return found
             if (held := self._ids.get(key)) is not None:
                 return len(held[1]) // _ITEM_SIZE
-        # Text is data, not instructions: special-token strings count as the plain
-        # text they are, as they would be in a prompt.
-        n = len(_encode(self.encoding(), text))
-        self._keep_count(key, n)
-        return n
+        return None
+
+    def keep(self, text: str, n: int) -> None:
+        self._keep_count(_key(text), n)
 
     def ids(self, text: str) -> TokenIds:
         key = _key(text)
@@ -227,6 +239,18 @@ _counter = _Counter()
 def count_tokens(text: str) -> int:
     """How many ``o200k_base`` tokens ``text`` is."""
     return _counter.count(text)
+
+
+def known_count(text: str) -> int | None:
+    """``text``'s count when this process counted it lately (``count_tokens`` or
+    ``token_ids``); None when it would have to be counted."""
+    return _counter.counted(text)
+
+
+def keep_count(text: str, n: int) -> None:
+    """``text`` is ``n`` tokens, found without tokenising it whole (from the count of a
+    text it differs from in a stretch): ``count_tokens`` answers it from now on."""
+    _counter.keep(text, n)
 
 
 def token_ids(text: str) -> TokenIds:

@@ -2,7 +2,8 @@
 whole: a delivery tokenises only the lines around its first difference from the prompt
 before (``shared_token_prefix``), and the stability card cuts many prompts at the same
 safe line starts and tokenises each distinct segment once (``segments``,
-``shared_tokens``). Both rest on one rule, ``_SAFE_CUT``.
+``shared_tokens``). A revision diff counts two prompts' tokens the same way
+(``token_totals``). All rest on one rule, ``_SAFE_CUT``.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, TypeVar
 
-from lens.core.token_counts import encode, token_lengths
+from lens.core.token_counts import count_tokens, encode, keep_count, known_count, token_lengths
 
 # Slices compared at once before narrowing down: long enough that a long shared prefix
 # is a few C-level comparisons, short enough that a change near the start costs little.
@@ -104,6 +105,47 @@ def shared_token_prefix(before: str, text: str, ids: Sequence[int], chars: int) 
         head = _tokens_in(ids, len(text[:start].encode("utf-8", "surrogatepass")))
         new = encode(text[start : _line_start_after(text, chars)])
     return head + common_prefix(old, new)
+
+
+def token_totals(before: str, after: str) -> tuple[int, int]:
+    """How many tokens ``before`` and ``after`` are, tokenising at most one of them
+    whole: when one is counted already (``known_count``) the other is not tokenised
+    whole either, only the stretch where the two differ.
+
+    That stretch runs from a safe line start before their first difference to one past
+    their last, found in the shared text on either side, so it is a safe cut in both:
+    the tokens before it and after it are the same in both texts (``segments``), and
+    the counts differ by the tokens of the two stretches alone. The count found so is
+    kept, so the next diff that shows the text finds it.
+    """
+    if before == after:
+        n = count_tokens(before)
+        return n, n
+    n_before, n_after = known_count(before), known_count(after)
+    if n_before is None and n_after is None:
+        n_after = count_tokens(after)
+    if n_after is None:
+        assert n_before is not None
+        n_after = n_before + _stretch_difference(before, after)
+        keep_count(after, n_after)
+    elif n_before is None:
+        n_before = n_after + _stretch_difference(after, before)
+        keep_count(before, n_before)
+    return n_before, n_after
+
+
+def _stretch_difference(known: str, other: str) -> int:
+    """``other``'s tokens less ``known``'s, from the stretch where they differ."""
+    shortest = min(len(known), len(other))
+    head = common_prefix(known, other)
+    tail = min(common_prefix(known[::-1], other[::-1]), shortest - head)
+    start = _line_start_before(known, head)  # in the shared head, so a cut in both
+    end = _line_start_after(known, len(known) - tail)  # in the shared tail, likewise
+    other_end = end - len(known) + len(other)
+    if (end - start) + (other_end - start) >= len(other):
+        # The texts differ almost throughout: counting ``other`` whole is cheaper.
+        return count_tokens(other) - count_tokens(known)
+    return len(encode(other[start:other_end])) - len(encode(known[start:end]))
 
 
 def _piece_starts_at(text: str, line_start: int) -> bool:

@@ -27,15 +27,13 @@ from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.utils import timezone
 
 from lens.actors import SYSTEM, Actor
 from lens.agents import check_slug, write_config
 from lens.audit import Entry, append_one, seal
 from lens.core.config import AgentConfig
-from lens.core.revisions import canonical_config, config_sha256, summarise
 from lens.models import Agent, Revision, Team, Via
-from lens.revisions import keep_config
+from lens.revisions import keep_config, record_revision, revisions_of
 from memory import search
 from memory.core.bundle_format import BundleReader, InvalidBundle, Manifest, Numbered
 from memory.core.bundle_lines import (
@@ -187,7 +185,6 @@ class _Import:
         self.manifest = manifest
         self.agent: Agent | None = None
         self.config: AgentConfig | None = None
-        self.newest: RevisionLine | None = None
         self.users: dict[str, int | None] = {}
 
     def run(self, lines: Iterable[Numbered]) -> Imported:
@@ -265,6 +262,12 @@ class _Import:
         self.agent, self.config = agent, line.config
 
     def _revisions(self, batch: Sequence[Numbered]) -> None:
+        # The bundle's history, inserted as it was (numbers, times, who, summaries), a
+        # batch at a time: these revisions are no change made now, so they are not
+        # recorded one by one through ``record_revision``, which would renumber and
+        # retime them, summarise them again and append an event each. The one change
+        # an import can make, declarations that are not the newest revision's, is
+        # recorded through it (``_declarations_revision``).
         items = _typed(batch, RevisionLine)
         for _number, line in items:
             keep_config(line.config_sha256, line.config_text)
@@ -281,7 +284,6 @@ class _Import:
             )
             for _number, line in items
         )
-        self.newest = items[-1][1]
 
     def _memories(self, batch: Sequence[Numbered]) -> None:
         agent = self._agent_row
@@ -540,23 +542,14 @@ class _Import:
         """The agent's newest revision number and its config's hash, once its
         declarations are a revision: they are the newest revision's config in any
         bundle this product writes; otherwise (none at all, or rows edited by hand) they
-        become the next revision, ``via`` import, as every change of them does."""
-        text = canonical_config(config)
-        digest = config_sha256(text)
-        newest = self.newest
-        if newest is not None and newest.config_sha256 == digest:
-            return newest.revision, digest, False
-        keep_config(digest, text)
-        before = AgentConfig.model_validate(newest.config) if newest is not None else None
-        number = newest.revision + 1 if newest is not None else 1
-        Revision.objects.create(
-            agent=agent,
-            number=number,
-            created_at=timezone.now(),
-            actor=self.actor.label,
-            via=Via.IMPORT,
-            approved_by=None,
-            config_id=digest,
-            summary=[change.as_json() for change in summarise(before, config)],
-        )
-        return number, digest, True
+        become the next revision, ``via`` import, written as every change's revision is
+        (``record_revision``: under the agent's lock, with its summary, marking anything
+        waiting stale). The import's own ``agent.created`` event names it, so recording
+        appends none."""
+        revision = record_revision(agent, self.actor, Via.IMPORT, config=config, audit=False)
+        if revision is not None:
+            return revision.number, revision.config_id, True
+        # The declarations are the newest revision's config (written from the bundle).
+        newest = revisions_of(agent).values_list("number", "config_id").first()
+        assert newest is not None
+        return newest[0], newest[1], False

@@ -209,6 +209,7 @@ def test_a_bundle_whose_declarations_are_not_its_newest_revision_records_them_as
     path = tmp_path / "edited.gz"
     path.write_bytes(rebundle(lines))
     wren.delete()
+    before = AuditEvent.objects.filter(team=other_team).count()
 
     imported = import_bundle(path, other_team, slug="edited")
 
@@ -217,6 +218,12 @@ def test_a_bundle_whose_declarations_are_not_its_newest_revision_records_them_as
     assert (newest.via, newest.actor, newest.approved_by) == (Via.IMPORT, "system", None)
     assert newest.summary == [{"change": "field_changed", "field": "objective"}]
     assert imported.agent.objective == "Edited by hand."
+    # Recorded as every change is, named by the import's one event (no second one).
+    (event,) = AuditEvent.objects.filter(team=other_team).order_by("seq")[before:]
+    data = event_data(event)
+    assert data["action"] == "agent.created"
+    assert (data["details"]["revision"], data["details"]["config_sha256"]) == (4, newest.config_id)
+    assert verify(other_team).first_bad is None
 
 
 def test_decisions_keep_their_reviewer_when_the_reviewer_is_a_member_of_the_target_team(

@@ -71,8 +71,9 @@ class ProposalList(BaseModel):
 
 class ProposalParams(BaseModel):
     status: ProposalStatus | None = None
-    # Each proposal carries its whole config: a page is smaller than a revisions page.
-    limit: int = Field(20, ge=1, le=100)
+    # 1–200 as every list's (SPEC §8); each proposal carries its whole config, so a page
+    # is 20 unless asked for more.
+    limit: int = Field(20, ge=1, le=200)
     offset: int = Field(0, ge=0, le=INT_MAX)
 
 

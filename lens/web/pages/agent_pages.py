@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import HttpResponse
+from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods
@@ -66,15 +66,16 @@ def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
     if not asked:
         return render(request, "lens/agent_lens.html", _lens_context(agent, only_memory))
     moment = parse_moment(asked)
-    problem = None if moment is not None else f"{asked!r} is not an ISO 8601 date and time."
     if moment is not None:
         try:
             context = _lens_context(agent, only_memory, moment)
         except AgentNotFound:
-            problem = f"The agent did not exist yet at {moment:%Y-%m-%d %H:%M:%S} UTC."
-        else:
-            return render(request, "lens/agent_lens.html", context)
-    # A time the lens cannot go back to: the live lens, saying why, as a 400.
+            # Before the agent existed there was no agent to show: not found, as the
+            # API's 404 agent_not_found (SPEC §14).
+            raise Http404(f"Agent {agent.slug!r} did not exist yet at {moment}.") from None
+        return render(request, "lens/agent_lens.html", context)
+    # A time that does not read: the live lens, saying why, as a 400.
+    problem = f"{asked!r} is not an ISO 8601 date and time."
     context = {**_lens_context(agent, only_memory), "as_of_problem": problem}
     return render(request, "lens/agent_lens.html", context, status=400)
 

@@ -119,7 +119,8 @@ def revision_list(request: AppRequest, slug: str) -> HttpResponse:
                 revision.summary, titles, created=revision.number == 1, limit=WORDS_ON_LIST
             ),
             "newest": revision.number == newest,
-            # An older revision that declares what is in force: restoring it does nothing.
+            # An older revision that declares what is in force: restoring it is offered
+            # as on every older one, and the page says it changes nothing.
             "in_force": revision.config_id == in_force,
         }
         for revision in found
@@ -288,12 +289,21 @@ def revision_restore(request: AppRequest, slug: str, number: int) -> HttpRespons
                 "reviewer publishes it from the approvals queue.",
             )
         elif restored.recorded is None:
-            messages.info(
-                request, f"Revision {revision.number} is already in force: nothing changed."
-            )
+            messages.info(request, _nothing_restored(revision.number, restored.revision))
         else:
             messages.success(
                 request,
                 f"Restored revision {revision.number} as revision {restored.recorded.number}.",
             )
     return redirect(_revisions_url(agent, **{TEAM_FIELD: team.slug}))
+
+
+def _nothing_restored(number: int, newest: int) -> str:
+    """What restoring revision ``number`` says when its config is the one in force
+    (revision ``newest``'s): no revision was written."""
+    if number == newest:
+        return f"Revision {number} is the one in force: nothing changed, no revision written."
+    return (
+        f"Revision {number} declares what is in force already (revision {newest} has the "
+        "same declarations): nothing changed, no revision written."
+    )

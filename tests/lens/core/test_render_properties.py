@@ -19,7 +19,7 @@ from lens.core.config import AgentConfig, AwarenessSource, Capability, prose_pro
 from lens.core.counts import Counts
 from lens.core.fragments import PromptFragment, PromptSection, prompt_text
 from lens.core.identity import bidi_control, key_skeleton
-from lens.core.render import render_sections
+from lens.core.render import render_sections, render_text
 from lens.core.text import collapse, value_text
 from tests.samples import SECTION_ORDER, SPEC_LINE_BREAKS
 
@@ -309,3 +309,12 @@ def test_rendering_is_deterministic(
     # An equal but separately built config renders identically too.
     rebuilt = AgentConfig.model_validate(cfg.model_dump())
     assert render_sections(rebuilt, composed, recall) == first
+
+
+@settings(max_examples=60, deadline=None)
+@given(full_configs(), st.one_of(st.none(), backgrounds(with_memory=True)))
+def test_the_text_alone_is_the_text_of_the_sections(
+    cfg: AgentConfig, composed: Background | None
+) -> None:
+    # A revision diff renders the text without counting sections: the same prompt.
+    assert render_text(cfg, composed) == prompt_text(render_sections(cfg, composed))

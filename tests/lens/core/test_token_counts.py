@@ -23,7 +23,7 @@ from lens.core.token_counts import (
     load_encoding,
     parse_ranks,
 )
-from lens.core.token_prefix import segments, shared_token_prefix, shared_tokens
+from lens.core.token_prefix import segments, shared_token_prefix, shared_tokens, token_totals
 
 # Counts and ids published for o200k_base (OpenAI's tokenizer page and cookbook).
 KNOWN = [
@@ -286,3 +286,53 @@ def test_segments_tokenise_as_the_whole_and_count_the_shared_prefix_exactly(
     assert [i for part in segments(a) for i in _tiktoken.encode_ordinary(part)] == whole_a
     counted = shared_tokens(segments(a), segments(b), token_counts.token_ids)
     assert counted == _shared(whole_a, whole_b)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_EDGY, st.integers(1, 20), _EDGY, _EDGY, _EDGY, st.sampled_from(["none", "before", "after"]))
+def test_two_texts_count_exactly_from_the_stretch_where_they_differ(
+    head: str, repeat: int, old_middle: str, new_middle: str, end: str, counted: str
+) -> None:
+    head *= repeat
+    before, after = head + old_middle + end, head + new_middle + end
+    token_counts._counter.forget()
+    if counted == "before":
+        count_tokens(before)
+    elif counted == "after":
+        count_tokens(after)
+    expected = (
+        len(_tiktoken.encode_ordinary(before)),
+        len(_tiktoken.encode_ordinary(after)),
+    )
+    assert token_totals(before, after) == expected
+    # Both are known now, by their own counts: asked again, or the other way round.
+    assert token_counts.known_count(before) == expected[0]
+    assert token_counts.known_count(after) == expected[1]
+    assert token_totals(after, before) == expected[::-1]
+
+
+def test_a_one_line_change_of_a_long_text_tokenises_only_its_lines(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lines = [f"- **key {n}**: value {n}, with some words after it\n" for n in range(2000)]
+    before = "## Context\n" + "".join(lines)
+    lines[1000] = "- **key 1000**: another value\n"
+    after = "## Context\n" + "".join(lines)
+    token_counts._counter.forget()
+    count_tokens(before)
+    encoded: list[str] = []
+    real = token_counts.encode
+
+    def encode(text: str) -> list[int]:
+        encoded.append(text)
+        return real(text)
+
+    monkeypatch.setattr("lens.core.token_prefix.encode", encode)
+    monkeypatch.setattr(
+        "lens.core.token_prefix.count_tokens", lambda text: pytest.fail("counted whole")
+    )
+    assert token_totals(before, after) == (
+        len(_tiktoken.encode_ordinary(before)),
+        len(_tiktoken.encode_ordinary(after)),
+    )
+    assert sum(map(len, encoded)) < 200  # the changed line, in each text

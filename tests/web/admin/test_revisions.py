@@ -1,6 +1,8 @@
 """The admin writes a revision for every change of an agent's declarations (SPEC §14):
-the agent form and its inlines, a section's page and its entries, deleting sections,
-applying a preset. A save that changes nothing, or a refused one, writes none.
+creating an agent, the agent form and each of its inlines (sections, capabilities,
+awareness sources, and their move arrows), a section's own page (adding one, its
+entries), deleting sections, applying a preset. A save that changes nothing, or a
+refused one, writes none.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from tests.pages import (
     admin_agent_url,
     admin_section_url,
     assert_refused,
+    form_data,
+    new_section_page,
     put,
     row_of,
     section_row,
@@ -40,6 +44,34 @@ def summary(agent: Agent) -> list[dict[str, Any]]:
 
 def test_the_agent_starts_at_revision_1(agent: Agent) -> None:
     assert newest(agent).number == 1
+
+
+def test_creating_an_agent_in_the_admin_is_its_revision_1(admin_client: Client, team: Team) -> None:
+    data = form_data(admin_client, "/admin/lens/agent/add/", "agent_form")
+    put(data, "team", str(team.pk))
+    put(data, "slug", "fresh")
+    put(data, "name", "Fresh")
+    put(data, "persona", "You are new here.")
+    for section_id in ("first", "second"):
+        add_row(
+            data,
+            "sections",
+            section_id=section_id,
+            title=section_id.title(),
+            promotion="locked",
+            position="",
+            id="",
+        )
+    response = admin_client.post("/admin/lens/agent/add/", data, follow=True)
+    assert response.status_code == 200
+    agent = Agent.objects.get(team=team, slug="fresh")
+    (row,) = Revision.objects.filter(agent=agent)
+    assert (row.number, row.actor, row.via, row.approved_by) == (1, "root", "admin", None)
+    assert row.summary == [
+        {"change": "section_added", "section": "first"},
+        {"change": "section_added", "section": "second"},
+    ]
+    assert stored_config(row).persona == "You are new here."
 
 
 def test_saving_the_unchanged_agent_form_writes_no_revision(
@@ -64,6 +96,69 @@ def test_an_edit_in_the_agent_form_is_a_revision_by_the_person(
         {"change": "section_added", "section": "notes"},
     ]
     assert stored_config(row).persona == "You are Wren, briefly."
+
+
+def test_a_capability_edited_in_its_inline_is_a_revision(
+    admin_client: Client, agent: Agent, agent_form: FormData
+) -> None:
+    row = row_of(agent_form, "capabilities", "name", "memory_save")
+    put(agent_form, f"capabilities-{row}-description", "Save what matters.")
+    assert admin_client.post(admin_agent_url(agent), agent_form).status_code == 302
+    row_written = newest(agent)
+    assert (row_written.number, row_written.via) == (2, "admin")
+    assert row_written.summary == [{"change": "field_changed", "field": "capabilities"}]
+    assert stored_config(row_written).capabilities[0].description == "Save what matters."
+
+
+def test_an_awareness_source_added_in_its_inline_is_a_revision(
+    admin_client: Client, agent: Agent, agent_form: FormData
+) -> None:
+    add_row(
+        agent_form,
+        "awareness_sources",
+        name="Mail",
+        description="The inbox",
+        access_method="tool",
+        position="",
+        id="",
+    )
+    assert admin_client.post(admin_agent_url(agent), agent_form).status_code == 302
+    assert summary(agent) == [{"change": "field_changed", "field": "awareness"}]
+    assert [a.name for a in stored_config(newest(agent)).awareness] == ["Calendar", "Mail"]
+
+
+def test_a_section_moved_with_its_arrow_is_a_revision_that_says_so(
+    admin_client: Client, agent: Agent, agent_form: FormData
+) -> None:
+    order = list(agent.sections.order_by("position").values_list("section_id", flat=True))
+    # What pressing the second row's up arrow submits (without JavaScript).
+    response = admin_client.post(admin_agent_url(agent), {**agent_form, "_move": ["sections-1:up"]})
+    assert response.status_code == 302
+    assert newest(agent).number == 2
+    assert summary(agent) == [{"change": "section_moved", "section": order[1]}]
+    moved = [s.id for s in stored_config(newest(agent)).background.sections]
+    assert moved == [order[1], order[0]]
+
+
+def test_a_section_added_on_its_own_page_is_a_revision(admin_client: Client, agent: Agent) -> None:
+    assert not agent.protected
+    response = admin_client.post(
+        "/admin/lens/sectiondeclaration/add/", new_section_page(agent, "later", "Later")
+    )
+    assert response.status_code == 302
+    row = newest(agent)
+    assert (row.number, row.actor, row.via) == (2, "root", "admin")
+    assert row.summary == [{"change": "section_added", "section": "later"}]
+
+
+def test_saving_the_unchanged_section_page_writes_no_revision(
+    admin_client: Client,
+    agent: Agent,
+    ground_rules: SectionDeclaration,
+    section_form: FormData,
+) -> None:
+    assert admin_client.post(admin_section_url(ground_rules), section_form).status_code == 302
+    assert Revision.objects.filter(agent=agent).count() == 1
 
 
 def test_a_refused_agent_form_writes_no_revision(

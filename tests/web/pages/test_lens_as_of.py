@@ -1,10 +1,12 @@
 """The lens as it stood at a moment (SPEC §14 "As of"): ``/agents/<slug>/?as_of=T`` shows
 the prompt composed from the revision in force then and the memories of that moment,
-says so at the top, and refuses a time it cannot go back to with the live lens and why.
+says so at the top. A time before the agent existed is the not-found page (the API's
+404 ``agent_not_found``); one that does not read is the live lens, saying why, as a 400.
 """
 
 from __future__ import annotations
 
+from datetime import timedelta
 from urllib.parse import quote
 
 import pytest
@@ -52,17 +54,25 @@ def test_the_lens_shows_the_prompt_of_a_past_delivery(member_client: Client, wre
     assert "only=memory&amp;as_of=" in then
 
 
-def test_a_time_it_cannot_go_back_to_is_a_400_with_the_live_lens(
+def test_a_time_before_the_agent_existed_is_not_found(member_client: Client, wren: Agent) -> None:
+    page = lens(member_client, wren, "2000-01-01T00:00:00Z", status=404)
+    assert 'data-error-page="404"' in page
+    assert "data-prompt" not in page
+    # A microsecond before it was created: not found either; at that moment, the lens.
+    created = wren.created_at
+    lens(member_client, wren, (created - timedelta(microseconds=1)).isoformat(), status=404)
+    then = lens(member_client, wren, created.isoformat())
+    assert "data-as-of=" in then
+    assert 'data-error-page="404"' not in then
+
+
+def test_a_time_that_does_not_read_is_a_400_with_the_live_lens(
     member_client: Client, wren: Agent
 ) -> None:
-    for asked, words in (
-        ("2000-01-01T00:00:00Z", "did not exist yet"),
-        ("yesterday", "is not an ISO 8601 date and time"),
-    ):
-        page = lens(member_client, wren, asked, status=400)
-        assert words in page
-        assert "data-as-of-problem" in page
-        assert "data-prompt" in page
+    page = lens(member_client, wren, "yesterday", status=400)
+    assert "is not an ISO 8601 date and time" in page
+    assert "data-as-of-problem" in page
+    assert "data-prompt" in page
 
 
 def test_strangers_and_visitors_get_no_past_lens(

@@ -459,14 +459,18 @@ def test_an_editor_restores_an_older_revision_as_a_new_one(
     assert "Restored revision 2 as revision 5." in alert_text(page)
     assert numbers(page)[0] == 5
     assert page.one("data-via", "restore").ancestor("tr") is page.one("data-revision-number", "5")
-    # Revision 2 now declares what is in force: restoring it would do nothing.
-    assert restore_forms(page) == [4, 3, 1]
+    # Revision 2 now declares what is in force: it is offered as every older one is,
+    # and says that restoring it changes nothing.
+    assert restore_forms(page) == [4, 3, 2, 1]
     same = page.one("data-same-as-in-force")
     assert same.ancestor("tr") is page.one("data-revision-number", "2")
     assert same.squashed == "Declares what is in force"
+    assert page.one("data-restore-form", "2").ancestor("tr") is same.ancestor("tr")
     two = dom(editor_client.get(f"{LIST}2/"))
-    assert restore_forms(two) == []
-    assert "It declares what is in force now (revision 5)" in two.one("data-same-as-in-force").text
+    assert restore_forms(two) == [2]
+    assert two.one("data-same-as-in-force").squashed == (
+        "It declares what is in force now (revision 5): restoring it changes nothing."
+    )
 
 
 def test_restoring_the_config_in_force_changes_nothing(
@@ -476,11 +480,18 @@ def test_restoring_the_config_in_force_changes_nothing(
     revise(team, Actor(label="system"), 1, start=0)
     before = snapshot(history)
     assert before[-1][1] == before[1][1]
-    for number in (2, 5):
+    page = dom(editor_client.get(LIST))
+    assert 2 in restore_forms(page)  # offered, as on every older revision
+    said = {
+        2: "Revision 2 declares what is in force already (revision 5 has the same "
+        "declarations): nothing changed, no revision written.",
+        5: "Revision 5 is the one in force: nothing changed, no revision written.",
+    }
+    for number, message in said.items():
         response = restore(editor_client, number)
         assert response.status_code == 302
         page = dom(editor_client.get(response["Location"]))
-        assert f"Revision {number} is already in force: nothing changed." in alert_text(page)
+        assert message in alert_text(page)
     assert snapshot(history) == before
 
 
@@ -493,6 +504,18 @@ def test_a_member_who_may_not_change_agents_sees_no_restore_and_is_told_why(
         assert "Restore" not in buttons(page)
         note = page.one("data-restore-note").squashed
         assert "needs the permission to change agents (lens.change_agent)" in note
+
+
+def test_a_member_who_may_not_change_agents_is_told_an_older_revision_is_in_force(
+    member_client: Client, team: Team, history: Agent
+) -> None:
+    revise(team, Actor(label="system"), 1, start=0)  # revision 5 declares what 2 did
+    page = dom(member_client.get(f"{LIST}2/"))
+    assert restore_forms(page) == []
+    assert page.one("data-same-as-in-force").squashed == (
+        "It declares what is in force now (revision 5): restoring it would change nothing."
+    )
+    assert not page.all("data-restore-note")
 
 
 def test_a_forged_restore_is_refused_with_nothing_changed(

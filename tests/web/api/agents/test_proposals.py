@@ -182,8 +182,12 @@ def test_proposals_are_listed_newest_first_with_a_status_filter(
     assert rejected["reason"] == "not now"
     assert rejected["decided_at"] is not None
     assert_error(api.get("/api/agents/wren/proposals?status=maybe"), 422, "invalid_request")
+    # ``limit`` is 1–200, as every list's (SPEC §8).
+    everything = api.get("/api/agents/wren/proposals?limit=200")
+    assert everything.status_code == 200
+    assert (everything.json()["limit"], len(everything.json()["proposals"])) == (200, 3)
     assert_error(api.get("/api/agents/wren/proposals?limit=0"), 422, "invalid_request")
-    assert_error(api.get("/api/agents/wren/proposals?limit=101"), 422, "invalid_request")
+    assert_error(api.get("/api/agents/wren/proposals?limit=201"), 422, "invalid_request")
 
 
 def test_unknown_and_other_teams_proposals_are_not_found(
@@ -291,6 +295,24 @@ def test_a_proposal_on_an_older_revision_goes_stale_and_changes_nothing(
         publish_proposal(team, second, Actor.for_user(rhea))
     assert state() == after
     assert api.get("/api/agents/wren").json()["tone"] == SAMPLE_CONFIG["tone"]
+
+
+def test_a_direct_change_once_protection_is_lifted_leaves_waiting_proposals_stale(
+    api: ApiClient, protected: dict[str, Any]
+) -> None:
+    made = propose(api, persona="proposed")["proposal_id"]
+    untouched = propose(api, tone="also proposed")["proposal_id"]
+    # Protection lifted on the row alone (the proposals wait on): the next change
+    # applies at once, and neither proposal can be published over it.
+    Agent.objects.filter(slug="wren").update(protected=False)
+    answer = api.put("/api/agents/wren", config(persona="direct"))
+    assert answer.status_code == 200
+    assert answer.json()["revision"] == 2
+    for pk in (made, untouched):
+        assert Proposal.objects.get(pk=pk).status == "stale"
+    # The next change finds none waiting and marks nothing.
+    assert api.put("/api/agents/wren", config(persona="again")).json()["revision"] == 3
+    assert Proposal.objects.filter(status="stale").count() == 2
 
 
 def test_publishing_finds_a_moved_agent_stale_even_if_not_yet_marked(

@@ -10,6 +10,8 @@ import json
 from typing import Any
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from lens.core.revisions import canonical_config
 from lens.models import Agent, ApiToken, Revision, StoredConfig, Team
@@ -78,6 +80,27 @@ def test_each_change_writes_the_next_revision_with_its_summary(api: ApiClient) -
     assert newest["revision"] == 2
     assert newest["summary"] == [{"change": "field_changed", "field": "persona"}]
     assert stored_config(Revision.objects.get(number=2)).persona == "You are Wren, briefly."
+
+
+def test_recording_a_change_reads_no_stored_config_and_locks_the_agent_once(
+    api: ApiClient,
+) -> None:
+    api.put("/api/agents/wren", config())
+    with CaptureQueriesContext(connection) as ctx:
+        answer = api.put("/api/agents/wren", config(persona="You are Wren, briefly."))
+    assert answer.json()["revision"] == 2
+    statements = [query["sql"] for query in ctx.captured_queries]
+    # The config compared with was parsed when it was written: its text is not read.
+    assert not [sql for sql in statements if sql.startswith("SELECT") and "storedconfig" in sql]
+    # Proposals are looked for in the same read as the newest revision: none wait.
+    assert [sql for sql in statements if "lens_proposal" in sql] == [
+        sql for sql in statements if "lens_revision" in sql and "EXISTS" in sql
+    ]
+    if connection.vendor == "postgresql":
+        # The agent's row is locked by the write (its read, then write_config's), and
+        # the revision is recorded under that lock without taking it again.
+        locks = [sql for sql in statements if sql.startswith('SELECT "lens_agent"')]
+        assert sum("FOR UPDATE" in sql for sql in locks) == 2
 
 
 def test_identical_configs_are_stored_once(api: ApiClient) -> None:
