@@ -38,9 +38,9 @@ def sent(conn: psycopg.Connection[Any]) -> list[str]:
         queries.append(str(query))
         return original(query, *args, **kwargs)
 
-    conn.execute = execute  # type: ignore[method-assign]
+    conn.execute = execute  # type: ignore[method-assign]  # count the statements it sends
     dbpool.check_after_quiet(conn)
-    conn.execute = original  # type: ignore[method-assign]
+    conn.execute = original  # type: ignore[method-assign]  # and put it back
     return queries
 
 
