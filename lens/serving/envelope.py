@@ -68,6 +68,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "webhook_message_not_found": 404,
     "webhook_url_refused": 422,
     "too_many_webhooks": 409,
+    # An MCP call over stdio whose token was revoked (lens/web/mcp/calls.py): the API's
+    # own 401 code, should it ever be raised where a status is needed.
+    "unauthorized": 401,
     # Bundles (SPEC §15): a file that does not read, and one this instance cannot take.
     "invalid_bundle": 422,
     "bundle_conflict": 409,

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 # Every module that defines a domain error: importing them registers the subclasses.
 import kvstore.store
 import lens.agents
+import lens.web.mcp.calls
 import memory.bundles.importing
 import memory.core.bundle_format
 import memory.decisions
