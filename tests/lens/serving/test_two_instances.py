@@ -331,7 +331,7 @@ def concurrent_changes_leave_one_chain_per_team(cluster: Cluster) -> None:
 
     out = manage({**cluster.env, "DEBUG": "1"}, "verify_audit")
     for team in TEAMS:
-        assert f"{team}: {len(audit_log(cluster, team))} events verified" in out, out
+        assert f"team {team}\n{len(audit_log(cluster, team))} events verified" in out, out
 
 
 def actions(events: list[dict[str, Any]]) -> Counter[str]:
