@@ -26,14 +26,10 @@ def hook(team: Team, url: str, *events: str) -> Created:
     return create_endpoint(team, SYSTEM, url, list(events) or ["*"])
 
 
-def work() -> int:
-    """What ``manage.py worker --batch`` does, in this process: queue what is stranded,
-    then take each due task as the engine's worker takes it and run it with the engine's
-    own ``run_task``, until nothing is due. (The command itself closes the database
-    connection between tasks, which would end the test's transaction; the process tests
-    run it for real.) Answers how many tasks ran."""
-    start_sweeping()
-    worker = Worker(
+def engine_worker() -> Worker:
+    """The task engine's worker as ``manage.py worker --batch`` builds it, to claim and
+    run tasks in this process."""
+    return Worker(
         queue_names=["default"],
         interval=0,
         batch=True,
@@ -43,6 +39,16 @@ def work() -> int:
         worker_id="test-worker",
         excluded_queue_names=[],
     )
+
+
+def work() -> int:
+    """What ``manage.py worker --batch`` does, in this process: queue what is stranded,
+    then take each due task as the engine's worker takes it and run it with the engine's
+    own ``run_task``, until nothing is due. (The command itself closes the database
+    connection between tasks, which would end the test's transaction; the process tests
+    run it for real.) Answers how many tasks ran."""
+    start_sweeping()
+    worker = engine_worker()
     ran = 0
     while True:
         with transaction.atomic():

@@ -26,6 +26,7 @@ from tests.pages import (
     row_of,
     section_row,
 )
+from tests.web.admin.forms import new_agent_form
 
 pytestmark = pytest.mark.django_db
 
@@ -251,20 +252,7 @@ def test_a_section_added_on_its_own_page_goes_last(
 def test_a_move_on_the_add_page_creates_the_agent_and_opens_its_page(
     admin_client: Client, team: Team
 ) -> None:
-    data = form_data(admin_client, "/admin/lens/agent/add/", "agent_form")
-    put(data, "team", str(team.pk))
-    put(data, "slug", "fresh")
-    put(data, "name", "Fresh")
-    for section_id in ("first", "second"):
-        add_row(
-            data,
-            "sections",
-            section_id=section_id,
-            title=section_id.title(),
-            promotion="locked",
-            position="",
-            id="",
-        )
+    data = new_agent_form(admin_client, team)
     response = press(admin_client, "/admin/lens/agent/add/", data, "sections-1:up")
     agent = Agent.objects.get(slug="fresh")
     assert response.status_code == 302

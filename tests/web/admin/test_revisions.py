@@ -21,12 +21,12 @@ from tests.pages import (
     admin_agent_url,
     admin_section_url,
     assert_refused,
-    form_data,
     new_section_page,
     put,
     row_of,
     section_row,
 )
+from tests.web.admin.forms import new_agent_form
 
 pytestmark = pytest.mark.django_db
 
@@ -47,21 +47,8 @@ def test_the_agent_starts_at_revision_1(agent: Agent) -> None:
 
 
 def test_creating_an_agent_in_the_admin_is_its_revision_1(admin_client: Client, team: Team) -> None:
-    data = form_data(admin_client, "/admin/lens/agent/add/", "agent_form")
-    put(data, "team", str(team.pk))
-    put(data, "slug", "fresh")
-    put(data, "name", "Fresh")
+    data = new_agent_form(admin_client, team)
     put(data, "persona", "You are new here.")
-    for section_id in ("first", "second"):
-        add_row(
-            data,
-            "sections",
-            section_id=section_id,
-            title=section_id.title(),
-            promotion="locked",
-            position="",
-            id="",
-        )
     response = admin_client.post("/admin/lens/agent/add/", data, follow=True)
     assert response.status_code == 200
     agent = Agent.objects.get(team=team, slug="fresh")

@@ -10,7 +10,6 @@ from django.contrib.auth.models import User
 from django.db import connection, transaction
 from django.test import Client
 from django_tasks import TaskResultStatus
-from django_tasks_db.management.commands.db_worker import Worker
 from django_tasks_db.models import DBTaskResult
 
 from lens.actors import SYSTEM
@@ -21,6 +20,7 @@ from memory.models import Delivery, MemoryRecord, PromotionStatus
 from tests.factories import Unchanged, grant, logged_in, make_user, promotion_of, remember
 from tests.pages import Dom, alert_text, buttons, dom, inside
 from tests.web.commands.test_erase_memory import last_vacuums, vacuumed_since
+from tests.webhooks.hooks import engine_worker
 
 pytestmark = pytest.mark.django_db
 
@@ -256,16 +256,7 @@ def vacuum_tasks() -> list[DBTaskResult[[], bool]]:
 def run_task(found: DBTaskResult[[], bool]) -> DBTaskResult[[], bool]:
     """Run one queued task as ``manage.py worker`` does: claimed, then run outside a
     transaction by the engine's own ``run_task``."""
-    worker = Worker(
-        queue_names=["default"],
-        interval=0,
-        batch=True,
-        backend_name="default",
-        startup_delay=False,
-        max_tasks=None,
-        worker_id="test-worker",
-        excluded_queue_names=[],
-    )
+    worker = engine_worker()
     with transaction.atomic():
         claimed = DBTaskResult.objects.select_for_update().get(pk=found.pk)
         claimed.claim(worker.worker_id)
