@@ -24,6 +24,7 @@ from lens.core.token_counts import (
     parse_ranks,
 )
 from lens.core.token_prefix import segments, shared_token_prefix, shared_tokens, token_totals
+from tests.samples import leading_equal
 
 # Counts and ids published for o200k_base (OpenAI's tokenizer page and cookbook).
 KNOWN = [
@@ -246,15 +247,6 @@ _EDGY = st.lists(
 ).map("".join)
 
 
-def _shared(a: list[int], b: list[int]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
 @settings(max_examples=400, deadline=None)
 @given(_EDGY, st.integers(1, 20), _EDGY, _EDGY, _EDGY)
 def test_the_shared_token_prefix_tokenises_only_around_the_change_and_is_exact(
@@ -268,7 +260,7 @@ def test_the_shared_token_prefix_tokenises_only_around_the_change_and_is_exact(
         min(len(before), len(text)),
     )
     ids = token_counts.token_ids(text)
-    assert shared_token_prefix(before, text, ids, chars) == _shared(
+    assert shared_token_prefix(before, text, ids, chars) == leading_equal(
         _tiktoken.encode_ordinary(before), _tiktoken.encode_ordinary(text)
     )
 
@@ -285,7 +277,7 @@ def test_segments_tokenise_as_the_whole_and_count_the_shared_prefix_exactly(
     assert "".join(segments(a)) == a
     assert [i for part in segments(a) for i in _tiktoken.encode_ordinary(part)] == whole_a
     counted = shared_tokens(segments(a), segments(b), token_counts.token_ids)
-    assert counted == _shared(whole_a, whole_b)
+    assert counted == leading_equal(whole_a, whole_b)
 
 
 @settings(max_examples=400, deadline=None)
