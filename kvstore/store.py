@@ -199,10 +199,16 @@ def _value(key: str, version: int | None, found: Sequence[Any] | None) -> Value:
 class ReadAs:
     """A read made with an API token's check: the token, and the read's outcome."""
 
-    token: ApiToken
     key: str
     version: int | None
+    _token_row: tuple[Any, ...]
     _row: tuple[Any, ...]
+
+    @property
+    def token(self) -> ApiToken:
+        """The token, with its team (built when asked: the key/value read's own route,
+        ``lens.web.api.kv_front``, never needs it)."""
+        return token_from_row(self._token_row)
 
     def value(self) -> Value:
         """The value read, or the read's error (as ``read`` raises it)."""
@@ -225,7 +231,7 @@ def read_as(raw_token: str, key: str, version: int | None = None) -> ReadAs | No
         row = cursor.fetchone()
     if row is None:
         return None
-    return ReadAs(token_from_row(row), key, version, tuple(row[TOKEN_WIDTH:]))
+    return ReadAs(key, version, tuple(row[:TOKEN_WIDTH]), tuple(row[TOKEN_WIDTH:]))
 
 
 def get_key(team: Team, key: str) -> Key:

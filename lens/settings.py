@@ -268,6 +268,11 @@ DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "webmaster@localhost")
 API_MAX_BODY_BYTES = 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 
+# The WSGI application the production server puts in front of Django (lens/serving/served.py):
+# the key/value read's own route, answering GET /api/kv/{key} as the API does at a third
+# of the cost. API_FRONT=0 serves every request through Django alone.
+API_FRONT = "lens.web.api.kv_front.KvReadFront" if env_bool("API_FRONT", default=True) else ""
+
 # Routing specs the deployment offers, by import path (memory.core.routing).
 MEMORY_ROUTING_SPECS: list[str] = env_list(
     "MEMORY_ROUTING_SPECS", ["memory.core.presets.USER_BACKGROUND", "memory.core.presets.PROJECT"]

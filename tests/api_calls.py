@@ -9,18 +9,57 @@ import re
 from typing import Any
 
 from django.apps import apps
+from django.conf import settings
 from django.test import Client
+from django.test.client import ClientHandler
+from django.utils.module_loading import import_string
 
 from kvstore.models import Key, Version
 from lens.models import Agent
 from memory.models import MemoryRecord
 
 
+class _ServedHandler(ClientHandler):
+    """The test client's handler with the production server's front ahead of Django
+    (``settings.API_FRONT``, ``lens/serving/served.py``): what the front answers never
+    reaches Django, as in production. ``answered``: the paths the front answered."""
+
+    def __init__(self, enforce_csrf_checks: bool = True) -> None:
+        super().__init__(enforce_csrf_checks)
+        self.answered: list[str] = []
+        # The test's transaction must outlive each request: no connection is closed.
+        self.front = (
+            import_string(settings.API_FRONT)(self, manage_connections=False)
+            if settings.API_FRONT
+            else None
+        )
+
+    def __call__(self, environ: dict[str, Any]) -> Any:
+        answered = None if self.front is None else self.front.answer(environ)
+        if answered is None:
+            return super().__call__(environ)
+        response, request = answered
+        response.wsgi_request = request
+        self.answered.append(request.get_full_path())
+        return response
+
+
+class ServedClient(Client):
+    """Django's test client as the production server serves requests: the front first."""
+
+    handler: _ServedHandler
+
+    def __init__(self, **defaults: Any) -> None:
+        super().__init__(**defaults)
+        self.handler = _ServedHandler()
+
+
 class ApiClient:
-    """A JSON client that sends a bearer token."""
+    """A JSON client that sends a bearer token, served as the production server serves
+    (the key/value read's own route first)."""
 
     def __init__(self, token: str | None) -> None:
-        self.client = Client()
+        self.client = ServedClient()
         self.headers = {"Authorization": f"Bearer {token}"} if token else {}
 
     def _call(self, method: str, path: str, body: Any = None, raw: str | None = None) -> Any:

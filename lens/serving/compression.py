@@ -55,25 +55,30 @@ class ApiCompressionMiddleware:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
-        response = self.get_response(request)
-        if not is_api(request) or not _compressible(response):
-            return response
-        # The answer differs with the header from here on, whether or not this client
-        # accepts gzip: a shared cache must key on it.
-        patch_vary_headers(response, ("Accept-Encoding",))
-        if not accepts_gzip(request.headers.get("Accept-Encoding", "")):
-            return response
-        packed = zlib.compress(response.content, LEVEL, _GZIP_WBITS)
-        if len(packed) >= len(response.content):
-            return response
-        response.content = packed
-        response.headers["Content-Length"] = str(len(packed))
-        response.headers["Content-Encoding"] = "gzip"
-        etag = response.get("ETag")
-        if etag and etag.startswith('"'):
-            # A strong validator names these exact bytes, which just changed.
-            response.headers["ETag"] = "W/" + etag
+        return compress_api_answer(request, self.get_response(request))
+
+
+def compress_api_answer(request: HttpRequest, response: HttpResponse) -> HttpResponse:
+    """``response`` gzipped when it is a large API answer and the client accepts gzip
+    (the key/value read's own route, ``lens.web.api.kv_front``, calls this too)."""
+    if not is_api(request) or not _compressible(response):
         return response
+    # The answer differs with the header from here on, whether or not this client
+    # accepts gzip: a shared cache must key on it.
+    patch_vary_headers(response, ("Accept-Encoding",))
+    if not accepts_gzip(request.headers.get("Accept-Encoding", "")):
+        return response
+    packed = zlib.compress(response.content, LEVEL, _GZIP_WBITS)
+    if len(packed) >= len(response.content):
+        return response
+    response.content = packed
+    response.headers["Content-Length"] = str(len(packed))
+    response.headers["Content-Encoding"] = "gzip"
+    etag = response.get("ETag")
+    if etag and etag.startswith('"'):
+        # A strong validator names these exact bytes, which just changed.
+        response.headers["ETag"] = "W/" + etag
+    return response
 
 
 def _compressible(response: HttpResponse) -> bool:

@@ -229,13 +229,19 @@ class SecurityHeadersMiddleware:
 
     def __call__(self, request: HttpRequest) -> HttpResponse:
         response = self.get_response(request)
-        for header, value in SECURITY_HEADERS.items():
-            if header not in response:
-                response[header] = value
-        user = getattr(request, "user", None)
-        if user is not None and user.is_authenticated:
-            patch_cache_control(response, private=True, no_store=True)
+        add_security_headers(request, response)
         return response
+
+
+def add_security_headers(request: HttpRequest, response: HttpResponse) -> None:
+    """What ``SecurityHeadersMiddleware`` adds to an answer (the key/value read's own
+    route, ``lens.web.api.kv_front``, adds it too)."""
+    for header, value in SECURITY_HEADERS.items():
+        if header not in response:
+            response[header] = value
+    user = getattr(request, "user", None)
+    if user is not None and user.is_authenticated:
+        patch_cache_control(response, private=True, no_store=True)
 
 
 class ActingPersonMiddleware:

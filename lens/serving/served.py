@@ -1,6 +1,12 @@
 """What the production server (``lens/serving/server.py``) runs: Django's WSGI handler behind
 the proxy check (``X-Forwarded-*`` only from ``FORWARDED_ALLOW_IPS``), served through
-ASGI with each request's body read before a thread is taken (``lens/serving/buffered.py``)."""
+ASGI with each request's body read before a thread is taken (``lens/serving/buffered.py``).
+
+In front of Django sits ``settings.API_FRONT``: the key/value read's own route
+(``lens.web.api.kv_front``), which answers what it can answer exactly as the API does
+and hands everything else to Django. It is named in the settings, as middleware is,
+because it belongs to the web layer that this module does not import. With tracing on
+it is left out, so that every request has its span."""
 
 from __future__ import annotations
 
@@ -8,6 +14,7 @@ import os
 
 from django.conf import settings
 from django.core.wsgi import get_wsgi_application
+from django.utils.module_loading import import_string
 
 from lens.envconf import env_int, env_list
 from lens.serving.buffered import BufferedWsgi
@@ -18,16 +25,21 @@ from lens.serving.telemetry import start_tracing
 # Django's WSGI handler, as lens/wsgi.py builds it for other WSGI servers.
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
 # Traces when the OTEL_* variables ask for them: before the handler loads its middleware.
-start_tracing()
+tracing = start_tracing()
 django_application = get_wsgi_application()
 prepare_process()
+served = (
+    django_application
+    if tracing or not settings.API_FRONT
+    else import_string(settings.API_FRONT)(django_application)
+)
 
 # A request's body must arrive whole within this many seconds (1 MiB at 40 KB/s).
 BODY_SECONDS = env_int("REQUEST_BODY_TIMEOUT", 30, minimum=1)
 
 application = BufferedWsgi(
     behind_proxy(
-        django_application,
+        served,
         TrustedProxies(env_list("FORWARDED_ALLOW_IPS", ["127.0.0.1", "::1"])),
     ),
     threads=env_int("SERVER_THREADS", 2, minimum=1),

@@ -44,14 +44,24 @@ def _in_body(error: dict[str, Any]) -> bool:
     return list(error.get("loc", ()))[:1] == ["body"]
 
 
+def error_response(api: NinjaAPI, request: HttpRequest, error: ApiError) -> HttpResponse:
+    """``error`` as ``api`` answers it: the envelope, and the scheme a 401 asks for."""
+    response = api.create_response(
+        request, error_body(error.code, error.message, **error.details), status=error.status
+    )
+    if error.status == 401:
+        response["WWW-Authenticate"] = "Bearer"
+    return response
+
+
+def unauthorized() -> ApiError:
+    """The answer to a request without a live token."""
+    return ApiError(401, "unauthorized", "A valid 'Authorization: Bearer <token>' is required.")
+
+
 def install(api: NinjaAPI) -> None:
     def respond(request: HttpRequest, error: ApiError) -> HttpResponse:
-        response = api.create_response(
-            request, error_body(error.code, error.message, **error.details), status=error.status
-        )
-        if error.status == 401:
-            response["WWW-Authenticate"] = "Bearer"
-        return response
+        return error_response(api, request, error)
 
     # Registered with ninja's decorator: ``add_exception_handler`` is typed as if a
     # handler could be passed the exception class, which none of these expects.
@@ -69,10 +79,7 @@ def install(api: NinjaAPI) -> None:
 
     @api.exception_handler(AuthenticationError)
     def on_auth(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
-        return respond(
-            request,
-            ApiError(401, "unauthorized", "A valid 'Authorization: Bearer <token>' is required."),
-        )
+        return respond(request, unauthorized())
 
     @api.exception_handler(HttpError)
     def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:

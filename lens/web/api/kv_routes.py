@@ -168,7 +168,7 @@ def _token_with_read(request: HttpRequest, raw: str) -> ApiToken | None:
     its refusal comes from the operation, as for any other route."""
     match = request.resolver_match
     key = str(match.kwargs.get("key", "")) if match is not None else ""
-    version = _asked_version(request.GET.getlist("version"))
+    version = asked_version(request.GET.getlist("version"))
     if key_problem(key) or version is False:
         return find_token(raw)
     found = store.read_as(raw, key, version)
@@ -181,7 +181,7 @@ def _token_with_read(request: HttpRequest, raw: str) -> ApiToken | None:
 _READ = "kv_read_as"
 
 
-def _asked_version(values: list[str]) -> int | None | Literal[False]:
+def asked_version(values: list[str]) -> int | None | Literal[False]:
     """``?version=N`` as ``ReadParams`` takes it when it is plainly a valid number; None
     when absent; False for anything else (left to the operation to refuse or accept)."""
     if not values:

@@ -4,6 +4,7 @@ pool, mail-dependent account pages, and ``make serve`` answering real HTTP.
 
 from __future__ import annotations
 
+import gzip
 import http.client
 import json
 import os
@@ -20,7 +21,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from lens.envconf import Smtp, https_origins, smtp_settings
 from lens.web.pages.accounts import account_urlpatterns
-from tests.serving import ROOT, clean_env, production, run_python, serving, strong_key
+from tests.serving import ROOT, clean_env, manage, production, run_python, serving, strong_key
 
 
 def run_django(code: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -288,6 +289,7 @@ def test_a_prepare_threshold_that_is_not_a_number_is_refused() -> None:
 class Served:
     port: int
     log: Path
+    env: dict[str, str]
 
     def request(
         self,
@@ -324,7 +326,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     )
     env.pop("DJANGO_SETTINGS_MODULE")
     with serving(env, tmp / "serve.log") as server:
-        yield Served(server.port, server.log)
+        yield Served(server.port, server.log, env)
 
 
 PROXIED = {"X-Forwarded-Proto": "https"}
@@ -397,6 +399,32 @@ def test_serve_gives_hashed_compressed_static_files_a_long_cache(served: Served)
     assert head["content-encoding"] == "gzip"
     assert "max-age=315360000" in head["cache-control"]
     assert "immutable" in head["cache-control"]
+
+
+@pytest.mark.slow
+def test_serve_answers_a_key_value_read_as_the_api_behind_https(served: Served) -> None:
+    """The key/value read's own route (``API_FRONT``) under the real server: HSTS, gzip
+    and the security headers behind the proxy, the redirect on plain HTTP, the envelope."""
+    manage(served.env, "create_team", "front")
+    token = manage(served.env, "issue_token", "front").splitlines()[-1]
+    bearer = {"Authorization": f"Bearer {token}"}
+    status, _, _ = served.request(
+        "PUT", "/api/kv/must.front", {**PROXIED, **bearer}, json.dumps({"payload": "x" * 5000})
+    )
+    assert status == 201
+    status, head, body = served.request(
+        "GET", "/api/kv/must.front", {**PROXIED, **bearer, "Accept-Encoding": "gzip"}
+    )
+    assert status == 200
+    assert head["strict-transport-security"] == "max-age=31536000; includeSubDomains; preload"
+    assert head["x-content-type-options"] == "nosniff"
+    assert "frame-ancestors 'none'" in head["content-security-policy"]
+    assert (head["content-encoding"], head["vary"]) == ("gzip", "Accept-Encoding")
+    assert json.loads(gzip.decompress(body))["payload"] == "x" * 5000
+    status, head, _ = served.request("GET", "/api/kv/must.front", bearer)
+    assert (status, head["location"]) == (301, "https://127.0.0.1/api/kv/must.front")
+    status, _, body = served.request("GET", "/api/kv/must.none", {**PROXIED, **bearer})
+    assert (status, json.loads(body)["error"]["code"]) == (404, "key_not_found")
 
 
 @pytest.mark.slow
