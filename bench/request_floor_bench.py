@@ -2,9 +2,9 @@
 
 A key/value read and write go through Django's WSGI handler exactly as the server hands
 them over (no test client, no network), beside the same operation on the store alone:
-the difference is the request floor (token check, middleware, routing, JSON). The read
-is also timed through the key/value read's own route (``lens.web.api.kv_front``), as the
-production server serves it, against Django's handler alone.
+the difference is the request floor (token check, middleware, routing, JSON). Both
+are also timed through the key/value store's own route (``lens.web.api.kv_front``), as
+the production server serves them, against Django's handler alone.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from django.test.utils import override_settings
 
 from kvstore import store
 from lens.models import ApiToken, Team
-from lens.web.api.kv_front import KvReadFront
+from lens.web.api.kv_front import KvFront
 
 _RUN = uuid.uuid4().hex[:8]
 PAYLOAD = "Remember the user's time zone and units. " * 8
@@ -73,11 +73,14 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     with override_settings(DEBUG=False):
         service_read = median_ms(lambda: store.read(team, "must.read"), 500) * 1000
         wsgi_read = median_ms(lambda: _call(handler, "GET", "/api/kv/must.read", raw), 500) * 1000
-        front = KvReadFront(handler)
+        front = KvFront(handler)
         front_read = median_ms(lambda: _call(front, "GET", "/api/kv/must.read", raw), 500) * 1000
         service_write = median_ms(lambda: store.write(team, "bench.put", PAYLOAD), 300) * 1000
         wsgi_write = (
             median_ms(lambda: _call(handler, "PUT", "/api/kv/bench.put", raw, put), 300) * 1000
+        )
+        front_write = (
+            median_ms(lambda: _call(front, "PUT", "/api/kv/bench.put", raw, put), 300) * 1000
         )
         normal_write = _normal_write(team, median_ms) if connection.vendor == "sqlite" else None
     report("key/value read: store.read", service_read, unit="µs")
@@ -86,6 +89,8 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     print(f"  the front against Django: {front_read / wsgi_read:.2f}× the time")
     report("key/value write: store.write", service_write, unit="µs")
     report("key/value write: PUT /api/kv/{key} through WSGI", wsgi_write, 2000, unit="µs")
+    report("key/value write: PUT /api/kv/{key} through the front", front_write, unit="µs")
+    print(f"  the front against Django: {front_write / wsgi_write:.2f}× the time")
     print(
         f"  around the store: read {wsgi_read - service_read:.0f} µs, "
         f"write {wsgi_write - service_write:.0f} µs"

@@ -269,9 +269,9 @@ API_MAX_BODY_BYTES = 1024 * 1024
 DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 
 # The WSGI application the production server puts in front of Django (lens/serving/served.py):
-# the key/value read's own route, answering GET /api/kv/{key} as the API does at a third
-# of the cost. API_FRONT=0 serves every request through Django alone.
-API_FRONT = "lens.web.api.kv_front.KvReadFront" if env_bool("API_FRONT", default=True) else ""
+# the key/value store's own route, answering GET and PUT /api/kv/{key} as the API does at
+# a fraction of the cost. API_FRONT=0 serves every request through Django alone.
+API_FRONT = "lens.web.api.kv_front.KvFront" if env_bool("API_FRONT", default=True) else ""
 
 # Routing specs the deployment offers, by import path (memory.core.routing).
 MEMORY_ROUTING_SPECS: list[str] = env_list(

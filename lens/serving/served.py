@@ -2,7 +2,7 @@
 the proxy check (``X-Forwarded-*`` only from ``FORWARDED_ALLOW_IPS``), served through
 ASGI with each request's body read before a thread is taken (``lens/serving/buffered.py``).
 
-In front of Django sits ``settings.API_FRONT``: the key/value read's own route
+In front of Django sits ``settings.API_FRONT``: the key/value store's own route
 (``lens.web.api.kv_front``), which answers what it can answer exactly as the API does
 and hands everything else to Django. It is named in the settings, as middleware is,
 because it belongs to the web layer that this module does not import. With tracing on

@@ -102,8 +102,13 @@ def install(api: NinjaAPI) -> None:
 
     @api.exception_handler(Exception)
     def on_unexpected(request: HttpRequest, exc: Exception) -> HttpResponse:
-        logger.exception("unhandled API error", exc_info=exc)
-        return respond(request, ApiError(500, "internal_error", "An unexpected error occurred."))
+        return respond(request, unexpected(exc))
+
+
+def unexpected(exc: Exception) -> ApiError:
+    """The answer to an error no handler expected, logged with its traceback."""
+    logger.exception("unhandled API error", exc_info=exc)
+    return ApiError(500, "internal_error", "An unexpected error occurred.")
 
 
 def api_max_body() -> int:

@@ -1,20 +1,24 @@
-"""The key/value read's own route (``lens.web.api.kv_front``) answers exactly as the API
+"""The key/value store's own route (``lens.web.api.kv_front``) answers exactly as the API
 behind it: for every request below, the served client (the front first, as the
-production server runs) and Django alone give the same status, headers and bytes, and
-the front answers the ones it is meant to answer, and only those."""
+production server runs) and Django alone give the same status, headers and bytes (and,
+for a write, the same rows and audit event), and the front answers the ones it is meant
+to answer, and only those."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from kvstore import store
-from lens.models import ApiToken, Team
+from kvstore.core.keys import PAYLOAD_MAX_RUNES
+from kvstore.models import Version
+from lens.models import ApiToken, AuditEvent, Team
 from tests.api_calls import ServedClient
 
 pytestmark = pytest.mark.django_db
@@ -190,3 +194,133 @@ def test_a_failing_read_is_left_to_django_which_answers_the_error(
     answer = served.get("/api/kv/must.a", headers={"Authorization": f"Bearer {raw}"})
     assert (answer.status_code, answer.json()["error"]["code"]) == (500, "internal_error")
     assert not served.handler.answered
+
+
+# --- writes --------------------------------------------------------------------------
+
+
+def answered(answer: Any) -> tuple[int, list[tuple[str, str]], Any]:
+    """An answer with its times left out (each write has its own)."""
+    body = answer.json()
+    if isinstance(body, dict):
+        body.pop("written_at", None)
+    return answer.status_code, sorted(answer.items()), body
+
+
+def write_both(path: str, body: bytes, headers: dict[str, str]) -> tuple[Any, Any, bool]:
+    """The same write through Django alone and through the served client, each rolled
+    back after its answer, the rows and audit events it wrote, and whether the front
+    answered."""
+    outcomes = []
+    for client in (Client(), ServedClient()):
+        with transaction.atomic():
+            answer = client.generic(
+                "PUT", path, data=body, content_type="application/json", headers=headers
+            )
+            outcomes.append((answered(answer), stored()))
+            transaction.set_rollback(True)
+    by_front = bool(client.handler.answered) if isinstance(client, ServedClient) else False
+    return outcomes[0], outcomes[1], by_front
+
+
+def stored() -> tuple[list[tuple[Any, ...]], list[tuple[Any, ...]]]:
+    """Every version and audit event, without ids or times (each run has its own)."""
+    versions = Version.objects.order_by("key__key", "version").values_list(
+        "key__team_id", "key__key", "key__latest_version", "version", "payload", "runes"
+    )
+    events = AuditEvent.objects.order_by("seq").values_list(
+        "team_id", "seq", "actor", "action", "object_id", "details"
+    )
+    return list(versions), list(events)
+
+
+def put_body(**fields: Any) -> bytes:
+    return json.dumps(fields).encode()
+
+
+# (path, body): each one the front answers.
+WRITES_ANSWERED = [
+    ("/api/kv/must.new", put_body(payload="first")),
+    ("/api/kv/must.a", put_body(payload="three")),
+    ("/api/kv/must.a", put_body(payload="three", if_version=2)),
+    ("/api/kv/must.a", put_body(payload="three", if_version=1)),  # version_conflict
+    ("/api/kv/must.a", put_body(payload="three", if_version=0)),
+    ("/api/kv/must.new", put_body(payload="first", if_version=0)),
+    ("/api/kv/must.new", put_body(payload="x" * PAYLOAD_MAX_RUNES)),
+    ("/api/kv/must.new", put_body(payload="x" * (PAYLOAD_MAX_RUNES + 1))),  # too large
+    ("/api/kv/must.new", put_body(payload="")),
+    ("/api/kv/must.new", put_body(payload="\u2028 \U0001f600 \u0301e")),
+    ("/api/kv/must.new", put_body(payload="y", if_version=None)),
+    ("/api/kv/%6Dust.new", put_body(payload="decoded key")),
+]
+
+
+@pytest.mark.parametrize(("path", "body"), WRITES_ANSWERED)
+def test_the_front_writes_as_the_api_does(raw: str, path: str, body: bytes) -> None:
+    alone, served, by_front = write_both(path, body, {"Authorization": f"Bearer {raw}"})
+    assert served == alone
+    assert by_front
+
+
+def test_a_write_with_a_token_that_is_not_live_is_refused_first(raw: str) -> None:
+    for token, body in [("cl_nope", put_body(payload="x")), ("cl_nope", b"not json")]:
+        alone, served, by_front = write_both(
+            "/api/kv/must.a", body, {"Authorization": f"Bearer {token}"}
+        )
+        assert served == alone
+        assert served[0][0] == 401
+        assert by_front
+
+
+# (path, body, headers): each one Django answers, unchanged, having written nothing more.
+WRITES_LEFT_TO_DJANGO = [
+    ("/api/kv/must.a", b"not json", {}),
+    ("/api/kv/must.a", b"", {}),
+    ("/api/kv/must.a", b"[1, 2]", {}),
+    ("/api/kv/must.a", b'"text"', {}),
+    ("/api/kv/must.a", put_body(payload="x", extra=1), {}),
+    ("/api/kv/must.a", put_body(payload=1), {}),
+    ("/api/kv/must.a", put_body(payload="x", if_version=True), {}),
+    ("/api/kv/must.a", put_body(payload="x", if_version=-1), {}),
+    ("/api/kv/must.a", put_body(payload="x", if_version=2**31), {}),
+    ("/api/kv/must.a", put_body(payload="x", if_version="2"), {}),
+    ("/api/kv/must.a", b'{"payload": "x", "payload": "y"}', {}),
+    ("/api/kv/must.a", put_body(payload="a\u0000b"), {}),
+    ("/api/kv/must.a", b'{"payload": "\\ud800"}', {}),
+    ("/api/kv/must.a?if_version=2", put_body(payload="x"), {}),
+    ("/api/kv/a..b", put_body(payload="x"), {}),
+    ("/api/kv/must.a/history", put_body(payload="x"), {}),
+    ("/api/kv/must.a", put_body(payload="x"), {"Authorization": ""}),
+    ("/api/kv/must.a", put_body(payload="x" * (1024 * 1024)), {}),
+]
+
+
+@pytest.mark.parametrize(("path", "body", "headers"), WRITES_LEFT_TO_DJANGO)
+def test_every_other_write_is_answered_by_django_unchanged(
+    raw: str, path: str, body: bytes, headers: dict[str, str]
+) -> None:
+    alone, served, by_front = write_both(path, body, {"Authorization": f"Bearer {raw}", **headers})
+    assert served == alone
+    assert not by_front
+
+
+def test_an_unexpected_error_in_a_write_is_answered_once_never_retried(
+    raw: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls: list[str] = []
+
+    def broken(*args: object) -> None:
+        calls.append("write")
+        raise RuntimeError("the disk is full")
+
+    monkeypatch.setattr(store, "write", broken)
+    served = ServedClient(raise_request_exception=False)
+    answer = served.put(
+        "/api/kv/must.a",
+        data=put_body(payload="x"),
+        content_type="application/json",
+        headers={"Authorization": f"Bearer {raw}"},
+    )
+    assert (answer.status_code, answer.json()["error"]["code"]) == (500, "internal_error")
+    assert calls == ["write"]
+    assert served.handler.answered
