@@ -90,21 +90,30 @@ def write(
         )
     now = timezone.now()
     stamp = connection.ops.adapt_datetimefield_value(now)
+    line = first_line(payload)
     with transaction.atomic(), statement_cursor() as cursor:
         # One statement creates the key at version 1 or moves it to n+1 and returns
         # the new number. It holds the key row's lock (PostgreSQL) or the database's
         # write lock (SQLite, BEGIN IMMEDIATE) until commit, so concurrent writers take
         # turns: every acknowledged write has its own number and none is skipped.
-        cursor.execute(_BUMP_KEY, [team.pk, key, stamp, size, stamp])
-        key_id, version = cursor.fetchone()
-        current = version - 1
-        if if_version is not None and if_version != current:
+        if connection.vendor == "postgresql":
+            # The bump and the version's insert as one statement (one round trip),
+            # which adds the version only where compare-and-swap allows it.
+            version_params = [payload, size, line, stamp, if_version, if_version]
+            cursor.execute(_BUMP_AND_ADD, [team.pk, key, stamp, size, stamp, *version_params])
+            key_id, version, added = cursor.fetchone()
+        else:
+            cursor.execute(_BUMP_KEY, [team.pk, key, stamp, size, stamp])
+            key_id, version = cursor.fetchone()
+            added = if_version is None or if_version == version - 1
+            if added:
+                cursor.execute(_ADD_VERSION, [key_id, version, payload, size, line, stamp])
+        if not added:
             # Raised inside the transaction: the bump is rolled back, nothing changes.
             raise VersionConflict(
-                f"Key {key!r} is at version {current}, not {if_version}.",
-                current_version=current,
+                f"Key {key!r} is at version {version - 1}, not {if_version}.",
+                current_version=version - 1,
             )
-        cursor.execute(_ADD_VERSION, [key_id, version, payload, size, first_line(payload), stamp])
         append_one(
             team.pk,
             actor,
@@ -136,6 +145,16 @@ _BUMP_KEY = (
 _ADD_VERSION = (
     f"INSERT INTO {Version._meta.db_table} "
     "(key_id, version, payload, runes, first_line, written_at) VALUES (%s, %s, %s, %s, %s, %s)"
+)
+# PostgreSQL: both in one statement. The version is inserted only when no compare-and-
+# swap was asked (NULL) or the key was at the version asked; the answer says whether.
+_BUMP_AND_ADD = (
+    f"WITH bumped AS ({_BUMP_KEY}), added AS ("
+    f"INSERT INTO {Version._meta.db_table} "
+    "(key_id, version, payload, runes, first_line, written_at) "
+    "SELECT id, latest_version, %s, %s, %s, %s FROM bumped "
+    "WHERE %s::bigint IS NULL OR latest_version = %s::bigint + 1 RETURNING 1) "
+    "SELECT id, latest_version, EXISTS (SELECT 1 FROM added) FROM bumped"
 )
 
 

@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from lens.actors import Actor
 from lens.models import Agent, AuditEvent, AuditHead, AuditPurge, Team
+from lens.sql import statement_cursor
 
 GENESIS = "0" * 64
 
@@ -222,7 +223,7 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
         raise ValueError(f"unknown audit action {unknown[0]!r}")
     label = actor if isinstance(actor, str) else actor.label
     count = len(entries)
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         agents = sorted({entry.agent for entry in entries if entry.agent is not None})
         if agents and connection.vendor == "postgresql":
             cursor.execute(_LOCK_AGENTS, [team_id, agents])

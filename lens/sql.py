@@ -1,5 +1,6 @@
 """A cursor for the few statements every request runs (the token check, the key/value
-read and write), which PostgreSQL may keep prepared.
+read and write, the audit append and the webhook endpoints' lookup that ride on every
+change), which PostgreSQL may keep prepared.
 
 Django's PostgreSQL cursors bind parameters on the client: each statement reaches the
 server as new text, to be parsed and planned again. On PostgreSQL this cursor binds on
@@ -17,7 +18,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from django.db import connection
-from django.db.backends.utils import CursorWrapper
+from django.db.backends.utils import CursorDebugWrapper, CursorWrapper
 
 
 @contextmanager
@@ -38,9 +39,26 @@ def statement_cursor() -> Iterator[CursorWrapper]:
     with connection.wrap_database_errors:
         raw = binding(connection.connection)
     cursor = (
-        connection.make_debug_cursor(raw)
+        _LoggedStatements(raw, connection)
         if connection.queries_logged
         else connection.make_cursor(raw)
     )
     with cursor:
         yield cursor
+
+
+class _LoggedStatements(CursorDebugWrapper):
+    """Django's debug cursor, logging a statement's own text with its parameters: for a
+    statement bound on the server psycopg keeps no client-side text, so Django's would
+    log None."""
+
+    def execute(self, sql: Any, params: Any = None) -> Any:
+        with self.debug_sql(_composed(sql, params), params):
+            return super(CursorDebugWrapper, self).execute(sql, params)
+
+
+def _composed(sql: str, params: Any) -> str:
+    try:
+        return str(connection.ops.compose_sql(sql, params))
+    except Exception:
+        return sql  # a value the client-side composer cannot write: the text as sent

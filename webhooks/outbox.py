@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from lens.audit import canonical
 from lens.models import Agent
+from lens.sql import statement_cursor
 from webhooks import tasks
 from webhooks.core.topics import (
     APPROVAL_PENDING,
@@ -75,7 +76,7 @@ def endpoints_of(team_id: int) -> list[tuple[int, list[str], bool]]:
     writer at a time, which orders them alike.
     """
     lock = " ORDER BY id FOR UPDATE" if connection.vendor == "postgresql" else ""
-    with connection.cursor() as cursor:
+    with statement_cursor() as cursor:
         cursor.execute(
             f"SELECT id, events, waking FROM {_TABLE} WHERE team_id = %s{lock}", [team_id]
         )
