@@ -99,7 +99,7 @@ def write(
         if connection.vendor == "postgresql":
             # The bump and the version's insert as one statement (one round trip),
             # which adds the version only where compare-and-swap allows it.
-            version_params = [payload, size, line, stamp, if_version, if_version]
+            version_params: list[Any] = [payload, size, line, stamp, if_version, if_version]
             cursor.execute(_BUMP_AND_ADD, [team.pk, key, stamp, size, stamp, *version_params])
             key_id, version, added = cursor.fetchone()
         else:

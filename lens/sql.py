@@ -58,7 +58,8 @@ class _LoggedStatements(CursorDebugWrapper):
 
 
 def _composed(sql: str, params: Any) -> str:
+    ops: Any = connection.ops  # PostgreSQL's: compose_sql is not on the base class
     try:
-        return str(connection.ops.compose_sql(sql, params))
+        return str(ops.compose_sql(sql, params))
     except Exception:
         return sql  # a value the client-side composer cannot write: the text as sent
