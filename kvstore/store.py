@@ -31,7 +31,14 @@ from lens.core.errors import DomainError
 from lens.models import ApiToken, Team, hash_token
 from lens.rows import aware
 from lens.sql import statement_cursor
-from lens.tokens import TOKEN_FROM, TOKEN_SELECT, TOKEN_WHERE, TOKEN_WIDTH, token_from_row
+from lens.tokens import (
+    TOKEN_FROM,
+    TOKEN_SELECT,
+    TOKEN_WHERE,
+    TOKEN_WIDTH,
+    find_token,
+    token_from_row,
+)
 
 
 class StoreError(DomainError):
@@ -81,13 +88,7 @@ def write(
     the current version equals it (0: only if the key does not exist).
     """
     check_key(key)
-    size = runes(payload)
-    if size > PAYLOAD_MAX_RUNES:
-        raise PayloadTooLarge(
-            f"Payloads are limited to {PAYLOAD_MAX_RUNES} code points; this one has {size}.",
-            limit=PAYLOAD_MAX_RUNES,
-            runes=size,
-        )
+    size = _size(payload)
     now = timezone.now()
     stamp = connection.ops.adapt_datetimefield_value(now)
     line = first_line(payload)
@@ -108,23 +109,68 @@ def write(
             added = if_version is None or if_version == version - 1
             if added:
                 cursor.execute(_ADD_VERSION, [key_id, version, payload, size, line, stamp])
-        if not added:
-            # Raised inside the transaction: the bump is rolled back, nothing changes.
-            raise VersionConflict(
-                f"Key {key!r} is at version {version - 1}, not {if_version}.",
-                current_version=version - 1,
-            )
-        append_one(
-            team.pk,
-            actor,
-            Entry(
-                "kv.written",
-                "kv",
-                key,
-                details={"version": version, "runes": size, "sha256": payload_sha256(payload)},
-            ),
-        )
+        _record(team.pk, actor, key, payload, if_version, version, added)
     return Written(key=key, version=version, written_at=now, runes=size)
+
+
+def write_as(
+    raw_token: str, key: str, payload: str, if_version: int | None = None
+) -> Written | None:
+    """``write`` for whoever holds the API token ``raw_token``, the token named as the
+    actor: None when no live token is ``raw_token`` (revoked ones included, from the
+    next request on). On PostgreSQL the token's check is part of the write's first
+    statement, one round trip fewer. As the API checks a token before anything else, an
+    invalid key or an over-long payload is refused only for a live token."""
+    if connection.vendor != "postgresql" or key_problem(key) or runes(payload) > PAYLOAD_MAX_RUNES:
+        token = find_token(raw_token)
+        if token is None:
+            return None
+        return write(token.team, key, payload, if_version, Actor.for_token(token))
+    size = runes(payload)
+    now = timezone.now()
+    stamp = connection.ops.adapt_datetimefield_value(now)
+    params: list[Any] = [hash_token(raw_token), key, stamp, size, stamp]
+    params += [payload, size, first_line(payload), stamp, if_version, if_version]
+    with transaction.atomic(), statement_cursor() as cursor:
+        cursor.execute(_BUMP_AND_ADD_AS, params)
+        row = cursor.fetchone()
+        if row is None:
+            return None  # no live token: nothing was written, the transaction is empty
+        token = token_from_row(row)
+        _key_id, version, added = row[TOKEN_WIDTH:]
+        _record(token.team_id, Actor.for_token(token), key, payload, if_version, version, added)
+    return Written(key=key, version=version, written_at=now, runes=size)
+
+
+def _size(payload: str) -> int:
+    size = runes(payload)
+    if size > PAYLOAD_MAX_RUNES:
+        raise PayloadTooLarge(
+            f"Payloads are limited to {PAYLOAD_MAX_RUNES} code points; this one has {size}.",
+            limit=PAYLOAD_MAX_RUNES,
+            runes=size,
+        )
+    return size
+
+
+def _record(
+    team_id: int,
+    actor: Actor | str,
+    key: str,
+    payload: str,
+    if_version: int | None,
+    version: int,
+    added: bool,
+) -> None:
+    """The end of a write, in its transaction: the compare-and-swap's refusal (which
+    rolls the bump back, so nothing changes), or the write's audit event."""
+    if not added:
+        raise VersionConflict(
+            f"Key {key!r} is at version {version - 1}, not {if_version}.",
+            current_version=version - 1,
+        )
+    details = {"version": version, "runes": runes(payload), "sha256": payload_sha256(payload)}
+    append_one(team_id, actor, Entry("kv.written", "kv", key, details=details))
 
 
 def payload_sha256(payload: str) -> str:
@@ -133,28 +179,41 @@ def payload_sha256(payload: str) -> str:
 
 # The write path as plain SQL: the ORM's query building cost several times the two
 # statements it ran (agents write keys every session; see docs/performance.md).
-_BUMP_KEY = (
+_INSERT_KEY = (
     f"INSERT INTO {Key._meta.db_table} "
     '(team_id, "key", latest_version, latest_written_at, latest_runes, created_at) '
-    "VALUES (%s, %s, 1, %s, %s, %s) "
+)
+_OR_BUMP_KEY = (
     'ON CONFLICT (team_id, "key") DO UPDATE SET '
     f"latest_version = {Key._meta.db_table}.latest_version + 1, "
     "latest_written_at = excluded.latest_written_at, latest_runes = excluded.latest_runes "
     "RETURNING id, latest_version"
 )
+_BUMP_KEY = f"{_INSERT_KEY}VALUES (%s, %s, 1, %s, %s, %s) {_OR_BUMP_KEY}"
 _ADD_VERSION = (
     f"INSERT INTO {Version._meta.db_table} "
     "(key_id, version, payload, runes, first_line, written_at) VALUES (%s, %s, %s, %s, %s, %s)"
 )
 # PostgreSQL: both in one statement. The version is inserted only when no compare-and-
 # swap was asked (NULL) or the key was at the version asked; the answer says whether.
-_BUMP_AND_ADD = (
-    f"WITH bumped AS ({_BUMP_KEY}), added AS ("
+_ADD_IF_ALLOWED = (
     f"INSERT INTO {Version._meta.db_table} "
     "(key_id, version, payload, runes, first_line, written_at) "
     "SELECT id, latest_version, %s, %s, %s, %s FROM bumped "
-    "WHERE %s::bigint IS NULL OR latest_version = %s::bigint + 1 RETURNING 1) "
+    "WHERE %s::bigint IS NULL OR latest_version = %s::bigint + 1 RETURNING 1"
+)
+_BUMP_AND_ADD = (
+    f"WITH bumped AS ({_BUMP_KEY}), added AS ({_ADD_IF_ALLOWED}) "
     "SELECT id, latest_version, EXISTS (SELECT 1 FROM added) FROM bumped"
+)
+# The same for an API token's holder (``write_as``): the token's check first, and the
+# key written for its team. No row: no live token, and nothing was written.
+_BUMP_AND_ADD_AS = (
+    f"WITH tok AS ({TOKEN_SELECT}{TOKEN_FROM}{TOKEN_WHERE}), "
+    f"bumped AS ({_INSERT_KEY}SELECT team_id, %s, 1, %s, %s, %s FROM tok {_OR_BUMP_KEY}), "
+    f"added AS ({_ADD_IF_ALLOWED}) "
+    "SELECT tok.*, b.id, b.latest_version, EXISTS (SELECT 1 FROM added) "
+    "FROM tok LEFT JOIN bumped b ON true"
 )
 
 

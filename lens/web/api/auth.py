@@ -8,9 +8,8 @@ from typing import cast
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
-from lens.models import ApiToken, Team, hash_token
-from lens.sql import statement_cursor
-from lens.tokens import TOKEN_FROM, TOKEN_SELECT, TOKEN_WHERE, token_from_row
+from lens.models import ApiToken, Team
+from lens.tokens import find_token
 
 
 class ApiRequest(HttpRequest):
@@ -21,23 +20,6 @@ class ApiRequest(HttpRequest):
 
     auth: Team
     api_token: ApiToken
-
-
-# Every API call checks its token: one indexed lookup by digest, as plain SQL (building
-# the same query through the ORM cost ten times the query itself). Nothing is cached, so
-# a revoked token is refused from the next request on.
-_FIND_TOKEN = TOKEN_SELECT + TOKEN_FROM + TOKEN_WHERE
-
-
-def find_token(raw: str) -> ApiToken | None:
-    """The live (not revoked) API token ``raw`` is, with its team, or None: a lookup of
-    its digest. The API and the MCP server both check tokens with this."""
-    if not raw:
-        return None
-    with statement_cursor() as cursor:
-        cursor.execute(_FIND_TOKEN, [hash_token(raw)])
-        row = cursor.fetchone()
-    return None if row is None else token_from_row(row)
 
 
 # How a route finds the token a request carries: ``find_token``, or a lookup that also

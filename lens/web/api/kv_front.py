@@ -8,17 +8,17 @@ models cost about three times the read's one statement (``docs/performance.md``)
 
 This route answers only a request it can answer exactly as the API would, with the same
 pieces the API uses: the statement that checks the token and reads the key in one round
-trip (``kvstore.store.read_as``), the token check, body parser, body model and
-``store.write`` of a write, the API's renderer and error envelope, the HTTPS redirect and
-headers of Django's ``SecurityMiddleware``, the input guard, gzip for large answers and
-every security header. Anything else goes to Django untouched, which then answers it as
-always: another method or path, a query string it does not recognise, a body on a read
-or one over the limit, no bearer token at all, a request that would be redirected to
-HTTPS, an input the guard refuses, a write's body that the parser or the model refuses,
-an error from the database before anything was written. A token that is not live
-(unknown or revoked), a missing key or version, and every outcome of a write once it
-is tried are answered here, with the envelope and status the API's error handler
-writes: a write is never tried twice.
+trip (``kvstore.store.read_as``); the API's body parser and body model, and the write
+that checks the token in its first statement (``store.write_as``); the API's renderer
+and error envelope, the HTTPS redirect and headers of Django's ``SecurityMiddleware``,
+the input guard, gzip for large answers and every security header. Anything else goes
+to Django untouched, which then answers it as always: another method or path, a query
+string it does not recognise, a body on a read or one over the limit, no bearer token
+at all, a request that would be redirected to HTTPS, an input the guard refuses, a
+write's body that the parser or the model refuses, an error from the database during a
+read. A token that is not live (unknown or revoked), a missing key or version, and
+every outcome of a write once it is tried are answered here, with the envelope and
+status the API's error handler writes: a write is never tried twice.
 
 With tracing on (``OTEL_*``) the server does not put this route in front: every request
 then goes through Django's instrumentation and gets its span.
@@ -38,12 +38,10 @@ from django.middleware.security import SecurityMiddleware
 
 from kvstore import store
 from kvstore.core.keys import key_problem
-from lens.actors import Actor
 from lens.core.errors import DomainError
 from lens.serving.compression import compress_api_answer
 from lens.serving.envelope import from_domain
 from lens.serving.middleware import add_security_headers, request_problem
-from lens.web.api.auth import find_token
 from lens.web.api.errors import error_response, unauthorized, unexpected
 from lens.web.api.kv_routes import WriteIn, asked_version, value_out, written_out
 from lens.web.api.parser import JsonParser
@@ -162,19 +160,14 @@ def _read(request: WSGIRequest, token: str, key: str) -> HttpResponse | None:
 def _write(
     request: WSGIRequest, environ: dict[str, Any], token: str, key: str
 ) -> HttpResponse | None:
-    """``write_key``'s answer, in its order: the token, then the body, then the write.
-    None for Django only before anything is written: a query string, a body the parser
-    or ``WriteIn`` refuses (Django then refuses it in the same words), an error while
-    checking the token. Once the write is tried, its answer is given here, an unexpected
-    error included, as the API's handler gives it: a write is never made twice."""
+    """``write_key``'s answer. None for Django only before anything is written: a query
+    string, a body the parser or ``WriteIn`` refuses (Django then checks the token first
+    and refuses either in the API's words). Once the write is tried (``store.write_as``,
+    the token's check in its first statement on PostgreSQL), its answer is given here,
+    a token that is not live and an unexpected error included, as the API's handler
+    gives it: a write is never tried twice."""
     if request.META.get("QUERY_STRING"):
         return None
-    try:
-        found = find_token(token)
-    except Exception:
-        return None
-    if found is None:
-        return error_response(api, request, unauthorized())
     body = request.body
     environ["wsgi.input"] = io.BytesIO(body)  # for Django, should it answer after all
     try:
@@ -182,13 +175,13 @@ def _write(
     except Exception:
         return None
     try:
-        written = store.write(
-            found.team, key, fields.payload, fields.if_version, Actor.for_token(found)
-        )
+        written = store.write_as(token, key, fields.payload, fields.if_version)
     except DomainError as exc:
         return error_response(api, request, from_domain(exc))
     except Exception as exc:
         return error_response(api, request, unexpected(exc))
+    if written is None:
+        return error_response(api, request, unauthorized())
     status = 201 if written.version == 1 else 200
     return api.create_response(request, written_out(key, written).model_dump(), status=status)
 

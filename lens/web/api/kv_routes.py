@@ -14,7 +14,8 @@ from kvstore.bootstrap import bootstrap
 from kvstore.core.keys import key_problem
 from lens.actors import Actor
 from lens.models import ApiToken, Team
-from lens.web.api.auth import ApiRequest, TeamToken, find_token, team_of, token_of
+from lens.tokens import find_token
+from lens.web.api.auth import ApiRequest, TeamToken, team_of, token_of
 from lens.web.api.params import INT_MAX
 
 router = Router(tags=["key/value store"])

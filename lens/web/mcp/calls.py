@@ -11,7 +11,7 @@ from typing import Any
 from lens.core.errors import DomainError, error_body, invalid_input
 from lens.core.text import unstorable_path
 from lens.models import ApiToken
-from lens.web.api.auth import find_token
+from lens.tokens import find_token
 
 
 class Unauthorized(DomainError):

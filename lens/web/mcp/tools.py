@@ -46,7 +46,7 @@ from starlette.applications import Starlette
 from lens.core.errors import DomainError, error_body
 from lens.envconf import env_int
 from lens.models import ApiToken
-from lens.web.api.auth import find_token
+from lens.tokens import find_token
 from lens.web.api.kv_routes import Page, ReadParams, WriteIn
 from lens.web.api.memory_routes import ListParams
 from lens.web.api.rendering import iso_utc

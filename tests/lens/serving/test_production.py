@@ -252,7 +252,7 @@ def test_the_pool_checks_a_busy_connection_without_a_round_trip() -> None:
     # a connection (the pool has two to four).
     code = (
         "from django.db import connection; "
-        "from lens.web.api.auth import find_token\n"
+        "from lens.tokens import find_token\n"
         "for _ in range(40):\n"
         "    find_token('cl_none'); connection.close()\n"
         "c = connection.cursor(); c.execute('SELECT count(*) FROM pg_prepared_statements'); "

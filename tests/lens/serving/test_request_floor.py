@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from kvstore import store
 from lens.models import ApiToken, Team
-from lens.web.api.auth import find_token
+from lens.tokens import find_token
 from tests.api_calls import ApiClient
 from tests.lens.serving.test_production import run_django
 from tests.serving import run_python

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
 from lens.serving.telemetry import start_tracing
-from lens.web.api.auth import find_token
+from lens.tokens import find_token
 from lens.web.mcp import MCP_PATH
 
 # lens.web.mcp.tools (and with it the SDK, slow to import) loads only to serve.

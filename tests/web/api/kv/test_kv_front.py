@@ -263,13 +263,14 @@ def test_the_front_writes_as_the_api_does(raw: str, path: str, body: bytes) -> N
 
 
 def test_a_write_with_a_token_that_is_not_live_is_refused_first(raw: str) -> None:
-    for token, body in [("cl_nope", put_body(payload="x")), ("cl_nope", b"not json")]:
+    # A refused body goes to Django, which checks the token first: 401 either way.
+    for body, front in [(put_body(payload="x"), True), (b"not json", False)]:
         alone, served, by_front = write_both(
-            "/api/kv/must.a", body, {"Authorization": f"Bearer {token}"}
+            "/api/kv/must.a", body, {"Authorization": "Bearer cl_nope"}
         )
         assert served == alone
         assert served[0][0] == 401
-        assert by_front
+        assert by_front is front
 
 
 # (path, body, headers): each one Django answers, unchanged, having written nothing more.
@@ -313,7 +314,7 @@ def test_an_unexpected_error_in_a_write_is_answered_once_never_retried(
         calls.append("write")
         raise RuntimeError("the disk is full")
 
-    monkeypatch.setattr(store, "write", broken)
+    monkeypatch.setattr(store, "write_as", broken)
     served = ServedClient(raise_request_exception=False)
     answer = served.put(
         "/api/kv/must.a",
@@ -324,3 +325,19 @@ def test_an_unexpected_error_in_a_write_is_answered_once_never_retried(
     assert (answer.status_code, answer.json()["error"]["code"]) == (500, "internal_error")
     assert calls == ["write"]
     assert served.handler.answered
+
+
+def test_a_write_checks_its_token_in_its_own_first_statement_on_postgresql(raw: str) -> None:
+    served = ServedClient()
+    with CaptureQueriesContext(connection) as queries:
+        answer = served.put(
+            "/api/kv/must.a",
+            data=put_body(payload="three"),
+            content_type="application/json",
+            headers={"Authorization": f"Bearer {raw}"},
+        )
+    assert answer.status_code == 200
+    token_checks = [q for q in queries.captured_queries if "digest" in str(q["sql"])]
+    assert len(token_checks) == 1
+    if connection.vendor == "postgresql":
+        assert "INSERT INTO" in str(token_checks[0]["sql"])
