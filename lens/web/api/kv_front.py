@@ -35,6 +35,7 @@ from django.core.handlers.wsgi import WSGIRequest
 from django.db import close_old_connections
 from django.http import HttpResponse
 from django.middleware.security import SecurityMiddleware
+from django.utils.log import log_response
 
 from kvstore import store
 from kvstore.core.keys import key_problem
@@ -116,6 +117,11 @@ class KvFront:
         response = compress_api_answer(request, response)
         add_security_headers(request, response)
         self.security.process_response(request, response)
+        if response.status_code >= 400:
+            # As Django's handler logs every refusal (``django.request``).
+            log_response(
+                "%s: %s", response.reason_phrase, request.path, response=response, request=request
+            )
         return response, request
 
     def admitted(self, request: WSGIRequest) -> bool:

@@ -341,3 +341,29 @@ def test_a_write_checks_its_token_in_its_own_first_statement_on_postgresql(raw: 
     assert len(token_checks) == 1
     if connection.vendor == "postgresql":
         assert "INSERT INTO" in str(token_checks[0]["sql"])
+
+
+def test_refusals_are_logged_as_django_logs_them(
+    raw: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    def logged(client: Client, method: str, path: str, body: bytes = b"") -> list[tuple[str, str]]:
+        caplog.clear()
+        with caplog.at_level("WARNING", logger="django.request"):
+            getattr(client, method)(
+                path, data=body, content_type="application/json", headers=bearer
+            )
+        return [(r.levelname, r.getMessage()) for r in caplog.records]
+
+    bearer = {"Authorization": f"Bearer {raw}"}
+    conflict = put_body(payload="x", if_version=0)
+    for method, path, body in [
+        ("get", "/api/kv/must.b", b""),
+        ("get", "/api/kv/must.a?version=9", b""),
+        ("put", "/api/kv/must.a", conflict),
+    ]:
+        served = ServedClient()
+        assert logged(served, method, path, body) == logged(Client(), method, path, body)
+        assert served.handler.answered
+    assert logged(ServedClient(), "get", "/api/kv/must.b") == [
+        ("WARNING", "Not Found: /api/kv/must.b")
+    ]
