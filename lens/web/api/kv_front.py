@@ -11,7 +11,8 @@ pieces the API uses: the statement that checks the token and reads the key in on
 trip (``kvstore.store.read_as``); the API's body parser and body model, and the write
 that checks the token in its first statement (``store.write_as``); the API's renderer
 and error envelope, the HTTPS redirect and headers of Django's ``SecurityMiddleware``,
-the input guard, gzip for large answers and every security header. Anything else goes
+the input guard, gzip for large answers, every security header, and the log line
+Django writes for each refusal (``django.request``). Anything else goes
 to Django untouched, which then answers it as always: another method or path, a query
 string it does not recognise, a body on a read or one over the limit, no bearer token
 at all, a request that would be redirected to HTTPS, an input the guard refuses, a
