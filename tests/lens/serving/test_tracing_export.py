@@ -177,8 +177,14 @@ def every_lens_span(spans: list[ReceivedSpan]) -> bool:
     wanted = {"memory.save": 2, "lens.compose": 2, "lens.deliver": 1, "memory.decide": 1}
     servers = [span for span in spans if span.is_server]
     routes = {span.attributes.get("http.route") for span in servers}
-    return all(names.count(name) >= n for name, n in wanted.items()) and any(
-        route and "decide" in str(route) for route in routes
+    # A span can arrive a batch before its parent (the page the decision redirects to
+    # composes, and its request span ends later): wait for every lens span's parent too.
+    ids = {span.span_id for span in spans}
+    parented = all(span.parent_span_id in ids for span in spans if span.name in LENS_SPANS)
+    return (
+        parented
+        and all(names.count(name) >= n for name, n in wanted.items())
+        and any(route and "decide" in str(route) for route in routes)
     )
 
 
