@@ -496,6 +496,31 @@ def measure_mcp(
             )
 
 
+def mcp_without_front(
+    env: dict[str, str],
+    scratch: Path,
+    info: dict[str, str],
+    mcp_port: int,
+    title: str,
+    summary: list[str],
+) -> None:
+    """Each tool call through the front against the SDK's own session (``MCP_FRONT=0``),
+    two servers over the same database, alternating round by round."""
+    with serve_mcp({**env, "MCP_FRONT": "0"}, scratch) as session_port:
+        for pair in mcp_pairs(info):
+            measured = measure(Pair(pair.name, pair.ours, pair.ours), mcp_port, session_port, 1)
+            assert measured.etcd is not None
+            ratio = measured.ours.p50 / measured.etcd.p50
+            print(f"  {pair.name} through the front (MCP_FRONT=1) and the SDK's session")
+            print(row("front", measured.ours))
+            print(row("session", measured.etcd))
+            print(f"    ratio    p50 {ratio:.2f}×")
+            summary.append(
+                f"{title}: {pair.name} through the front against the SDK's session: "
+                f"p50 {ratio:.2f}×"
+            )
+
+
 def run_backend(kind: str, scratch: Path, etcd_port: int, summary: list[str]) -> None:
     title = "SQLite" if kind == "sqlite" else "PostgreSQL"
     with scratch_database(kind, scratch) as url:
@@ -510,6 +535,7 @@ def run_backend(kind: str, scratch: Path, etcd_port: int, summary: list[str]) ->
             if ONLY != "api":
                 with serve_mcp(env, scratch) as mcp_port:
                     measure_mcp(info, port, mcp_port, title, summary)
+                    mcp_without_front(env, scratch, info, mcp_port, title, summary)
             if ONLY == "mcp":
                 return
             etcd_put(etcd_port, info["read_key"], info["read_payload"])

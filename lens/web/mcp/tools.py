@@ -35,7 +35,7 @@ from django.db import close_old_connections
 from mcp.server.auth.middleware.auth_context import get_access_token
 from mcp.server.auth.provider import AccessToken, TokenVerifier
 from mcp.server.auth.settings import AuthSettings
-from mcp.server.lowlevel.server import RequestHandler
+from mcp.server.lowlevel.server import RequestHandler, Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
@@ -44,7 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 
 from lens.core.errors import DomainError, error_body
-from lens.envconf import env_int
+from lens.envconf import env_bool, env_int
 from lens.models import ApiToken
 from lens.tokens import find_token
 from lens.web.api.kv_routes import Page, ReadParams, WriteIn
@@ -52,6 +52,7 @@ from lens.web.api.memory_routes import ListParams
 from lens.web.api.rendering import iso_utc
 from lens.web.mcp import MCP_PATH, descriptions, operations
 from lens.web.mcp.agent_prompts import AgentPrompts
+from lens.web.mcp.call_front import CallFront
 from lens.web.mcp.calls import (
     INTERNAL_ERROR,
     UNAUTHORIZED,
@@ -91,6 +92,8 @@ TEAM_THREADS_VARIABLE = "MCP_TEAM_THREADS"
 # tokens never takes a thread a tool call could use, and a valid request's check does
 # not wait behind slow tool calls.
 TOKEN_THREADS = 2
+# MCP_FRONT=0 serves every request through the SDK's own session (``call_front``).
+FRONT_VARIABLE = "MCP_FRONT"
 
 
 def tool_threads() -> int:
@@ -283,6 +286,11 @@ class LensMCP(MCPServer[Any]):
         self.add_tool(fn, name=fn.__name__, description=description, annotations=annotations)
         self._parameters[fn.__name__] = frozenset(inspect.signature(fn).parameters)
 
+    @property
+    def lowlevel(self) -> Server[Any]:
+        """The SDK's protocol-level server under this one."""
+        return self._lowlevel_server
+
     async def for_caller(self, function: Callable[..., _T], *args: Any) -> _T:
         """``function(caller, *args)`` for the calling token on a pool thread, once its
         team has a turn (over HTTP, where many teams share the pool)."""
@@ -468,8 +476,12 @@ def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
 
 
-def http_app(host: str, port: int) -> Starlette:
-    """Streamable HTTP at ``/mcp``; 401 before anything runs without a valid token."""
+def http_app(host: str, port: int, *, front: bool | None = None) -> Starlette:
+    """Streamable HTTP at ``/mcp``; 401 before anything runs without a valid token.
+    A single tool call is answered by ``call_front`` unless ``front`` is False (default:
+    ``MCP_FRONT``, on)."""
+    if front is None:
+        front = env_bool(FRONT_VARIABLE, default=True)
     base = f"http://{_url_host(host)}:{port}"
     server = LensMCP(
         request_token,
@@ -481,9 +493,15 @@ def http_app(host: str, port: int) -> Starlette:
     )
     # Stateless: every request stands alone (and is authenticated alone), so any app
     # process behind a load balancer can answer it.
-    return server.streamable_http_app(
+    app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=host
     )
+    if front:
+        # Behind the body limit, in front of the session manager (``call_front``).
+        manager = server.session_manager
+        limit = manager.asgi_app
+        app.state.call_front = limit.app = CallFront(limit.app, server.lowlevel, manager)
+    return app
 
 
 def serve_http(host: str, port: int, announce: Callable[[str], None]) -> None:

@@ -81,9 +81,22 @@ def http_tools(
         yield McpTools(portal, client)
 
 
-@pytest.fixture(scope="module", params=["stdio", "http"])
+@pytest.fixture(scope="module")
+def legacy_tools(
+    portal: BlockingPortal, raws: Raws, http_url: str, django_db_blocker: Any
+) -> Iterator[McpTools]:
+    """The same, speaking the handshake era's protocol: each call is one POST that the
+    server's front answers (``lens.web.mcp.call_front``)."""
+    with django_db_blocker.unblock():
+        ensure_world(raws)
+    session = http_session(http_url, raws.ours, mode="legacy")
+    with portal.wrap_async_context_manager(session) as client:
+        yield McpTools(portal, client)
+
+
+@pytest.fixture(scope="module", params=["stdio", "http", "legacy"])
 def tools(request: pytest.FixtureRequest) -> McpTools:
-    """Our team's tools over each transport in turn."""
+    """Our team's tools over each transport in turn (HTTP in both protocol eras)."""
     found: McpTools = request.getfixturevalue(f"{request.param}_tools")
     return found
 

@@ -191,11 +191,14 @@ def stop(process: subprocess.Popen[bytes]) -> None:
 
 
 @asynccontextmanager
-async def http_session(url: str, raw: str) -> AsyncIterator[Client]:
-    """The SDK's streamable HTTP client, sending ``raw`` as the bearer token."""
+async def http_session(url: str, raw: str, mode: str = "auto") -> AsyncIterator[Client]:
+    """The SDK's streamable HTTP client, sending ``raw`` as the bearer token; ``mode``
+    "auto" speaks the newest protocol the server does (one self-contained request per
+    call), "legacy" opens with the initialize handshake, as most clients still do."""
     headers = {"Authorization": f"Bearer {raw}"}
     async with httpx2.AsyncClient(headers=headers, timeout=TIMEOUT) as http:
-        client = Client(streamable_http_client(url, http_client=http), read_timeout_seconds=TIMEOUT)
+        transport = streamable_http_client(url, http_client=http)
+        client = Client(transport, read_timeout_seconds=TIMEOUT, mode=mode)
         async with client:
             yield client
 
