@@ -280,27 +280,25 @@ def test_the_front_leaves_everything_else_to_the_session(
     assert row_counts() == before
 
 
+UNISSUED = "Bearer cl_" + "A" * 43
+
+
 @pytest.mark.parametrize(
-    "headers",
-    [{"Authorization": ""}, {"Authorization": "Bearer cl_" + "A" * 43}],
-    ids=["no token", "an unknown token"],
+    ("message", "headers", "status"),
+    [
+        (read("must.tone"), {"Authorization": ""}, 401),
+        (read("must.tone"), {"Authorization": UNISSUED}, 401),
+        (read("must.tone", payload="x" * 5_000_000), {}, 413),
+    ],
+    ids=["no token", "an unknown token", "a body over the limit"],
 )
-def test_a_request_without_a_live_token_never_reaches_the_front(
-    servers: Servers, filled: World, headers: dict[str, str]
-) -> None:
-    alone, answer, by_front = servers.both(read("must.tone"), "unused", **headers)
+def test_what_is_refused_before_the_front_never_reaches_it(
+    servers: Servers, raws: Raws, filled: World, message: Any, headers: dict[str, str],
+    status: int,
+) -> None:  # fmt: skip
+    alone, answer, by_front = servers.both(message, raws.ours, **headers)
     same(alone, answer)
-    assert answer.status == 401
-    assert not by_front
-
-
-def test_a_body_over_the_limit_never_reaches_the_front(
-    servers: Servers, raws: Raws, filled: World
-) -> None:
-    huge = read("must.tone", payload="x" * 5_000_000)
-    alone, answer, by_front = servers.both(huge, raws.ours)
-    same(alone, answer)
-    assert answer.status == 413
+    assert answer.status == status
     assert not by_front
 
 
