@@ -138,8 +138,10 @@ def test_cached_counts_are_the_same_counts() -> None:
 def test_the_longest_input_counts_in_bounded_time(text: str) -> None:
     # A request body is at most 1 MiB, so no prompt text is longer than this. Timed
     # against ordinary prose of the same length in the same moment, so a busy machine
-    # slows both alike: the worst of these takes under twice as long as prose, where a
-    # quadratic path would take thousands of times as long.
+    # slows both alike. One long pre-token is several times slower than prose (3-10x
+    # measured idle, up to 15x with the suite's other worker busy), because BPE merges
+    # within a piece in n log n; a quadratic path would take thousands of times as long,
+    # so the bound leaves room for the first and none for the second.
     prose = (f"{time.perf_counter_ns()} The quick brown fox jumps over the lazy dog. " * 23302)[
         : len(text)
     ]
@@ -149,7 +151,7 @@ def test_the_longest_input_counts_in_bounded_time(text: str) -> None:
     start = time.perf_counter()
     assert count_tokens(text) > 0
     took = time.perf_counter() - start
-    assert took < 8 * ordinary + 0.5, (took, ordinary)
+    assert took < 40 * ordinary + 1.0, (took, ordinary)
 
 
 # --- token ids (SPEC §17) ---------------------------------------------------------------
