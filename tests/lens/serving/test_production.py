@@ -18,10 +18,21 @@ from pathlib import Path
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection as db_connection
 
 from lens.envconf import Smtp, https_origins, smtp_settings
 from lens.web.pages.accounts import account_urlpatterns
-from tests.serving import ROOT, clean_env, manage, production, run_python, serving, strong_key
+from tests.serving import (
+    ROOT,
+    SESSION_DATABASE_URL,
+    clean_env,
+    manage,
+    production,
+    run_python,
+    serving,
+    strong_key,
+    with_database,
+)
 
 
 def run_django(code: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -246,10 +257,12 @@ def test_the_pool_serves_queries_on_postgresql() -> None:
     not os.environ.get("DATABASE_URL", "").startswith("postgres"),
     reason="needs the PostgreSQL of DATABASE_URL",
 )
+@pytest.mark.django_db
 def test_the_pool_checks_a_busy_connection_without_a_round_trip() -> None:
     # The pool hands connections out through lens.dbpool's check, and each keeps the
     # statements prepared on it: the token check runs prepared after five executions on
-    # a connection (the pool has two to four).
+    # a connection (the pool has two to four). On the suite's test database, whose
+    # tables exist (DATABASE_URL's own database may never have been migrated).
     code = (
         "from django.db import connection; "
         "from lens.tokens import find_token\n"
@@ -258,7 +271,8 @@ def test_the_pool_checks_a_busy_connection_without_a_round_trip() -> None:
         "c = connection.cursor(); c.execute('SELECT count(*) FROM pg_prepared_statements'); "
         "print(connection.pool._check.__name__, c.fetchone()[0] > 0)"
     )
-    result = run_django(code, DEBUG="1", DATABASE_URL=os.environ["DATABASE_URL"], DB_POOL="1")
+    url = with_database(SESSION_DATABASE_URL, str(db_connection.settings_dict["NAME"]))
+    result = run_django(code, DEBUG="1", DATABASE_URL=url, DB_POOL="1")
     assert result.returncode == 0, result.stderr
     assert result.stdout.split() == ["check_after_quiet", "True"]
 
