@@ -332,6 +332,55 @@ def _misfit(row: AuditEvent, expected: int, prev: str) -> str | None:
     return None
 
 
+# --- a head kept elsewhere --------------------------------------------------------------
+
+_HEX = frozenset("0123456789abcdef")
+
+
+def kept_head(found: Verified) -> str:
+    """The head ``found`` ended at, as ``verify_audit --expect`` takes it: ``SEQ:SHA256``."""
+    return f"{found.events}:{found.head}"
+
+
+def parse_kept_head(text: str) -> tuple[int, str]:
+    """``SEQ:SHA256`` as ``kept_head`` writes it; ValueError saying what is wrong."""
+    seq, colon, sha = text.strip().partition(":")
+    sha = sha.lower()
+    if not colon or not seq.isdecimal() or len(sha) != 64 or not set(sha) <= _HEX:
+        raise ValueError(
+            f"--expect takes SEQ:SHA256 as doctor prints it (an event number, a colon and "
+            f"64 hex digits), not {text[:100]!r}"
+        )
+    if int(seq) == 0 and sha != GENESIS:
+        raise ValueError("--expect 0: an empty log's head is 64 zeros")
+    return int(seq), sha
+
+
+def missing_head(team: Team, seq: int, sha256: str) -> str | None:
+    """What is wrong when ``team``'s log no longer holds event ``seq`` with hash
+    ``sha256`` (a head printed earlier and kept elsewhere); None when it does.
+
+    Run after ``verify`` passed, so the events it reaches are a whole chain: a kept
+    event gone means the log was cut back past it (with its head moved back, or
+    ``verify`` would have said so), and another hash at its number means the chain was
+    rewritten there or before. One index lookup."""
+    if seq == 0:
+        return None  # every log began at the empty one
+    stored = AuditEvent.objects.filter(team=team, seq=seq).values_list("sha256", flat=True)
+    found = stored.first()
+    if found is None:
+        last = AuditEvent.objects.filter(team=team).order_by("-seq").values_list("seq", flat=True)
+        return (
+            f"event {seq} is gone: the log was cut back to {last.first() or 0} events"
+        )
+    if found != sha256:
+        return (
+            f"event {seq} now has hash {found}, not {sha256}: the log was rewritten at or "
+            f"before event {seq}"
+        )
+    return None
+
+
 def verify_all(slug: str | None = None) -> Iterator[Verified]:
     teams = Team.objects.order_by("slug")
     if slug is not None:
