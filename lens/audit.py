@@ -393,8 +393,9 @@ def verify_all(slug: str | None = None) -> Iterator[Verified]:
 
 
 def allow_purge(team_id: int) -> None:
-    """Let the database delete ``team_id``'s events within this transaction (the team
-    is being deleted: ``lens.signals``)."""
+    """Let the database delete ``team_id``'s events and chain head within this
+    transaction (the team is being deleted: ``lens.signals``). On PostgreSQL only the
+    tables' owner may (``lens.audit_guard``): another login's team deletion stops here."""
     AuditPurge.objects.get_or_create(team_id=team_id)
 
 
