@@ -370,9 +370,7 @@ def missing_head(team: Team, seq: int, sha256: str) -> str | None:
     found = stored.first()
     if found is None:
         last = AuditEvent.objects.filter(team=team).order_by("-seq").values_list("seq", flat=True)
-        return (
-            f"event {seq} is gone: the log was cut back to {last.first() or 0} events"
-        )
+        return f"event {seq} is gone: the log was cut back to {last.first() or 0} events"
     if found != sha256:
         return (
             f"event {seq} now has hash {found}, not {sha256}: the log was rewritten at or "

@@ -249,10 +249,14 @@ class Intruder:
 
     def refused(self, *statements: str) -> str:
         """Run ``statements`` in one transaction: it must fail; the error's text."""
-        with pytest.raises(psycopg.Error) as caught, self.conn.transaction():
-            for statement in statements:
-                self.conn.execute(statement)  # type: ignore[arg-type]  # our own SQL
+        with pytest.raises(psycopg.Error) as caught:
+            self._in_one_transaction(statements)
         return str(caught.value)
+
+    def _in_one_transaction(self, statements: tuple[str, ...]) -> None:
+        with self.conn.transaction():
+            for statement in statements:
+                self.conn.execute(statement)
 
     def close(self) -> None:
         self.conn.close()
