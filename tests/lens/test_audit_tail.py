@@ -238,14 +238,18 @@ class Intruder:
             )
             cursor.execute(f"GRANT USAGE ON ALL SEQUENCES IN SCHEMA public TO {self.name}")
         settings = connection.settings_dict
-        self.conn = psycopg.connect(
-            host=settings["HOST"] or "127.0.0.1",
-            port=settings["PORT"] or 5432,
-            dbname=settings["NAME"],
-            user=self.name,
-            password=password,
-            autocommit=True,
-        )
+        try:
+            self.conn = psycopg.connect(
+                host=settings["HOST"] or "127.0.0.1",
+                port=settings["PORT"] or 5432,
+                dbname=settings["NAME"],
+                user=self.name,
+                password=password,
+                autocommit=True,
+            )
+        except psycopg.Error:
+            self._drop()
+            raise
 
     def refused(self, *statements: str) -> str:
         """Run ``statements`` in one transaction: it must fail; the error's text."""
@@ -260,6 +264,9 @@ class Intruder:
 
     def close(self) -> None:
         self.conn.close()
+        self._drop()
+
+    def _drop(self) -> None:
         with connection.cursor() as cursor:
             cursor.execute(f"DROP OWNED BY {self.name}")  # its grants on this database
             cursor.execute(f"DROP ROLE {self.name}")
