@@ -30,7 +30,14 @@ from memory.core.deliveries import parse_moment, sha256_hex
 from memory.core.report import DROP_REASON_HELP
 from memory.deliveries.ledger import last_delivery
 from memory.preview import preview_save
-from memory.queries import Provenance, promotion_states, provenance, record_briefs
+from memory.queries import (
+    Provenance,
+    last_change,
+    promotion_states,
+    provenance,
+    record_briefs,
+    with_last_change,
+)
 from memory.recall import InvalidMessage, recall
 
 
@@ -39,7 +46,11 @@ from memory.recall import InvalidMessage, recall
 def agent_list(request: AppRequest) -> HttpResponse:
     team = current_team(request)
     agents = (
-        list(with_config(Agent.objects.filter(team=team)).order_by("name", "slug")) if team else []
+        list(
+            with_last_change(with_config(Agent.objects.filter(team=team))).order_by("name", "slug")
+        )
+        if team
+        else []
     )
     compositions = compose_many(agents)
     waiting = pending_counts([agent for agent in agents if agent.protected])
@@ -48,6 +59,7 @@ def agent_list(request: AppRequest) -> HttpResponse:
             "agent": agent,
             "summary": summarise(compositions[agent.pk]),
             "pending_proposals": waiting.get(agent.pk, 0),
+            "last_change": last_change(agent),
         }
         for agent in agents
     ]
