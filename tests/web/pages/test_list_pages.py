@@ -171,9 +171,7 @@ def test_each_memory_is_counted_once_on_the_card(member_client: Client, story: S
     assert in_prompt + pending + left_out == total
 
 
-def test_the_card_says_when_the_agent_last_changed(
-    member_client: Client, wren: Agent
-) -> None:
+def test_the_card_says_when_the_agent_last_changed(member_client: Client, wren: Agent) -> None:
     """Not when its row was last saved (a re-run of the demo's seed): the newest revision
     or memory event."""
     long_ago = timezone.now() - timedelta(days=30)
