@@ -25,7 +25,7 @@ from lens.web.pages.memory_forms import TryMemoryForm
 from lens.web.pages.toolkit import AppRequest, current_team, get_agent_for_user
 from memory.as_of import compose_as_of, revision_at
 from memory.composition import compose, compose_many, summarise
-from memory.core.composition import Composition
+from memory.core.composition import Composition, counts_words
 from memory.core.deliveries import parse_moment, sha256_hex
 from memory.core.report import DROP_REASON_HELP
 from memory.deliveries.ledger import last_delivery
@@ -60,6 +60,7 @@ def agent_list(request: AppRequest) -> HttpResponse:
             "summary": summarise(compositions[agent.pk]),
             "pending_proposals": waiting.get(agent.pk, 0),
             "last_change": last_change(agent),
+            "counts_words": counts_words(compositions[agent.pk]),
         }
         for agent in agents
     ]
@@ -192,6 +193,7 @@ def _lens_prompt(
             "high": budget * 9 // 10,
         },
         "memories_in_prompt": len(set(in_prompt)),
+        "counts_words": counts_words(composition),
     }
 
 

@@ -13,6 +13,7 @@ from django.test import Client
 from django.utils import timezone
 
 from lens.models import Agent, Team
+from memory.core.composition import counts_words
 from tests.factories import (
     Story,
     composed,
@@ -215,3 +216,19 @@ def test_page_query_counts_do_not_grow_with_memories(
     assert Agent.objects.get(pk=wren.pk).memories.count() == 60
     with django_assert_max_num_queries(one, info=f"{path} with 60 memories"):
         assert member_client.get(path).status_code == 200
+
+
+def test_the_counts_say_what_they_count_alike_everywhere(
+    member_client: Client, admin_client: Client, story: Story
+) -> None:
+    """The cards, the lens header and the admin count sections and entries one way and
+    say what each number holds: the admin's section rows list authored entries only."""
+    composition = composed(story.agent)
+    words = counts_words(composition)
+    assert words.startswith("2 declared Background sections; the composed Background holds 4")
+    assert words.endswith(f"1 authored, {len(story.composed_ids)} from memory")
+    card = dom(member_client.get("/")).one("data-agent", "wren").descendants()
+    assert next(e for e in card if "data-counts" in e.attrs).get("title") == words
+    assert dom(member_client.get("/agents/wren/")).one("data-counts").get("title") == words
+    admin_page = admin_client.get(f"/admin/lens/agent/{story.agent.pk}/change/")
+    assert f"{composition.counts.label()} ({words})" in admin_page.content.decode()
