@@ -195,7 +195,9 @@ def test_compare_by_id_is_a_form_of_its_own(member_client: Client, wren: Agent) 
     assert (field.get("name"), field.ancestor("form")) == ("against", form)
     assert "required" in field.attrs
     assert field.get("pattern") == "[0-9a-z]{1,32}"
-    assert "open" in field.ancestor("details").attrs
+    details = field.ancestor("details")
+    assert details is not None
+    assert "open" in details.attrs
 
 
 def test_compare_offers_at_most_the_newest_twenty(member_client: Client, wren: Agent) -> None:
@@ -222,7 +224,9 @@ def test_comparing_with_an_unknown_or_another_teams_delivery_is_a_form_error(
         error = page.one("data-compare-error")
         assert error.squashed.startswith(f"No delivery {against[:40]!r} of {wren.name}"), against
         assert page.one("id", "compare-id").get("aria-invalid") == "true"
-        assert "open" in page.one("id", "compare-id").ancestor("details").attrs
+        details = page.one("id", "compare-id").ancestor("details")
+        assert details is not None
+        assert "open" in details.attrs
     # Someone who may not see the delivery learns nothing, whatever they compare with.
     assert stranger_client.get(diff, {"against": "zzzzzzzz"}).status_code == 404
     assert b"data-compare-error" not in stranger_client.get(diff, {"against": "zz"}).content
