@@ -191,11 +191,14 @@ def composed_memory_ids(agent: Agent) -> frozenset[str]:
 
 
 def summarise(composition: Composition) -> dict[str, object]:
-    """The one-line facts the agents list shows: counts, pending and dropped memories."""
+    """The one-line facts the agents list shows: counts, then each memory once: in the
+    prompt, pending, or dropped for any other reason (a pending memory is a drop too,
+    so ``dropped`` leaves those out: the card adds the three up to every memory)."""
     by_reason = composition.report.stats.drops_by_reason
+    pending = by_reason.get("awaiting-approval", 0)
     return {
         "counts": composition.counts,
-        "pending": by_reason.get("awaiting-approval", 0),
-        "dropped": sum(by_reason.values()),
+        "pending": pending,
+        "dropped": sum(by_reason.values()) - pending,
         "composed": composition.report.stats.composed,
     }

@@ -8,11 +8,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, cast
 
-from django.db.models import QuerySet
+from django.db.models import OuterRef, QuerySet, Subquery
 from django.db.models.functions import Length, Substr
 from pydantic import ValidationError
 
-from lens.models import Agent
+from lens.models import Agent, Revision
 from lens.rows import aware, json_values, raw_rows
 from memory import search
 from memory.core.records import MemoryView, stored_problem, stored_readable
@@ -332,3 +332,26 @@ def reopenings(record_ids: Iterable[str]) -> dict[str, Reopening]:
         "at", "id"
     )
     return latest_reopenings(events.values_list("record_id", "actor", "at", "detail"))
+
+
+def with_last_change(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
+    """Each agent with ``last_revised`` and ``last_memory_event``: when its declarations
+    last changed and when anything last happened to one of its memories (saved, decided,
+    erased...). Two correlated subqueries in the agents' own statement, each one probe of
+    an (agent, time) index, so a list of agents costs no query more."""
+    revised = Revision.objects.filter(agent=OuterRef("pk")).order_by("-created_at")
+    touched = MemoryEvent.objects.filter(agent=OuterRef("pk")).order_by("-at")
+    return queryset.annotate(
+        last_revised=Subquery(revised.values("created_at")[:1]),
+        last_memory_event=Subquery(touched.values("at")[:1]),
+    )
+
+
+def last_change(agent: Agent) -> datetime:
+    """The latest of an agent's changes that ``with_last_change`` read (its row's own
+    ``updated_at`` before either exists)."""
+    moments = [
+        getattr(agent, "last_revised", None),
+        getattr(agent, "last_memory_event", None),
+    ]
+    return max((m for m in moments if m is not None), default=agent.updated_at)

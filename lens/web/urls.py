@@ -12,6 +12,7 @@ from lens.web.pages import (
     delivery_pages,
     drop_pages,
     erasure_pages,
+    favicon,
     kv_pages,
     login_forms,
     memory_pages,
@@ -24,6 +25,7 @@ from lens.web.pages.accounts import account_urlpatterns
 
 urlpatterns = [
     path("healthz", health.healthz, name="healthz"),
+    path("favicon.ico", favicon.favicon, name="favicon"),
     # First after the probe: agents call the API far more often than people open pages,
     # and URL resolution tries the patterns in order.
     path("api/", api.urls),

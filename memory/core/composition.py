@@ -6,7 +6,7 @@ from __future__ import annotations
 from pydantic import BaseModel, ConfigDict
 
 from lens.core.background import Background
-from lens.core.counts import Counts
+from lens.core.counts import Counts, plural
 from lens.core.prompt import Prompt, PromptTokens
 from memory.core.report import RoutingReport
 
@@ -28,3 +28,20 @@ class Composition(BaseModel):
     report: RoutingReport
     counts: Counts
     tokens: PromptTokens
+
+
+def counts_words(composition: Composition) -> str:
+    """What ``N sections · M entries`` counts, in words, the same on the lens, the agents
+    list and the admin: the declared Background sections, and the composed Background's
+    entries, authored and from memory (each composed memory is one entry)."""
+    counts = composition.counts
+    memories = composition.report.stats.composed
+    sections = plural(
+        counts.sections, "declared Background section", "declared Background sections"
+    )
+    entries = plural(counts.entries, "entry", "entries")
+    authored = max(counts.entries - memories, 0)
+    return (
+        f"{sections}; the composed Background holds {entries}:"
+        f" {authored} authored, {memories} from memory"
+    )

@@ -124,3 +124,59 @@ def test_every_page_fits_the_screen_with_long_unbroken_strings(
         assert too_wide == {}
     finally:
         context.close()
+
+
+# Tables whose box (or the box that scrolls them) is narrower than what they hold: on a
+# desktop, a column cut off at the card's edge or a scroll bar under the table.
+CLIPPED_TABLES = """() => [...document.querySelectorAll("table")].flatMap(table => {
+  const box = table.parentElement.classList.contains("table-scroll") ? table.parentElement : table;
+  const overflow = box.scrollWidth - box.clientWidth;
+  const card = table.closest(".card") || table;
+  const past = [...table.querySelectorAll("td:last-child, th:last-child")]
+    .filter(cell => cell.getBoundingClientRect().right > card.getBoundingClientRect().right + 0.5);
+  return overflow > 0 || past.length
+    ? [`${table.className}: ${overflow}px hidden, ${past.length} last cells past the card`] : [];
+})"""
+
+
+def test_the_audit_log_and_the_timeline_show_every_column_on_a_desktop(
+    live_server: Any, browser: Any
+) -> None:
+    call_command("seed_demo", "--force", verbosity=0)
+    context = browser.new_context(viewport={"width": 1440, "height": 900})
+    page = context.new_page()
+    try:
+        login(page, live_server.url, "demo", "demo")
+        clipped = {}
+        for path in ("/audit/", "/agents/wren/deliveries/"):
+            page.goto(f"{live_server.url}{path}")
+            if found := page.evaluate(CLIPPED_TABLES):
+                clipped[path] = found
+        assert clipped == {}
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("width", [390, 1440])
+def test_the_routing_report_is_reached_by_the_page_s_own_scroll(
+    live_server: Any, browser: Any, width: int
+) -> None:
+    """No column scrolling inside the scrolling page; on a phone, a link jumps to it."""
+    call_command("seed_demo", "--force", verbosity=0)
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    try:
+        login(page, live_server.url, "demo", "demo")
+        page.goto(f"{live_server.url}/agents/wren/")
+        side = page.locator(".lens-layout > .side")
+        assert side.evaluate("el => getComputedStyle(el).overflowY") == "visible"
+        jump = page.locator("[data-jump-report]")
+        assert jump.is_visible() == (width < 1000)
+        if width < 1000:
+            jump.click()
+            page.wait_for_url("**#drops")
+            assert page.locator("#drops-h").is_visible()
+        waiting = page.locator('[data-drop-group="awaiting-approval"]')
+        assert waiting.get_attribute("open") is not None
+    finally:
+        context.close()

@@ -48,7 +48,9 @@ from lens.web.admin.line_breaks import AsTypedFields, LineBreaksAdmin
 from lens.web.admin.ordering import MOVE_FIELD, OrderedRowsAdmin
 from lens.web.admin.row_names import NamedRowsInline
 from lens.web.pages.login_forms import ThrottledAdminLogin
+from memory.composition import compose
 from memory.configuring import apply_preset
+from memory.core.composition import counts_words
 from memory.core.presets import Preset
 from memory.registry import preset_specs
 
@@ -226,12 +228,23 @@ class AgentAdmin(RecordsRevisions, LineBreaksAdmin[Agent], OrderedRowsAdmin[Agen
                     "recall_pinned_candidates",
                     "protected",
                     "model",
+                    "counts",
                 ]
             },
         ),
         ("Role", {"fields": ["persona", "tone", "objective", "manual"]}),
     ]
+    readonly_fields = ["counts"]
     inlines = [SectionDeclarationInline, CapabilityInline, AwarenessSourceInline]
+
+    @admin.display(description="Counts")
+    def counts(self, agent: Agent) -> str:
+        """``N sections · M entries`` as the lens and the agents list count them, and what
+        each number holds: the section rows below list authored entries only."""
+        if agent.pk is None:
+            return "Counted once the agent is saved."
+        composition = compose(agent)
+        return f"{composition.counts.label()} ({counts_words(composition)})"
 
     def delete_model(self, request: HttpRequest, obj: Agent) -> None:
         with transaction.atomic():

@@ -25,12 +25,19 @@ from lens.web.pages.memory_forms import TryMemoryForm
 from lens.web.pages.toolkit import AppRequest, current_team, get_agent_for_user
 from memory.as_of import compose_as_of, revision_at
 from memory.composition import compose, compose_many, summarise
-from memory.core.composition import Composition
+from memory.core.composition import Composition, counts_words
 from memory.core.deliveries import parse_moment, sha256_hex
 from memory.core.report import DROP_REASON_HELP
 from memory.deliveries.ledger import last_delivery
 from memory.preview import preview_save
-from memory.queries import Provenance, promotion_states, provenance, record_briefs
+from memory.queries import (
+    Provenance,
+    last_change,
+    promotion_states,
+    provenance,
+    record_briefs,
+    with_last_change,
+)
 from memory.recall import InvalidMessage, recall
 
 
@@ -39,7 +46,11 @@ from memory.recall import InvalidMessage, recall
 def agent_list(request: AppRequest) -> HttpResponse:
     team = current_team(request)
     agents = (
-        list(with_config(Agent.objects.filter(team=team)).order_by("name", "slug")) if team else []
+        list(
+            with_last_change(with_config(Agent.objects.filter(team=team))).order_by("name", "slug")
+        )
+        if team
+        else []
     )
     compositions = compose_many(agents)
     waiting = pending_counts([agent for agent in agents if agent.protected])
@@ -48,6 +59,8 @@ def agent_list(request: AppRequest) -> HttpResponse:
             "agent": agent,
             "summary": summarise(compositions[agent.pk]),
             "pending_proposals": waiting.get(agent.pk, 0),
+            "last_change": last_change(agent),
+            "counts_words": counts_words(compositions[agent.pk]),
         }
         for agent in agents
     ]
@@ -180,6 +193,7 @@ def _lens_prompt(
             "high": budget * 9 // 10,
         },
         "memories_in_prompt": len(set(in_prompt)),
+        "counts_words": counts_words(composition),
     }
 
 

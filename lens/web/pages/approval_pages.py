@@ -307,6 +307,9 @@ def decide_one(request: AppRequest, record_id: str) -> HttpResponse:
     if request.htmx:
         return _decided_row(request, record, team, notice, outcome, undo=offer)
     (messages.warning if outcome == "stale" else messages.success)(request, notice)
+    if request.POST.get("back") == "memory":
+        # Decided on the memory's own page: back to it, showing the decision.
+        return redirect(f"{reverse('memory-detail', args=[record.pk])}?team={team.slug}")
     _remember(request, offer)
     return _back_to_queue(request, team)
 

@@ -137,7 +137,13 @@ def timeline(request: AppRequest, slug: str) -> HttpResponse:
 @login_required
 def delivery_detail(request: AppRequest, delivery_id: str) -> HttpResponse:
     """The prompt exactly as delivered, each memory marked with what happened since."""
-    delivery = get_delivery_for_user(request, delivery_id)
+    return _detail_page(request, get_delivery_for_user(request, delivery_id))
+
+
+def _detail_page(
+    request: AppRequest, delivery: Delivery, compare_error: str = "", status: int = 200
+) -> HttpResponse:
+    """The delivery's page; ``compare_error`` says why "Compare with…" found nothing."""
     agent = get_agent_for_user(request, delivery.agent.slug)
     composition = composition_of(delivery.composition)
     memory_ids = sorted(delivery.composition.memory_ids.split())
@@ -171,9 +177,10 @@ def delivery_detail(request: AppRequest, delivery_id: str) -> HttpResponse:
         ),
         "live_differs": live.prompt.text != composition.prompt.text,
         **_around(delivery, agent),
+        "compare_error": compare_error,
         "nav": "agents",
     }
-    return render(request, "memory/delivery_detail.html", context)
+    return render(request, "memory/delivery_detail.html", context, status=status)
 
 
 def _around(delivery: Delivery, agent: Agent) -> dict[str, Any]:
@@ -283,8 +290,22 @@ def _download_url(name: str, delivery_id: str, against: str | None = None) -> st
 @require_GET
 @login_required
 def delivery_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
-    """``against`` (default: the previous delivery) → this delivery, and why."""
-    found, against = _found_diff(request, delivery_id)
+    """``against`` (default: the previous delivery) → this delivery, and why. An
+    ``against`` that is no delivery of the same agent (unknown, mistyped, another
+    team's) is a form error on the delivery's own page, still a 404."""
+    try:
+        found, against = _found_diff(request, delivery_id)
+    except Http404:
+        asked = request.GET.get("against") or ""
+        if not asked:
+            raise
+        # Raises the same 404 for anyone who may not see the delivery itself.
+        delivery = get_delivery_for_user(request, delivery_id)
+        problem = (
+            f"No delivery {asked[:40]!r} of {delivery.agent.name} to compare with: pick one"
+            " of the recent deliveries, or copy an id from the timeline."
+        )
+        return _detail_page(request, delivery, compare_error=problem, status=404)
     agent = get_agent_for_user(request, found.after.agent.slug)
     download = _download_url("delivery-diff-download", found.after.id, against)
     context = _diff_context(agent, found.comparison, found.before, found.after, download)

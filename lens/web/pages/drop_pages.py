@@ -88,9 +88,14 @@ def group_url(agent: Agent, reason: str, moment: datetime | None = None, page: i
     return f"{url}?{urlencode(query)}" if query else url
 
 
+# Drops a reviewer can act on: their group starts open on the lens, whatever its place.
+ACTIONABLE = frozenset({"awaiting-approval"})
+
+
 def _group_head(reason: str, count: int) -> dict[str, Any]:
     return {
         "reason": reason,
+        "actionable": reason in ACTIONABLE,
         "title": group_title(reason),
         "tone": tone_of(reason),
         "count": f"{count:,}",

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 from django import template
-from django.utils.html import conditional_escape
+from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
 register = template.Library()
@@ -35,3 +37,25 @@ def word_diff_html(parts: list[tuple[str, str]]) -> SafeString:
         start, end = _WORD_TAGS[op]
         out.append(f"{start}{conditional_escape(words)}{end}")
     return mark_safe(" ".join(out))  # noqa: S308  # every run escaped above
+
+
+# How ``lens.actors.Actor.for_token`` labels a token: its prefix, then its name if any.
+_TOKEN_LABEL = re.compile(r"token (?P<prefix>\S+)…(?: \((?P<name>.+)\))?", re.DOTALL)
+
+
+@register.filter
+def actor(label: str | None) -> SafeString:
+    """Who did something, in a row: a token's label (``token cl_OrAbRfD… (demo seed)``)
+    shows as its name after a small "token" mark, the whole label in its title, so rows
+    stay narrow; a person's name, ``system`` and any other label as they are. Labels are
+    at most 200 characters (``lens.actors.LABEL_MAX``), so the match is bounded."""
+    text = label or ""
+    found = _TOKEN_LABEL.fullmatch(text)
+    if found is None:
+        return conditional_escape(text)
+    shown = found["name"] or f"{found['prefix']}…"
+    return format_html(
+        '<span class="actor-token" title="{}"><span class="actor-kind">token</span> {}</span>',
+        text,
+        shown,
+    )

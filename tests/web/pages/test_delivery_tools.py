@@ -162,46 +162,74 @@ def test_deliveries_a_microsecond_apart_are_neighbours(member_client: Client, wr
 # --- compare with… --------------------------------------------------------------------
 
 
-def test_the_compare_form_goes_to_the_diff_page_and_suggests_recent_deliveries(
+def test_the_compare_form_offers_recent_deliveries_to_pick_from(
     member_client: Client, wren: Agent
 ) -> None:
     first = delivered(wren, session="first-session")
+    previous = delivered(wren)
     shown = delivered(wren)
     page = dom(member_client.get(f"/deliveries/{shown.id}/"))
     form = page.one("data-compare-form")
     assert (form.get("method"), form.get("action")) == ("get", f"/deliveries/{shown.id}/diff/")
-    field = page.one("name", "against", tag="input")
-    assert field.ancestor("form") is form
-    assert "required" in field.attrs
-    assert field.get("pattern") == "[0-9a-z]{1,32}"
-    options = [
-        e for e in page.all("id", "compare-suggestions")[0].descendants() if e.tag == "option"
-    ]
-    # Every delivery but the one shown.
-    assert [o.get("value") for o in options] == [first.id]
-    assert "first-session" in (options[0].get("label") or "")
+    picker = page.one("id", "compare-against")
+    assert (picker.tag, picker.get("name"), picker.ancestor("form")) == ("select", "against", form)
+    options = [e for e in picker.descendants() if e.tag == "option"]
+    # Every delivery but the one shown, newest first, the previous one chosen.
+    assert [o.get("value") for o in options] == [previous.id, first.id]
+    assert "selected" in options[0].attrs
+    assert "(previous)" in options[0].squashed
+    assert "first-session" in options[1].squashed
 
     compared = member_client.get(form.get("action") or "", {"against": first.id})
     assert compared.status_code == 200
 
 
-def test_compare_suggests_at_most_the_newest_twenty(member_client: Client, wren: Agent) -> None:
+def test_compare_by_id_is_a_form_of_its_own(member_client: Client, wren: Agent) -> None:
+    shown = delivered(wren)
+    page = dom(member_client.get(f"/deliveries/{shown.id}/"))
+    # The first delivery has nothing to pick: the form by id is open.
+    assert page.all("data-compare-form") == []
+    form = page.one("data-compare-id-form")
+    assert form.get("action") == f"/deliveries/{shown.id}/diff/"
+    field = page.one("id", "compare-id")
+    assert (field.get("name"), field.ancestor("form")) == ("against", form)
+    assert "required" in field.attrs
+    assert field.get("pattern") == "[0-9a-z]{1,32}"
+    details = field.ancestor("details")
+    assert details is not None
+    assert "open" in details.attrs
+
+
+def test_compare_offers_at_most_the_newest_twenty(member_client: Client, wren: Agent) -> None:
     shown = delivered(wren)
     _bulk(wren, shown, COMPARE_SUGGESTIONS + 5)
     page = dom(member_client.get(f"/deliveries/{shown.id}/"))
-    options = [e for e in page.one("id", "compare-suggestions").descendants() if e.tag == "option"]
+    options = [e for e in page.one("id", "compare-against").descendants() if e.tag == "option"]
     assert len(options) == COMPARE_SUGGESTIONS
     assert shown.id not in {o.get("value") for o in options}
 
 
-def test_comparing_with_an_unknown_or_another_teams_delivery_is_404(
-    member_client: Client, client: Client, other_team: Team, wren: Agent
+def test_comparing_with_an_unknown_or_another_teams_delivery_is_a_form_error(
+    member_client: Client, client: Client, stranger_client: Client, other_team: Team, wren: Agent
 ) -> None:
+    """The delivery's own page, saying why, never a bare 404 (or Django's debug page)."""
     mine = delivered(wren)
     theirs = delivered(create_agent(other_team, "wren", memory_config()))
     diff = f"/deliveries/{mine.id}/diff/"
     for against in (theirs.id, "zzzzzzzz", "0" * 33, "<script>"):
-        assert member_client.get(diff, {"against": against}).status_code == 404, against
+        response = member_client.get(diff, {"against": against})
+        assert response.status_code == 404, against
+        page = dom(response, 404)
+        assert page.one("data-prompt-sha256").text == mine.composition.prompt_sha256
+        error = page.one("data-compare-error")
+        assert error.squashed.startswith(f"No delivery {against[:40]!r} of {wren.name}"), against
+        assert page.one("id", "compare-id").get("aria-invalid") == "true"
+        details = page.one("id", "compare-id").ancestor("details")
+        assert details is not None
+        assert "open" in details.attrs
+    # Someone who may not see the delivery learns nothing, whatever they compare with.
+    assert stranger_client.get(diff, {"against": "zzzzzzzz"}).status_code == 404
+    assert b"data-compare-error" not in stranger_client.get(diff, {"against": "zz"}).content
     response = client.get(diff, {"against": mine.id})
     assert response.status_code == 302
     assert response["Location"].startswith("/accounts/login/")

@@ -123,3 +123,22 @@ def test_the_lens_and_a_group_page_cost_the_same_queries_past_100_drops(
     assert len(listed(page, "over-budget")) == 100
     with django_assert_max_num_queries(len(few_group)):
         assert member_client.get(f"{GROUP}?page=2").status_code == 200
+
+
+def test_the_waiting_group_starts_open_wherever_it_stands(
+    member_client: Client, member: User, wren: Agent
+) -> None:
+    """What a reviewer can act on is never folded away: the first group and every
+    actionable one start open, the rest closed."""
+    every_drop(wren, member, 1)
+    groups = lens(member_client).all("data-drop-group")
+    reasons = [g.get("data-drop-group") for g in groups]
+    assert reasons.index(WAITING) > 0  # another group comes first
+    opened = {g.get("data-drop-group") for g in groups if "open" in g.attrs}
+    assert opened == {reasons[0], WAITING}
+
+
+def test_phones_get_a_jump_link_to_the_report(member_client: Client, wren: Agent) -> None:
+    remember(wren, "preference", "Dark theme.", label="theme")
+    links = lens(member_client).one("aria-label", "On this page")
+    assert [e.get("href") for e in links.descendants() if e.tag == "a"] == ["#outline", "#drops"]

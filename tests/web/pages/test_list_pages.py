@@ -4,13 +4,16 @@
 
 from __future__ import annotations
 
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from django.utils import timezone
 
 from lens.models import Agent, Team
+from memory.core.composition import counts_words
 from tests.factories import (
     Story,
     composed,
@@ -119,7 +122,8 @@ def test_the_agents_list_shows_pending_and_dropped_counts(
     assert pending.squashed == "1 pending"
     # The pending pill opens the approval queue for this agent.
     assert pending.get("href") == "/approvals/?agent=wren"
-    assert dropped.squashed == f"{len(story.expected_drops)} not in the prompt"
+    # Each memory counted once: the pending one is not among those left out.
+    assert dropped.squashed == f"{len(story.expected_drops) - 1} left out"
     assert len(composition.report.drops) == len(story.expected_drops)
     composed_count = next(e for e in inside if "data-composed-count" in e.attrs)
     assert composed_count.text == str(len(story.composed_ids))
@@ -155,6 +159,36 @@ def test_an_agent_with_nothing_dropped_shows_no_drop_counts(
     assert page.one("data-composed-count").text == "1"
 
 
+def test_each_memory_is_counted_once_on_the_card(member_client: Client, story: Story) -> None:
+    card = dom(member_client.get("/")).one("data-agent", "wren").descendants()
+
+    def shown(hook: str) -> int:
+        return int(next(e for e in card if hook in e.attrs).squashed.split()[0])
+
+    total = story.agent.memories.count()
+    in_prompt, pending, left_out = (
+        shown(hook) for hook in ("data-composed-count", "data-pending-count", "data-dropped-count")
+    )
+    assert in_prompt + pending + left_out == total
+
+
+def test_the_card_says_when_the_agent_last_changed(member_client: Client, wren: Agent) -> None:
+    """Not when its row was last saved (a re-run of the demo's seed): the newest revision
+    or memory event."""
+    long_ago = timezone.now() - timedelta(days=30)
+    Agent.objects.filter(pk=wren.pk).update(updated_at=long_ago)
+    wren.revisions.update(created_at=long_ago)
+
+    def last_change() -> datetime:
+        shown = dom(member_client.get("/")).one("data-last-change")
+        return datetime.fromisoformat(shown.get("datetime") or "")
+
+    assert last_change() == long_ago
+    remember(wren, "profile", "Mira", label="name")
+    saved = wren.memory_events.latest("at").at
+    assert last_change() == saved
+
+
 # --- query counts ------------------------------------------------------------------
 
 
@@ -182,3 +216,19 @@ def test_page_query_counts_do_not_grow_with_memories(
     assert Agent.objects.get(pk=wren.pk).memories.count() == 60
     with django_assert_max_num_queries(one, info=f"{path} with 60 memories"):
         assert member_client.get(path).status_code == 200
+
+
+def test_the_counts_say_what_they_count_alike_everywhere(
+    member_client: Client, admin_client: Client, story: Story
+) -> None:
+    """The cards, the lens header and the admin count sections and entries one way and
+    say what each number holds: the admin's section rows list authored entries only."""
+    composition = composed(story.agent)
+    words = counts_words(composition)
+    assert words.startswith("2 declared Background sections; the composed Background holds 4")
+    assert words.endswith(f"1 authored, {len(story.composed_ids)} from memory")
+    card = dom(member_client.get("/")).one("data-agent", "wren").descendants()
+    assert next(e for e in card if "data-counts" in e.attrs).get("title") == words
+    assert dom(member_client.get("/agents/wren/")).one("data-counts").get("title") == words
+    admin_page = admin_client.get(f"/admin/lens/agent/{story.agent.pk}/change/")
+    assert f"{composition.counts.label()} ({words})" in admin_page.content.decode()

@@ -155,3 +155,44 @@ def test_the_team_page_edits_a_members_role(admin_client: Client, team: Team, me
     assert response.status_code == 302
     assert Membership.objects.get(team=team, user=member).role == Role.REVIEWER
     assert can_review(member, team)
+
+
+def test_a_pending_memory_s_page_lets_a_reviewer_decide_it_there(
+    ria: User, member: User, queues: dict[str, Agent], stranger_client: Client
+) -> None:
+    waiting = [preference(queues["acme"], f"Acme {i}.", label=f"a{i}") for i in range(2)]
+    page_of = f"/memories/{waiting[0]}/"
+    # A plain member sees the way to the queue, not the buttons.
+    plain = dom(logged_in(member).get(page_of))
+    assert plain.all("data-decide-here") == []
+    client = logged_in(ria)
+    page = dom(client.get(page_of))
+    form = page.one("data-decide-here")
+    assert form.get("action") == f"/approvals/{waiting[0]}/decide/"
+    buttons = {e.squashed for e in form.descendants() if e.tag == "button"}
+    assert buttons == {"Approve", "Reject"}
+
+    hidden = {
+        e.get("name") or "": e.get("value") or ""
+        for e in form.descendants()
+        if e.tag == "input" and e.get("type") == "hidden" and e.get("name") != "csrfmiddlewaretoken"
+    }
+    assert hidden == {"team": "acme", "back": "memory"}
+    approved = client.post(form.get("action") or "", {**hidden, "decision": "approve"})
+    # Back on the memory's page, which says so.
+    assert approved.status_code == 302
+    assert approved["Location"] == f"{page_of}?team=acme"
+    assert promotion_of(waiting[0]).status == PromotionStatus.APPROVED
+    after = dom(client.get(approved["Location"]))
+    assert after.all("data-decide-here") == []
+    assert "Approved by ria" in after.one("role", "status").squashed
+
+    rejected = client.post(
+        f"/approvals/{waiting[1]}/decide/",
+        {**hidden, "decision": "reject", "reason": "Not a preference."},
+    )
+    assert rejected.status_code == 302
+    assert promotion_of(waiting[1]).status == PromotionStatus.REJECTED
+    assert promotion_of(waiting[1]).decision_note == "Not a preference."
+    # Someone of another team can neither see the page nor decide.
+    assert stranger_client.get(page_of).status_code == 404
