@@ -34,7 +34,11 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 # The production server (Granian, lens/serving/server.py) in a development configuration: DEBUG
-# on, one process that reloads on code changes, static files from the source tree.
+# on, one process that reloads on code changes, static files from the source tree. Webhooks
+# may call a receiver on this machine over plain http (the SSRF guard is off): for trying
+# them out here only, never under `serve`.
+run: export WEBHOOKS_ALLOW_HTTP = 1
+run: export WEBHOOKS_ALLOW_PRIVATE = 1
 run: $(STAMP)
 	$(BIN)/python manage.py migrate --no-input -v0
 	HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py seed_demo

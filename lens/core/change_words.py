@@ -6,6 +6,11 @@ Changes of one kind that follow each other are said in one phrase ("Entries city
 pet in facts added"), naming the first few and counting the rest, so a revision that
 adds 2,000 entries reads as a few lines, not 2,000. A summary is stored JSON: a kind this
 code does not know is still said, from its name, never an error.
+
+Sections are named as they were called at the revision's own time, never as they are
+now: a change's own ``title`` (which ``titled`` fills in from the revision's config and
+the one before it), and a retitle says which way it went, "Section “Rules” (rules)
+retitled “House Rules”", from its ``from`` and ``to``.
 """
 
 from __future__ import annotations
@@ -80,8 +85,10 @@ def phrases(summary: Sequence[Mapping[str, Any]], titles: Mapping[str, str]) -> 
             said += [f"Routing spec {_spec(c.get('from'))} → {_spec(c.get('to'))}" for c in changes]
         elif kind == "field_changed":
             said.append(_fields([str(c.get("field")) for c in changes]))
+        elif kind == "section_retitled":
+            said += _retitles(changes, titles)
         elif kind in _SAID and kind.startswith("section_"):
-            names = [_section(c.get("section"), titles) for c in changes]
+            names = [_section(c, titles) for c in changes]
             said.append(_phrase(kind, names))
         elif kind in _SAID:
             keys = [str(c.get("key")) for c in changes]
@@ -118,10 +125,50 @@ def _listed(names: list[str]) -> str:
     return f"{', '.join(names[:NAMED])} and {len(names) - NAMED} more"
 
 
-def _section(section: object, titles: Mapping[str, str]) -> str:
-    ident = str(section)
-    title = titles.get(ident)
+def _section(change: Mapping[str, Any], titles: Mapping[str, str]) -> str:
+    ident = str(change.get("section"))
+    title = change.get("title") or titles.get(ident)
     return f"{title} ({ident})" if title and title != ident else ident
+
+
+def _retitles(changes: list[Mapping[str, Any]], titles: Mapping[str, str]) -> list[str]:
+    """A phrase for each of the first few retitles, from → to, and one counting the rest.
+    A retitle stored without its titles (before they were kept) is said as before."""
+    said = []
+    for change in changes[:NAMED]:
+        before, after = change.get("from"), change.get("to")
+        if isinstance(before, str) and isinstance(after, str):
+            ident = str(change.get("section"))
+            said.append(f"Section “{before}” ({ident}) retitled “{after}”")
+        else:
+            said.append(_phrase("section_retitled", [_section(change, titles)]))
+    if len(changes) > NAMED:
+        more = len(changes) - NAMED
+        said.append(f"{more} more section{'' if more == 1 else 's'} retitled")
+    return said
+
+
+def titled(
+    summary: Sequence[Mapping[str, Any]], before: Mapping[str, str], after: Mapping[str, str]
+) -> list[Mapping[str, Any]]:
+    """``summary`` with each section named as it was then: ``after`` holds the section
+    titles of the revision's own config, ``before`` those of the one before it (empty
+    for the first). A section's change gets its ``title`` there (a removed one its last
+    title), and a retitle its ``from`` and ``to`` when stored without them. What a change
+    holds already is kept; entries name their section by id and are left as they are."""
+    filled: list[Mapping[str, Any]] = []
+    for change in summary:
+        kind = str(change.get("change", ""))
+        if not kind.startswith("section_") or change.get("title"):
+            filled.append(change)
+            continue
+        ident = str(change.get("section"))
+        title = before.get(ident) if kind == "section_removed" else after.get(ident)
+        extra: dict[str, Any] = {"title": title} if title else {}
+        if kind == "section_retitled" and "to" not in change and ident in before and ident in after:
+            extra.update({"from": before[ident], "to": after[ident]})
+        filled.append({**change, **extra} if extra else change)
+    return filled
 
 
 def _spec(key: object) -> str:

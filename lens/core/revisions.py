@@ -7,7 +7,9 @@ sections removed last), and within a section its entries the same way. Moves are
 fewest that explain the new order: the sections (or entries) kept in their relative
 order are a longest increasing run of their old positions, found in O(n log n); every
 other one moved. An entry that only moved is reported as ``entry_changed``: the closed
-set of changes has no ``entry_moved``, and its place in the prompt did change.
+set of changes has no ``entry_moved``, and its place in the prompt did change. A retitled
+section's change also holds its titles before and after (``from``, ``to``; added to the
+contract's ``section``), so it reads as it happened however the section is called later.
 """
 
 from __future__ import annotations
@@ -75,6 +77,11 @@ class Change(BaseModel):
             data["section"] = self.section
             if self.change.startswith("entry_"):
                 data["key"] = self.key
+            elif self.change == "section_retitled" and self.to is not None:
+                # The titles either side, so the words stay those of the revision's own
+                # time (and say which way it went) however the section is called later.
+                data["from"] = self.from_
+                data["to"] = self.to
         return data
 
     @classmethod
@@ -173,7 +180,14 @@ def _section_changes(
         if position not in kept:
             changes.append(Change(change="section_moved", section=section.id))
         if was.title != section.title:
-            changes.append(Change(change="section_retitled", section=section.id))
+            changes.append(
+                Change(
+                    change="section_retitled",
+                    section=section.id,
+                    from_=was.title,
+                    to=section.title,
+                )
+            )
         if was.promotion != section.promotion:
             changes.append(Change(change="section_retiered", section=section.id))
         changes.extend(_entry_changes(section.id, was.entries, section.entries))

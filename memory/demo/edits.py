@@ -21,7 +21,8 @@ from lens.models import Agent, Proposal, Revision, Via
 from memory.configuring import store_agent, store_config
 from memory.models import Delivery
 
-# The second person of the demo team, beside the demo superuser: a reviewer.
+# The second person of the demo team, beside the demo superuser: a reviewer who logs in
+# (``seed_demo`` prints the password) and may change declarations, so four eyes need no shell.
 SECOND_PERSON = "maya"
 
 Edit = tuple[str, Callable[[dict[str, Any]], None]]

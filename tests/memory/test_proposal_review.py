@@ -259,5 +259,12 @@ def test_thousands_of_moving_memories_are_counted_and_at_most_a_hundred_put_in_w
     ids = [change.memory_id for change in review.fates.changes]
     assert ids == sorted(ids)
     assert json.dumps(review.summary) == json.dumps(
-        [{"change": "section_retitled", "section": "user_profile"}]
+        [
+            {
+                "change": "section_retitled",
+                "section": "user_profile",
+                "from": "About the User",
+                "to": "About You",
+            }
+        ]
     )

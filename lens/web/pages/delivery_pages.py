@@ -19,6 +19,7 @@ from django.views.decorators.http import require_GET
 from lens.core.change_words import in_words
 from lens.core.diffs import diff_excerpt
 from lens.models import Agent, Team
+from lens.revisions import summaries_then
 from lens.web.pages.cache_display import (
     CacheLine,
     authored_tokens,
@@ -322,12 +323,15 @@ def _causes(agent: Agent, causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The causes of a diff as the page lists them: each revision with its summary in
     words, each memory event with the memory's brief (one query for all of them)."""
     briefs = briefs_of([c["memory_id"] for c in causes if c["kind"] == "memory"])
-    titles = {s.section_id: s.title for s in agent.sections.all()}
+    # Each revision in the words of its own time, its sections named as it called them.
+    summaries = summaries_then(
+        agent, {c["revision"]: c["summary"] for c in causes if c["kind"] == "revision"}
+    )
     shown = []
     for cause in causes:
         if cause["kind"] == "revision":
             words = in_words(
-                cause["summary"], titles, created=cause["revision"] == 1, limit=CAUSE_WORDS
+                summaries[cause["revision"]], created=cause["revision"] == 1, limit=CAUSE_WORDS
             )
             shown.append({**cause, "words": words})
         else:

@@ -22,11 +22,17 @@ from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from lens.actors import Actor
-from lens.core.change_words import in_words, token_delta
+from lens.core.change_words import in_words, titled, token_delta
 from lens.core.diffs import diff_excerpt
 from lens.core.errors import DomainError
 from lens.models import Agent, Revision
-from lens.revisions import RevisionNotFound, get_revision, revisions_of, stored_config
+from lens.revisions import (
+    RevisionNotFound,
+    get_revision,
+    revisions_of,
+    stored_config,
+    summaries_then,
+)
 from lens.web.pages.toolkit import (
     PAGE_SIZE,
     TEAM_FIELD,
@@ -49,12 +55,6 @@ DIFF_PARTS = ("config", "prompt")
 
 def may_restore(user: AbstractBaseUser | AnonymousUser) -> bool:
     return isinstance(user, PermissionsMixin) and user.has_perm(RESTORE_PERMISSION)
-
-
-def _titles(agent: Agent) -> dict[str, str]:
-    """The agent's section titles by id, from the declarations already loaded: the list
-    names sections by their titles as they are now (its rows hold no config)."""
-    return {section.section_id: section.title for section in agent.sections.all()}
 
 
 def _in_force(agent: Agent) -> tuple[int, str]:
@@ -111,12 +111,17 @@ def revision_list(request: AppRequest, slug: str) -> HttpResponse:
         if numbers
         else []
     )
-    titles = _titles(agent)
+    # Each row in the words of its own time: sections named as that revision called them.
+    summaries = summaries_then(
+        agent,
+        {revision.number: revision.summary for revision in found},
+        {revision.number: revision.config_id for revision in found},
+    )
     rows = [
         {
             "revision": revision,
             "words": in_words(
-                revision.summary, titles, created=revision.number == 1, limit=WORDS_ON_LIST
+                summaries[revision.number], created=revision.number == 1, limit=WORDS_ON_LIST
             ),
             "newest": revision.number == newest,
             # An older revision that declares what is in force: restoring it is offered
@@ -196,13 +201,15 @@ def revision_detail(request: AppRequest, slug: str, number: int) -> HttpResponse
         "is_newest": revision.number == newest,
         "declares_in_force": revision.config_id == in_force,
         "words": in_words(
-            revision.summary, _titled(previous, revision), created=revision.number == 1
+            titled(revision.summary, _titles_of(previous), _titles_of(revision)),
+            created=revision.number == 1,
         ),
         "diff": found,
         "before": before,
         "default_against": against is None or against == revision.number - 1,
         "diff_words": in_words(
-            found.summary, _titled(before, revision), created=found.from_number == 0
+            titled(found.summary, _titles_of(before), _titles_of(revision)),
+            created=found.from_number == 0,
         ),
         "tokens": token_delta(
             None if found.from_number == 0 else found.tokens_from, found.tokens_to
@@ -224,15 +231,12 @@ def revision_detail(request: AppRequest, slug: str, number: int) -> HttpResponse
     return render(request, "lens/agent_revision.html", context)
 
 
-def _titled(old: Revision | None, new: Revision) -> dict[str, str]:
-    """Section titles by id as two revisions' configs have them, the newer winning: a
-    section is named by its title then, a removed one by its last title."""
-    titles: dict[str, str] = {}
-    for revision in (old, new):
-        if revision is not None:
-            sections = stored_config(revision).background.sections
-            titles.update({section.id: section.title for section in sections})
-    return titles
+def _titles_of(revision: Revision | None) -> dict[str, str]:
+    """Section titles by id as ``revision``'s config has them (none before the first):
+    what its words call its sections, not what the agent calls them now."""
+    if revision is None:
+        return {}
+    return {section.id: section.title for section in stored_config(revision).background.sections}
 
 
 def _download_url(agent: Agent, number: int, part: str, query: dict[str, Any]) -> str:

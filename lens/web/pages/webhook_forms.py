@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from django import forms
+from django.utils.html import format_html, format_html_join
+from django.utils.safestring import SafeString
 
 from lens.core.errors import DomainError, InvalidInput
 from lens.web.pages.audit_pages import ACTION_WORDS
@@ -81,6 +83,48 @@ def events_words(events: Iterable[str]) -> list[str]:
     """How an endpoint's event types read on a page."""
     chosen = list(events)
     return [ALL_EVENTS] if EVERYTHING in chosen else chosen
+
+
+# The settings that let webhooks reach a receiver a developer runs: ``make run`` sets
+# both; a deployment keeps both off (docs/operations-and-security.md).
+DEVELOPMENT_FLAGS = ("WEBHOOKS_ALLOW_HTTP", "WEBHOOKS_ALLOW_PRIVATE")
+
+
+def url_help(allow_http: bool, allow_private: bool) -> SafeString:
+    """The URL field's hint: which addresses this server calls, and the settings that
+    decide it, named so that trying a receiver on this machine needs no searching."""
+    schemes = ("http://", "https://") if allow_http else ("https://",)
+    scheme = format_html(
+        "An {} address", format_html_join(" or ", "<code>{}</code>", ((s,) for s in schemes))
+    )
+    where = (
+        "on this machine, a private network or the public internet"
+        if allow_private
+        else "on the public internet: private, loopback and link-local addresses are refused"
+    )
+    allowed = dict(zip(DEVELOPMENT_FLAGS, (allow_http, allow_private), strict=True))
+    on = [name for name, value in allowed.items() if value]
+    off = [name for name, value in allowed.items() if not value]
+    said = format_html("{} {}.", scheme, where)
+    if on:
+        said = format_html(
+            "{} This server runs with {} (as <code>make run</code> sets them): for "
+            "development only.",
+            said,
+            _flags(on),
+        )
+    if off:
+        said = format_html(
+            "{} For a receiver on this machine in development, start the server with {} "
+            "(<code>make run</code> sets both).",
+            said,
+            _flags(off),
+        )
+    return said
+
+
+def _flags(names: list[str]) -> SafeString:
+    return format_html_join(" and ", "<code>{}=1</code>", ((name,) for name in names))
 
 
 class EndpointForm(forms.Form):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -46,6 +47,7 @@ from lens.web.pages.webhook_forms import (
     once_value,
     remember_sent,
     sent_before,
+    url_help,
 )
 from webhooks.core.addresses import URL_MAX
 from webhooks.endpoints import (
@@ -197,6 +199,7 @@ def _list_page(
         "once": once_value(),
         "once_field": ONCE_FIELD,
         "url_max": URL_MAX,
+        "url_help": url_help(settings.WEBHOOKS_ALLOW_HTTP, settings.WEBHOOKS_ALLOW_PRIVATE),
         "description_max": DESCRIPTION_MAX,
         "endpoints_max": ENDPOINTS_MAX,
         "warn_after": WARN_AFTER,

@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from lens.core.change_words import Words, in_words, phrases, token_delta
+from lens.core.change_words import Words, in_words, phrases, titled, token_delta
 from lens.core.config import AgentConfig
 from lens.core.revisions import summarise
 
@@ -164,6 +164,76 @@ def test_a_real_summary_reads_in_words() -> None:
         "Entry city in facts changed",
         "Section Preferences (prefs) added",
     ]
+
+
+# --- the words of a revision's own time ------------------------------------------------
+
+
+def retitle(section: str, before: str, after: str) -> dict[str, Any]:
+    return {"change": "section_retitled", "section": section, "from": before, "to": after}
+
+
+def test_a_retitle_says_which_way_it_went() -> None:
+    assert said(retitle("rules", "Rules", "House Rules")) == [
+        "Section “Rules” (rules) retitled “House Rules”"
+    ]
+    assert said(retitle("rules", "House Rules", "Rules")) == [
+        "Section “House Rules” (rules) retitled “Rules”"
+    ]
+    # Its own titles win over any given for the page (today's, say).
+    assert said(retitle("prefs", "Likes", "Loves")) == ["Section “Likes” (prefs) retitled “Loves”"]
+
+
+def test_many_retitles_name_the_first_few_and_count_the_rest() -> None:
+    many = [retitle(f"s{n}", f"Old {n}", f"New {n}") for n in range(2000)]
+    found = said(*many)
+    assert found == [
+        "Section “Old 0” (s0) retitled “New 0”",
+        "Section “Old 1” (s1) retitled “New 1”",
+        "Section “Old 2” (s2) retitled “New 2”",
+        "1997 more sections retitled",
+    ]
+    assert said(*many[:4])[-1] == "1 more section retitled"
+
+
+def test_a_section_change_names_the_title_it_holds() -> None:
+    assert said({"change": "section_added", "section": "prefs", "title": "Likes"}) == [
+        "Section Likes (prefs) added"
+    ]
+
+
+def test_titled_fills_in_the_titles_of_the_revision_and_the_one_before() -> None:
+    before = {"rules": "Rules", "old": "Old Things"}
+    after = {"rules": "House Rules", "prefs": "Likes"}
+    summary: list[dict[str, Any]] = [
+        {"change": "section_retitled", "section": "rules"},  # stored without its titles
+        {"change": "section_added", "section": "prefs"},
+        {"change": "entry_added", "section": "prefs", "key": "tea"},
+        {"change": "section_removed", "section": "old"},
+        retitle("kept", "A", "B"),  # stored with them: kept as it is
+    ]
+    assert titled(summary, before, after) == [
+        {
+            "change": "section_retitled",
+            "section": "rules",
+            "title": "House Rules",
+            "from": "Rules",
+            "to": "House Rules",
+        },
+        {"change": "section_added", "section": "prefs", "title": "Likes"},
+        {"change": "entry_added", "section": "prefs", "key": "tea"},
+        {"change": "section_removed", "section": "old", "title": "Old Things"},
+        retitle("kept", "A", "B"),
+    ]
+    assert phrases(titled(summary, before, after), {}) == [
+        "Section “Rules” (rules) retitled “House Rules”",
+        "Section Likes (prefs) added",
+        "Entry tea in prefs added",
+        "Section Old Things (old) removed",
+        "Section “A” (kept) retitled “B”",
+    ]
+    # Without the configs (none found), the words are what the summary holds.
+    assert phrases(titled(summary[:1], {}, {}), {}) == ["Section rules retitled"]
 
 
 def test_the_token_delta_in_words() -> None:

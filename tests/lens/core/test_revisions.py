@@ -238,7 +238,7 @@ def test_the_summary_in_the_contract_shape() -> None:
         {"change": "routing_spec_changed", "from": None, "to": "user-background"},
         # Of two swapped sections, one moved (either explains the new order).
         {"change": "section_moved", "section": "prefs"},
-        {"change": "section_retitled", "section": "prefs"},
+        {"change": "section_retitled", "section": "prefs", "from": "Preferences", "to": "Likes"},
         {"change": "section_retiered", "section": "prefs"},
         {"change": "entry_changed", "section": "facts", "key": "city"},
         {"change": "entry_changed", "section": "facts", "key": "tz"},

@@ -258,7 +258,12 @@ def test_the_demo_has_a_protected_agent_with_a_change_waiting_for_a_reviewer() -
     [proposal] = Proposal.objects.filter(agent=sentinel)
     assert (proposal.status, proposal.proposed_by) == ("pending", "maya")
     assert proposal.base_revision == current_number(sentinel)
-    assert {"change": "section_retitled", "section": "project_state"} in proposal.summary
+    assert {
+        "change": "section_retitled",
+        "section": "project_state",
+        "from": "Project State",
+        "to": "Work in Flight",
+    } in proposal.summary
     # The demo user did not propose it: they may publish it.
     assert not is_proposer(proposal, Actor.for_user(User.objects.get(username="demo")))
     assert proposal.created_at > Revision.objects.get(agent=sentinel, number=2).created_at

@@ -607,8 +607,6 @@ def test_a_removed_section_is_named_by_its_last_title_on_its_revision_page(
     said = "Section User Preferences (user_preferences) removed"
     page = dom(member_client.get(f"{LIST}5/"))
     assert [li.squashed for li in page.one("data-words").descendants() if li.tag == "li"] == [said]
-    # The list names sections as the agent declares them now: this one no longer.
+    # The list says it in the same words: those of the revision's own time.
     row = dom(member_client.get(LIST)).one("data-revision-number", "5")
-    assert [li.squashed for li in row.descendants() if li.tag == "li"] == [
-        "Section user_preferences removed"
-    ]
+    assert [li.squashed for li in row.descendants() if li.tag == "li"] == [said]

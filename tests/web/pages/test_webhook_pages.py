@@ -536,3 +536,29 @@ def test_the_tries_table_reads_the_same_queries_for_two_tries_or_fifty(
     with django_assert_max_num_queries(few, info="the newest 50 of 62 tries"):
         page = dom(ria_client.get(detail(endpoint)))
     assert len(page.all("data-attempt-id")) == 50
+
+
+# --- the URL's hint: the settings that decide which addresses are called -------------
+
+
+def test_the_url_hint_names_the_settings_a_local_receiver_needs(ria_client: Client) -> None:
+    hint = dom(ria_client.get(LIST)).one("data-url-help").squashed
+    assert "An https:// address on the public internet" in hint
+    assert "start the server with WEBHOOKS_ALLOW_HTTP=1 and WEBHOOKS_ALLOW_PRIVATE=1" in hint
+    assert "make run sets both" in hint
+
+
+def test_the_url_hint_says_when_local_receivers_are_allowed(
+    loopback: None, ria_client: Client
+) -> None:
+    hint = dom(ria_client.get(LIST)).one("data-url-help").squashed
+    assert "An http:// or https:// address on this machine" in hint
+    assert "runs with WEBHOOKS_ALLOW_HTTP=1 and WEBHOOKS_ALLOW_PRIVATE=1" in hint
+    assert "start the server with" not in hint
+
+
+def test_the_url_hint_names_only_the_setting_still_off(settings: Any, ria_client: Client) -> None:
+    settings.WEBHOOKS_ALLOW_HTTP = True
+    hint = dom(ria_client.get(LIST)).one("data-url-help").squashed
+    assert "runs with WEBHOOKS_ALLOW_HTTP=1 (as make run" in hint
+    assert "start the server with WEBHOOKS_ALLOW_PRIVATE=1 (" in hint

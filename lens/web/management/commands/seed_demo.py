@@ -3,30 +3,79 @@ from __future__ import annotations
 import ipaddress
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractUser, Permission
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
 from kvstore.demo_keys import seed_kv
 from lens.actors import Actor
 from lens.core.config import AgentConfig
-from lens.models import Agent, ApiToken, Membership, Role, Team
+from lens.models import Agent, ApiToken, Membership, Proposal, Revision, Role, Team
 from memory.configuring import store_agent
 from memory.demo.configs import DEMO_AGENTS
-from memory.demo.edits import SECOND_PERSON, edited, tell_edits
+from memory.demo.edits import SECOND_PERSON, tell_edits
 from memory.demo.sessions import seed_history
 
 DEMO_TEAM = "demo"
 DEMO_USER = "demo"
 DEMO_PASSWORD = "demo"
+# The demo's second person, a reviewer of its team who logs in too: four eyes need two
+# people, so each publishes what the other proposes. Public like the demo's.
+SECOND_PASSWORD = SECOND_PERSON
 SEED_TOKEN = "demo seed"
+# What the second person may do in the admin: change the agents' declarations (a change
+# of protected Sentinel is proposed), never delete an agent.
+EDITOR_PERMISSIONS = (
+    "view_agent",
+    "add_agent",
+    "change_agent",
+    *(
+        f"{action}_{model}"
+        for model in ("sectiondeclaration", "authoredentry", "capability", "awarenesssource")
+        for action in ("view", "add", "change", "delete")
+    ),
+)
+
+
+@dataclass
+class Seeded:
+    """What one run wrote, counted from the rows themselves so the summary is true."""
+
+    made: list[str] = field(default_factory=list)
+    kept: list[str] = field(default_factory=list)
+    memories: int = 0
+    deliveries: int = 0
+    revisions: int = 0
+    proposals: int = 0
+    versions: int = 0
+
+    def words(self) -> str:
+        said = [f"new agents {', '.join(self.made)}"] if self.made else []
+        if self.kept:
+            said.append(f"agents {', '.join(self.kept)} already there, left as they are")
+        agents = "; ".join(said)
+        return (
+            f"{agents} ({self.memories} new demo memories, {self.deliveries} new deliveries,"
+            f" {_counted(self.revisions, 'new revision')},"
+            f" {_counted(self.proposals, 'new proposal')},"
+            f" {self.versions} new key/value versions)"
+        )
+
+
+def _counted(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 class Command(BaseCommand):
-    help = "Create (or refresh) the demo team, user and agents. Safe to run repeatedly."
+    help = (
+        "Create the demo team, its two people and agents where missing. Safe to run "
+        "repeatedly: what exists, and what people changed, is left as it is."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument(
@@ -62,37 +111,65 @@ class Command(BaseCommand):
         token = ApiToken.objects.filter(team=team, name=SEED_TOKEN).first()
         if token is None:
             token, _raw = ApiToken.objects.issue(team, name=SEED_TOKEN)
-        second, made = User.objects.get_or_create(username=SECOND_PERSON)
-        if made:
-            second.set_unusable_password()  # a name in the history, not a login
-            second.save()
-        Membership.objects.get_or_create(team=team, user=second, defaults={"role": Role.REVIEWER})
+        second, second_login = second_person(team)
         people = {DEMO_USER: Actor.for_user(user), SECOND_PERSON: Actor.for_user(second)}
         seeder = Actor.for_token(token)
-        saved = delivered = revised = 0
+        revisions = Revision.objects.filter(agent__team=team)
+        proposals = Proposal.objects.filter(agent__team=team)
+        revisions_before, proposals_before = revisions.count(), proposals.count()
+        seeded = Seeded()
         for slug, raw in DEMO_AGENTS.items():
-            steps = edited(slug, raw)
-            if Agent.objects.filter(team=team, slug=slug).exists():
-                # Told already: keep the config its edits left (no new revision).
-                final = steps[-1][1] if steps else raw
-                agent, _ = store_agent(team, slug, AgentConfig.model_validate(final), actor=seeder)
-                memories, deliveries = seed_history(agent, token, people[DEMO_USER])
+            agent = Agent.objects.filter(team=team, slug=slug).first()
+            if agent is not None:
+                # Its declarations are the team's now: a person may have changed them
+                # (on a protected agent, through a published proposal). Storing the demo's
+                # config again would revert that, or propose to. Only what was never made
+                # is added: the memories and deliveries of an agent seeded before the
+                # history existed.
+                seeded.kept.append(slug)
             else:
                 agent, _ = store_agent(team, slug, AgentConfig.model_validate(raw), actor=seeder)
-                # The memories, with the sessions that were delivered between them.
-                memories, deliveries = seed_history(agent, token, people[DEMO_USER])
-                revised += tell_edits(agent, raw, people)
-            saved += memories
-            delivered += deliveries
-        versions = seed_kv(team)
+                seeded.made.append(slug)
+            # The memories, with the sessions that were delivered between them.
+            memories, deliveries = seed_history(agent, token, people[DEMO_USER])
+            if slug in seeded.made:
+                tell_edits(agent, raw, people)
+            seeded.memories += memories
+            seeded.deliveries += deliveries
+        seeded.versions = seed_kv(team)
+        seeded.revisions = revisions.count() - revisions_before
+        seeded.proposals = proposals.count() - proposals_before
         self.stdout.write(
-            f"Demo team '{team.slug}' with agents: {', '.join(DEMO_AGENTS)}"
-            f" ({saved} new demo memories, {delivered} new deliveries, {revised} edits,"
-            f" {versions} new key/value versions).\n"
+            f"Demo team '{team.slug}': {seeded.words()}.\n"
             f"Log in at {login_url} as "
             f"{DEMO_USER} / {DEMO_PASSWORD}"
             + ("" if created else " (unless you changed that password)")
+            + f"\nOr as the team's second reviewer, {SECOND_PERSON} / {SECOND_PASSWORD}"
+            + ("" if second_login else " (unless you changed that password)")
+            + f": {DEMO_USER} and {SECOND_PERSON} each publish the changes of protected"
+            " agents the other proposes."
         )
+
+
+def second_person(team: Team) -> tuple[AbstractUser, bool]:
+    """The demo's second person, a reviewer of ``team`` who may change declarations in
+    the admin, and whether this run made them a login. An older demo kept them as a
+    name in the history with no password: they become a login once. A password or
+    rights a person gave them since are left alone."""
+    User = get_user_model()
+    second, _ = User.objects.get_or_create(username=SECOND_PERSON)
+    Membership.objects.get_or_create(team=team, user=second, defaults={"role": Role.REVIEWER})
+    # A new user's password is empty, which Django counts as usable but nobody logs in with.
+    if second.password and second.has_usable_password():
+        return second, False
+    second.set_password(SECOND_PASSWORD)
+    second.is_staff = True
+    second.save()
+    granted = Permission.objects.filter(
+        content_type__app_label="lens", codename__in=EDITOR_PERMISSIONS
+    )
+    second.user_permissions.add(*granted)
+    return second, True
 
 
 # Addresses a server binds to that a browser cannot open: the loopback on the same family.
