@@ -57,6 +57,8 @@ def bearer_proxy(upstream: str, token: str) -> Iterator[str]:
                 self.send_header("Connection", "close")
                 self.end_headers()
                 self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client went away first (it closes what it no longer waits for)
             finally:
                 connection.close()
 
