@@ -12,9 +12,10 @@ as it checks any client's. Bodies are read and written whole: the server answers
 from __future__ import annotations
 
 import http.client
+import sys
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import urlsplit
 
@@ -77,3 +78,17 @@ def bearer_proxy(upstream: str, token: str) -> Iterator[str]:
         server.shutdown()
         server.server_close()
         thread.join(timeout=TIMEOUT)
+
+
+def main(argv: list[str]) -> None:
+    """``python -m tests.web.mcp.bearer_proxy URL TOKEN``: print the proxy's URL and
+    serve until interrupted (running the conformance suite by hand, docs/mcp.md)."""
+    upstream, token = argv
+    with bearer_proxy(upstream, token) as url:
+        print(url, flush=True)
+        with suppress(KeyboardInterrupt):
+            threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
