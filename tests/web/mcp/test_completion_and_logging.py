@@ -49,7 +49,12 @@ PROMPT = PromptReference(name="agent_system_prompt")
 PROMPT_TEMPLATE = ResourceTemplateReference(uri="lens://agents/{slug}/prompt")
 COMPOSITION_TEMPLATE = ResourceTemplateReference(uri="lens://agents/{slug}/composition")
 # Where an agent's slug is asked for: each ref with the name of its argument.
-SLUG_ARGUMENTS = [(PROMPT, "agent"), (PROMPT_TEMPLATE, "slug"), (COMPOSITION_TEMPLATE, "slug")]
+Ref = PromptReference | ResourceTemplateReference
+SLUG_ARGUMENTS: list[tuple[Ref, str]] = [
+    (PROMPT, "agent"),
+    (PROMPT_TEMPLATE, "slug"),
+    (COMPOSITION_TEMPLATE, "slug"),
+]
 
 
 def add_agents(world: World, *slugs: str) -> None:
@@ -71,7 +76,7 @@ def test_the_server_declares_logging_and_completions(tools: McpTools, world: Wor
 
 @pytest.mark.parametrize(("ref", "argument"), SLUG_ARGUMENTS)
 def test_an_agents_slug_completes_to_the_teams_slugs_that_start_with_what_was_typed(
-    tools: McpTools, world: World, ref: PromptReference | ResourceTemplateReference, argument: str
+    tools: McpTools, world: World, ref: Ref, argument: str
 ) -> None:
     add_agents(world, "ada", "atlas-two", "warbler")
     # atlas is the other team's: never offered, whatever is typed.
@@ -113,7 +118,7 @@ def test_the_other_teams_token_is_offered_its_own_agents_only(
     ],
 )
 def test_what_this_server_does_not_know_completes_to_an_empty_list(
-    tools: McpTools, world: World, ref: PromptReference | ResourceTemplateReference, argument: str
+    tools: McpTools, world: World, ref: Ref, argument: str
 ) -> None:
     offered = tools.complete(ref, argument, "w")
     assert (offered.values, offered.total, offered.has_more) == ([], 0, False)
