@@ -6,7 +6,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 CHROMIUM ?= /usr/bin/chromium
 NPM ?= npm
-# axe-core (the accessibility checks), pinned by package-lock.json, in node_modules/.
+# The test tools from npm, pinned by package-lock.json, in node_modules/: axe-core (the
+# accessibility checks) and the MCP conformance suite (tests/web/mcp/test_conformance.py).
 AXE_STAMP := node_modules/.installed
 HOST ?= 127.0.0.1
 PORT ?= 8000

@@ -9,8 +9,12 @@ resource templates, so a client can address any agent by its slug; and the promp
 prompt. Reading any of them records nothing, as the composition endpoint does not: no
 delivery, no audit event, no memory event.
 
+The agent's slug, where a client asks for it (the templates' ``{slug}``, the prompt's
+``agent``), completes (``completion/complete``) to the slugs of the team's agents that
+start with what was typed, at most ``COMPLETION_VALUES`` of them with the total.
+
 The SDK's ``MCPServer`` serves resources and prompts registered up front, the same for
-every caller; these are the caller's team's, so the five methods have handlers of their
+every caller; these are the caller's team's, so the six methods have handlers of their
 own on the low-level server. Each read runs like a tool call: on the pool, within the
 team's share of it, for the token of the call (checked again on every call over stdio).
 
@@ -34,6 +38,9 @@ from mcp_types import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
+    CompleteRequestParams,
+    CompleteResult,
+    Completion,
     GetPromptRequestParams,
     GetPromptResult,
     ListPromptsResult,
@@ -43,6 +50,7 @@ from mcp_types import (
     Prompt,
     PromptArgument,
     PromptMessage,
+    PromptReference,
     ReadResourceRequestParams,
     ReadResourceResult,
     Resource,
@@ -75,7 +83,12 @@ URI_PREFIX = "lens://agents/"
 PAGE_AGENTS = 50
 
 PROMPT_NAME = "agent_system_prompt"
-PROMPT_PARAMETERS = frozenset({"agent"})
+PROMPT_ARGUMENT = "agent"
+PROMPT_PARAMETERS = frozenset({PROMPT_ARGUMENT})
+SLUG_ARGUMENT = "slug"  # the templates' variable
+
+# The most values one completion answers: the protocol's own bound on ``values``.
+COMPLETION_VALUES = 100
 
 
 # --- names ----------------------------------------------------------------------------
@@ -145,7 +158,9 @@ PROMPT: Final = Prompt(
     name=PROMPT_NAME,
     title="An agent's system prompt",
     description=descriptions.AGENT_SYSTEM_PROMPT,
-    arguments=[PromptArgument(name="agent", description=descriptions.PROMPT_AGENT, required=True)],
+    arguments=[
+        PromptArgument(name=PROMPT_ARGUMENT, description=descriptions.PROMPT_AGENT, required=True)
+    ],
 )
 
 
@@ -171,8 +186,18 @@ def _as_token(caller: Caller, read: Callable[..., _T], *args: Any) -> _T:
 # --- the handlers ---------------------------------------------------------------------
 
 
+def completes_a_slug(params: CompleteRequestParams) -> bool:
+    """Whether the argument completed is an agent's slug: ``{slug}`` of one of the
+    resource templates, or the prompt's ``agent``."""
+    ref, name = params.ref, params.argument.name
+    if isinstance(ref, PromptReference):
+        return ref.name == PROMPT_NAME and name == PROMPT_ARGUMENT
+    templates = {template.uri_template for template in TEMPLATES}
+    return ref.uri in templates and name == SLUG_ARGUMENT
+
+
 class AgentPrompts:
-    """The handlers of the five methods, reading for the token of each call."""
+    """The handlers of the six methods, reading for the token of each call."""
 
     def __init__(self, server: LensMCP) -> None:
         self._server = server
@@ -184,6 +209,7 @@ class AgentPrompts:
         add("resources/read", ReadResourceRequestParams, self.read_resource)
         add("prompts/list", PaginatedRequestParams, self.list_prompts)
         add("prompts/get", GetPromptRequestParams, self.get_prompt)
+        add("completion/complete", CompleteRequestParams, self.complete)
 
     async def _read(self, read: Callable[..., _T], *args: Any, **data: Any) -> _T:
         """``read(token, *args)`` on the pool for the token of the call; refusals and
@@ -234,6 +260,21 @@ class AgentPrompts:
             contents=[TextResourceContents(uri=uri, mime_type=MIME_TYPES[view], text=text)]
         )
 
+    async def complete(self, ctx: Context, params: CompleteRequestParams) -> CompleteResult:
+        """The slugs of the team's agents that start with what was typed, for an agent's
+        slug (the templates' ``{slug}``, the prompt's ``agent``); for anything else this
+        server has nothing to offer: no values, not an error, as the protocol asks."""
+        if not completes_a_slug(params):
+            return CompleteResult(completion=Completion(values=[], total=0, has_more=False))
+        found = await self._read(operations.agent_slugs, params.argument.value, COMPLETION_VALUES)
+        return CompleteResult(
+            completion=Completion(
+                values=found.slugs,
+                total=found.total,
+                has_more=found.total > len(found.slugs),
+            )
+        )
+
     async def list_prompts(self, ctx: Context, params: PaginatedRequestParams) -> ListPromptsResult:
         _no_cursor(params)
         return ListPromptsResult(prompts=[PROMPT])
@@ -245,9 +286,9 @@ class AgentPrompts:
         arguments = params.arguments or {}
         if refused := refused_arguments(arguments, PROMPT_PARAMETERS):
             raise _refusal(refused)
-        if "agent" not in arguments:
-            raise _refusal(invalid_input([("agent", "Field required")]))
-        text = await self._read(operations.agent_prompt, arguments["agent"])
+        if PROMPT_ARGUMENT not in arguments:
+            raise _refusal(invalid_input([(PROMPT_ARGUMENT, "Field required")]))
+        text = await self._read(operations.agent_prompt, arguments[PROMPT_ARGUMENT])
         # MCP gives a prompt's messages the roles "user" and "assistant" only; there is
         # no system role. "user": the text instructs the model, and a client that puts
         # it into a conversation (rather than into its system prompt, which the

@@ -18,6 +18,7 @@ from kvstore import store
 from kvstore.bootstrap import bootstrap
 from lens.actors import Actor
 from lens.agents import get_agent
+from lens.core.config import is_agent_slug
 from lens.core.errors import InvalidInput, invalid_input, pydantic_problems
 from lens.models import Agent, ApiToken
 from lens.web.api.agent_routes import composition_json
@@ -174,6 +175,28 @@ def agent_page(token: ApiToken, after: str | None, size: int) -> tuple[list[Agen
         agents = agents.filter(slug__gt=after)
     rows = list(agents.values_list("slug", "name")[: size + 1])
     return [AgentRef(slug, name) for slug, name in rows[:size]], len(rows) > size
+
+
+@dataclass(frozen=True)
+class SlugMatches:
+    slugs: list[str]  # at most the limit asked for, in slug order
+    total: int  # how many of the team's agents match
+
+
+def agent_slugs(token: ApiToken, prefix: str, limit: int) -> SlugMatches:
+    """The slugs of the team's agents that start with ``prefix``, the first ``limit`` in
+    slug order, and how many match: one indexed query when they fit (the usual case),
+    a count besides when they do not. Slugs are lowercase, so the prefix is too (``W``
+    offers ``wren``), alike on every backend; a prefix no slug can start with matches
+    nothing, without a query."""
+    prefix = prefix.lower()
+    if prefix and not is_agent_slug(prefix):
+        return SlugMatches([], 0)
+    agents = Agent.objects.filter(team_id=token.team_id, slug__startswith=prefix)
+    slugs = list(agents.order_by("slug").values_list("slug", flat=True)[: limit + 1])
+    if len(slugs) <= limit:
+        return SlugMatches(slugs, len(slugs))
+    return SlugMatches(slugs[:limit], agents.count())
 
 
 def agent_prompt(token: ApiToken, slug: str) -> str:

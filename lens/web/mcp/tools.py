@@ -39,7 +39,13 @@ from mcp.server.lowlevel.server import RequestHandler, Server
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
-from mcp_types import CallToolResult, InputRequiredResult, TextContent, ToolAnnotations
+from mcp_types import (
+    CallToolResult,
+    InputRequiredResult,
+    SetLevelRequestParams,
+    TextContent,
+    ToolAnnotations,
+)
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 
@@ -50,7 +56,7 @@ from lens.tokens import find_token
 from lens.web.api.kv_routes import Page, ReadParams, WriteIn
 from lens.web.api.memory_routes import ListParams
 from lens.web.api.rendering import iso_utc
-from lens.web.mcp import MCP_PATH, descriptions, operations
+from lens.web.mcp import MCP_PATH, client_log, descriptions, operations
 from lens.web.mcp.agent_prompts import AgentPrompts
 from lens.web.mcp.call_front import CallFront
 from lens.web.mcp.calls import (
@@ -272,6 +278,9 @@ class LensMCP(MCPServer[Any]):
         self._parameters: dict[str, frozenset[str]] = {}
         _register_tools(self)
         AgentPrompts(self).register()
+        # Registering the handler declares the ``logging`` capability (as registering
+        # ``completion/complete`` declares ``completions``).
+        self.add_request_handler(client_log.METHOD, SetLevelRequestParams, client_log.set_level)
 
     def add_request_handler(
         self, method: str, params_type: type[_Params], handler: RequestHandler[Any, _Params]

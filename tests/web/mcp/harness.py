@@ -19,6 +19,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import warnings
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -31,14 +32,21 @@ from anyio.from_thread import BlockingPortal
 from django.db import connection
 from mcp import Client, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared.exceptions import MCPError
+from mcp.shared.exceptions import MCPDeprecationWarning, MCPError
 from mcp_types import (
     CallToolResult,
+    CompleteResult,
+    Completion,
+    EmptyResult,
     GetPromptResult,
     ListResourcesResult,
+    LoggingLevel,
     Prompt,
+    PromptReference,
     ReadResourceResult,
     ResourceTemplate,
+    ResourceTemplateReference,
+    ServerCapabilities,
     Tool,
 )
 
@@ -150,9 +158,11 @@ def stdio_params(database: str, raw: str) -> StdioServerParameters:
     )
 
 
-def stdio_session(params: StdioServerParameters, errlog: TextIO) -> Client:
-    """The SDK's client over stdio, spawning the server (its stderr to ``errlog``)."""
-    return Client(stdio_client(params, errlog=errlog), read_timeout_seconds=TIMEOUT)
+def stdio_session(params: StdioServerParameters, errlog: TextIO, mode: str = "auto") -> Client:
+    """The SDK's client over stdio, spawning the server (its stderr to ``errlog``);
+    ``mode`` as for ``http_session``."""
+    transport = stdio_client(params, errlog=errlog)
+    return Client(transport, read_timeout_seconds=TIMEOUT, mode=mode)
 
 
 URL_LINE = re.compile(r"MCP server on (http://\S+/mcp)")
@@ -282,6 +292,26 @@ class McpTools:
     def get_prompt(self, name: str, **arguments: str) -> GetPromptResult:
         result: GetPromptResult = self.portal.call(self.client.get_prompt, name, arguments)
         return result
+
+    def complete(
+        self, ref: PromptReference | ResourceTemplateReference, name: str, value: str
+    ) -> Completion:
+        """What the server offers for argument ``name`` of ``ref``, typed so far ``value``."""
+        result: CompleteResult = self.portal.call(
+            self.client.complete, ref, {"name": name, "value": value}
+        )
+        return result.completion
+
+    def set_logging_level(self, level: LoggingLevel) -> EmptyResult:
+        # The SDK marks the method deprecated: the newer protocol dropped it, and the
+        # server serves it to clients of the handshake era.
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", MCPDeprecationWarning)
+            result: EmptyResult = self.portal.call(self.client.set_logging_level, level)
+        return result
+
+    def capabilities(self) -> ServerCapabilities:
+        return self.client.server_capabilities
 
     def refused(self, request: Callable[[], object]) -> MCPError:
         """The JSON-RPC error ``request`` (a call of this client's) gets; it must get one."""

@@ -234,6 +234,29 @@ LEFT: list[tuple[str, Any, dict[str, str]]] = [
     ("ping", {"jsonrpc": "2.0", "id": 1, "method": "ping"}, {}),
     ("read a resource", {"jsonrpc": "2.0", "id": 1, "method": "resources/list"}, {}),
     (
+        "complete a slug",
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "completion/complete",
+            "params": {
+                "ref": {"type": "ref/prompt", "name": "agent_system_prompt"},
+                "argument": {"name": "agent", "value": "w"},
+            },
+        },
+        {},
+    ),  # fmt: skip
+    (
+        "set the log level",
+        {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "info"}},
+        {},
+    ),
+    (
+        "an unknown log level",
+        {"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "loud"}},
+        {},
+    ),
+    (
         "initialize",
         {
             "jsonrpc": "2.0",
