@@ -16,6 +16,7 @@ import json
 from typing import Any
 
 MAX_DEPTH = 64
+_CONTAINERS = (dict, list, tuple)
 
 
 class TooDeep(ValueError):
@@ -40,11 +41,10 @@ def check_depth(value: Any) -> None:
     A loop, not a recursion (it is what keeps the recursive readers safe) that holds
     only the arrays and objects still to look into: a string costs nothing, a flat list
     one type check an item."""
-    containers = dict | list | tuple
-    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, containers) else []
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, _CONTAINERS) else []
     while stack:
         container, depth = stack.pop()
         if depth > MAX_DEPTH:
             raise TooDeep
         items = container.values() if isinstance(container, dict) else container
-        stack.extend((item, depth + 1) for item in items if isinstance(item, containers))
+        stack.extend((item, depth + 1) for item in items if isinstance(item, _CONTAINERS))

@@ -212,7 +212,7 @@ class RefusalMiddleware:
         if not isinstance(exception, PermissionDenied):
             return None
         resolver = get_resolver(get_urlconf())
-        return cast(HttpResponse, get_exception_response(request, resolver, 403, exception))
+        return get_exception_response(request, resolver, 403, exception)
 
 
 # No inline script or style anywhere (templates use static files only; htmx is told not
