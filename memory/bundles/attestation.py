@@ -42,7 +42,7 @@ _REVISION_ACTIONS = frozenset({"agent.created", "agent.revised"})
 _MEMORY_ACTIONS = frozenset({"memory.saved", "memory.erased"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Held:
     number: int  # the line that holds it
     digest: bytes  # the hash it carries, as 32 bytes
