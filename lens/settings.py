@@ -79,6 +79,8 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # A page's PermissionDenied as the 403 page, logged in one line (no traceback).
+    "lens.serving.middleware.RefusalMiddleware",
 ]
 
 ROOT_URLCONF = "lens.web.urls"

@@ -12,6 +12,7 @@ from html import unescape
 from html.parser import HTMLParser
 from typing import TYPE_CHECKING, Any
 
+import pytest
 from django.test import Client
 
 if TYPE_CHECKING:
@@ -385,3 +386,14 @@ def first_blank_row(data: FormData, prefix: str) -> int:
         if not data.get(f"{prefix}-{index}-id", [""])[0]:
             return index
     raise AssertionError(f"no blank {prefix} row")
+
+
+def assert_refusal_logged(caplog: pytest.LogCaptureFixture, path: str) -> None:
+    """A page's refusal (403) is logged as Django logs every 4xx answer: one warning
+    line of ``django.request``, ``Forbidden: <path>``, with no traceback."""
+    records = [record for record in caplog.records if record.levelname != "DEBUG"]
+    assert [(r.name, r.levelname, r.getMessage()) for r in records] == [
+        ("django.request", "WARNING", f"Forbidden: {path}")
+    ]
+    assert records[0].exc_info is None
+    assert caplog.text.strip().count("\n") == 0

@@ -10,10 +10,12 @@ from collections.abc import Callable
 from typing import cast
 
 from django.conf import settings
+from django.core.exceptions import PermissionDenied
 from django.core.handlers.base import BaseHandler
-from django.core.handlers.exception import convert_exception_to_response
+from django.core.handlers.exception import convert_exception_to_response, get_exception_response
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
 from django.template import loader
+from django.urls import get_resolver, get_urlconf
 from django.utils.cache import patch_cache_control
 
 from lens.audit import acting_for
@@ -188,6 +190,29 @@ class ApiBypassMiddleware:
         if is_api(request):
             return self.api_views(request)
         return self.get_response(request)
+
+
+class RefusalMiddleware:
+    """A page's ``PermissionDenied`` (a person without the role or permission an action
+    needs: publishing, restoring, reordering, …) answered with the 403 page here, before
+    Django's exception handling would: that logs the refusal as a warning with the
+    exception's traceback, as if something had failed. Answered here, the refusal is
+    logged as every other 4xx answer is, once and in one line by ``django.request``
+    (``Forbidden: /proposals/7/publish/``). The page is the same: Django's own 403
+    handler renders it, with the exception's message.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        return self.get_response(request)
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponse | None:
+        if not isinstance(exception, PermissionDenied):
+            return None
+        resolver = get_resolver(get_urlconf())
+        return get_exception_response(request, resolver, 403, exception)
 
 
 # No inline script or style anywhere (templates use static files only; htmx is told not

@@ -10,12 +10,18 @@ a time (memory holds one batch, never the whole agent), checking what only the d
 can tell: ids already taken, references to lines before. Any problem raises, with the
 line it is on, and the transaction takes every row with it: nothing is written.
 
+The first reading also checks what the bundle's audit lines attest
+(``memory.bundles.attestation``): their chain, and each memory's content and revision's
+config against the hashes their events sealed, so a line edited and the manifest's hash
+computed again is refused. The second reading checks that the lines are the ones the
+first read (the manifest's hash, which the reader checks again after the last line).
+
 What is written bypasses the operations that make these rows in normal use: they would
 append an audit event per revision, save and decision, and renumber and retime
 everything. The import is one audit event of its own (``agent.created``, ``via``
 import, with the bundle's hash); the bundle's ``audit`` lines stay what they were, the
-source team's events, each checked against its own hash and not replayed into this
-team's chain (their numbers and hashes belong to the source's log).
+source team's events, checked and not replayed into this team's chain (their numbers
+and hashes belong to the source's log).
 """
 
 from __future__ import annotations
@@ -30,16 +36,16 @@ from django.db import IntegrityError, transaction
 
 from lens.actors import SYSTEM, Actor
 from lens.agents import check_slug, write_config
-from lens.audit import Entry, append_one, seal
+from lens.audit import Entry, append_one
 from lens.core.config import AgentConfig
 from lens.models import Agent, Revision, Team, Via
 from lens.revisions import keep_config, record_revision, revisions_of
 from memory import search
+from memory.bundles.attestation import attested
 from memory.core.bundle_format import BundleReader, InvalidBundle, Manifest, Numbered
 from memory.core.bundle_lines import (
     TYPES,
     AgentLine,
-    AuditLine,
     CompositionLine,
     DeliveryCache,
     DeliveryLine,
@@ -95,7 +101,7 @@ def verify_bundle(path: Source) -> Manifest:
     or an InvalidBundle naming the first line that is wrong."""
     with open(path, "rb") as stream:
         reader = BundleReader(stream)
-        for _numbered in _sealed(reader.lines()):
+        for _numbered in attested(reader.lines()):
             pass
         return reader.manifest
 
@@ -111,22 +117,15 @@ def import_bundle(
     """
     if slug is not None:
         check_slug(slug)
-    verify_bundle(path)
+    checked = verify_bundle(path)
     with open(path, "rb") as stream, transaction.atomic():
         reader = BundleReader(stream)
-        return _Import(team, slug, actor, reader.manifest).run(_sealed(reader.lines()))
-
-
-def _sealed(lines: Iterable[Numbered]) -> Iterator[Numbered]:
-    """The lines, each audit event checked against its own hash (``lens.audit.seal``),
-    so the events a bundle carries stay proof of what the source's log said."""
-    for numbered in lines:
-        line = numbered.line
-        if isinstance(line, AuditLine) and seal(line.event) != line.event["sha256"]:
-            raise InvalidBundle(
-                numbered.number, "the audit event does not hash to its sha256: it was altered"
-            )
-        yield numbered
+        # The lines hash to this manifest's sha256 (the reader checks it after the last
+        # line, before anything commits): the same as the first reading's, they are the
+        # lines it checked, so what they attest needs no second reading.
+        if reader.manifest.sha256 != checked.sha256:
+            raise InvalidBundle(1, "the file changed while it was imported")
+        return _Import(team, slug, actor, reader.manifest).run(reader.lines())
 
 
 _L = TypeVar("_L")
@@ -196,7 +195,7 @@ class _Import:
             "event": self._events,
             "composition": self._compositions,
             "delivery": self._deliveries,
-            "audit": lambda batch: None,  # checked by ``_sealed``; never replayed
+            "audit": lambda batch: None,  # checked by ``attested``; never replayed
         }
         for batch in _batches(lines):
             writers[batch[0].line.type](batch)

@@ -28,6 +28,7 @@ from typing import IO, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StrictInt, StrictStr, ValidationError
 
+from lens.core import nesting
 from lens.core.errors import DomainError
 from lens.core.text import unstorable_path
 from memory.core import gzip_splice
@@ -247,9 +248,11 @@ class BundleReader:
 
 def _load(number: int, raw: bytes) -> Any:
     try:
-        return json.loads(raw, parse_constant=_reject_constant)
+        return nesting.loads(raw, parse_constant=_reject_constant)
     except UnicodeDecodeError:
         raise InvalidBundle(number, "the line is not UTF-8 text") from None
+    except nesting.TooDeep as exc:
+        raise InvalidBundle(number, f"the line {exc}") from None
     except json.JSONDecodeError as exc:
         raise InvalidBundle(
             number, f"the line is not valid JSON ({exc.msg} at column {exc.colno})"

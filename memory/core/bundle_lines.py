@@ -27,6 +27,7 @@ from pydantic import (
     model_validator,
 )
 
+from lens.core import nesting
 from lens.core.config import AGENT_SLUG_PATTERN, AgentConfig
 from lens.core.fragments import SECTION_SEPARATOR
 from lens.core.revisions import Change
@@ -250,7 +251,8 @@ def composition_problem(line: CompositionLine, *, redacted: bool = False) -> str
     """What in ``line`` disagrees with its composition's text, or None (``redacted``:
     only its memories, which redaction keeps)."""
     try:
-        sections = json.loads(line.text)["prompt"]["sections"]
+        # A text that nests too deep is not a composition (``TooDeep`` is a ValueError).
+        sections = nesting.loads(line.text)["prompt"]["sections"]
         texts = ["".join(f["text"] for f in section["fragments"]) for section in sections]
         ids = {
             memory_id

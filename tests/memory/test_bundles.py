@@ -23,11 +23,11 @@ from typing import Any, get_args
 
 import pytest
 from django.contrib.auth.models import User
-from django.db import connection
+from django.db import connection, transaction
 
 from lens.actors import Actor
 from lens.agents import get_agent
-from lens.audit import event_data, seal, verify
+from lens.audit import Entry, append_one, event_data, seal, verify
 from lens.core.errors import DomainError
 from lens.models import Agent, AuditEvent, Membership, Revision, Team, Via
 from memory.bundles.exporting import export_bundle
@@ -53,7 +53,7 @@ from tests.factories import (
     deliver_through,
     rebundle,
 )
-from tests.samples import SECTION_ORDER
+from tests.samples import SAMPLE_CONFIG, SECTION_ORDER
 from tests.serving import ROOT, clean_env
 
 pytestmark = pytest.mark.django_db
@@ -477,6 +477,180 @@ def test_an_altered_audit_event_is_refused_even_with_the_hash_made_to_fit(
     )
 
 
+# --- what the bundle's own audit lines attest -----------------------------------------
+
+
+def _lines_of(lines: list[bytes], kind: str) -> list[int]:
+    return [i for i, line in enumerate(lines) if line.startswith(b'{"type":"%s"' % kind.encode())]
+
+
+def _audit_events(lines: list[bytes]) -> list[tuple[int, dict[str, Any]]]:
+    return [(i, json.loads(lines[i])["event"]) for i in _lines_of(lines, "audit")]
+
+
+def _write(lines: list[bytes], index: int, data: dict[str, Any]) -> None:
+    lines[index] = json.dumps(data, ensure_ascii=False).encode() + b"\n"
+
+
+def _tea(lines: list[bytes]) -> tuple[int, dict[str, Any]]:
+    (index,) = [i for i in _lines_of(lines, "memory") if b"Tea, never coffee." in lines[i]]
+    return index, json.loads(lines[index])
+
+
+def test_a_memory_edited_with_the_hash_made_to_fit_is_refused_by_its_saved_event(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    """The manifest's hash can be computed again by anyone; the memory.saved event that
+    sealed the content's hash cannot be changed without breaking its own seal."""
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    index, line = _tea(lines)
+    line["content"] = "Coffee, never tea."
+    _write(lines, index, line)
+    path = tmp_path / "edited.gz"
+    path.write_bytes(rebundle(lines))
+    wren.delete()  # so that nothing else stands in the way: the ids are free
+    ((event_index, event),) = [
+        (i, e) for i, e in _audit_events(lines)
+        if e["action"] == "memory.saved" and e["object"]["id"] == line["id"]
+    ]  # fmt: skip
+    error = refused(path, other_team)
+    assert error.code == "invalid_bundle"
+    assert error.message == (
+        f"line {index + 1}: memory {line['id']}: its content does not hash to the "
+        f"content_sha256 of its memory.saved audit event (seq {event['seq']}, line "
+        f"{event_index + 1}): it was altered"
+    )
+    assert error.details["line"] == index + 1
+    assert not Agent.objects.filter(slug="wren").exists()
+
+
+def test_a_revision_edited_with_its_config_hash_made_to_fit_is_refused_by_its_event(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    index = _lines_of(lines, "revision")[1]  # revision 2, of 3: the declarations stay
+    line = json.loads(lines[index])
+    assert line["revision"] == 2
+    line["config"]["persona"] = "You are someone else."
+    line["config_sha256"] = hashlib.sha256(
+        json.dumps(
+            line["config"], sort_keys=True, separators=(",", ":"), ensure_ascii=False
+        ).encode()
+    ).hexdigest()
+    _write(lines, index, line)
+    path = tmp_path / "revised.gz"
+    path.write_bytes(rebundle(lines))
+    wren.delete()
+    ((event_index, event),) = [
+        (i, e) for i, e in _audit_events(lines)
+        if e["action"] == "agent.revised" and e["details"]["revision"] == 2
+    ]  # fmt: skip
+    assert refused(path, other_team).message == (
+        f"line {index + 1}: revision 2: its config_sha256 is not the config_sha256 of its "
+        f"agent.revised audit event (seq {event['seq']}, line {event_index + 1}): it was altered"
+    )
+
+
+def test_an_audit_event_edited_and_sealed_again_is_refused_by_the_event_after_it(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    """The memory edited, its memory.saved event made to say the new hash and sealed
+    again: the event after it in the log still names the old seal."""
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    index, line = _tea(lines)
+    line["content"] = "Coffee, never tea."
+    _write(lines, index, line)
+    events = _audit_events(lines)
+    at = next(
+        n for n, (_i, e) in enumerate(events)
+        if e["action"] == "memory.saved" and e["object"]["id"] == line["id"]
+    )  # fmt: skip
+    (event_index, event), (next_index, following) = events[at], events[at + 1]
+    assert following["seq"] == event["seq"] + 1  # the next event of the log is here too
+    event["details"]["content_sha256"] = hashlib.sha256(b"Coffee, never tea.").hexdigest()
+    event["sha256"] = seal(event)
+    _write(lines, event_index, {"type": "audit", "event": event})
+    path = tmp_path / "resealed.gz"
+    path.write_bytes(rebundle(lines))
+    wren.delete()
+    assert refused(path, other_team).message == (
+        f"line {next_index + 1}: audit event {following['seq']} does not follow event "
+        f"{event['seq']} (line {event_index + 1}): its prev_sha256 is not that event's "
+        "sha256: the chain was altered"
+    )
+
+
+def test_audit_events_out_of_their_log_order_are_refused(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    (first, one), (second, two) = _audit_events(lines)[3:5]
+    lines[first], lines[second] = lines[second], lines[first]
+    path = tmp_path / "swapped.gz"
+    path.write_bytes(rebundle(lines))
+    wren.delete()
+    assert refused(path, other_team).message == (
+        f"line {second + 1}: audit event {one['seq']} after event {two['seq']} (line "
+        f"{first + 1}): events come in the order of their log"
+    )
+
+
+def test_an_erased_memory_whose_kept_hash_was_edited_is_refused(
+    team: Team, api: ApiClient, reviewer: User, other_team: Team, tmp_path: Path
+) -> None:
+    ids = bundle_story(team, api, reviewer)
+    erase_memory(ids["city"], Actor.for_user(reviewer), "Asked to be forgotten.")
+    wren = get_agent(team, "wren")
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    (index,) = [i for i in _lines_of(lines, "memory") if ids["city"].encode() in lines[i][:60]]
+    line = json.loads(lines[index])
+    assert line["content"] == ""
+    line["content_sha256"] = "0" * 64
+    _write(lines, index, line)
+    path = tmp_path / "erased.gz"
+    path.write_bytes(rebundle(lines))
+    wren.delete()
+    assert refused(path, other_team).message.startswith(
+        f"line {index + 1}: memory {ids['city']}: its content does not hash to the "
+        "content_sha256 of its memory.saved audit event"
+    )
+
+
+def test_an_agent_imported_and_exported_again_imports_again(
+    wren: Agent, reviewer: User, team: Team, other_team: Team, tmp_path: Path
+) -> None:
+    """Its memories' and earlier revisions' events stayed in the first team's log:
+    there is nothing to check them against, and nothing refuses them."""
+    Membership.objects.create(team=other_team, user=reviewer)  # who decided, there too
+    exported(wren, tmp_path / "first.gz")
+    before = agent_state(wren)
+    wren.delete()
+    moved = import_bundle(tmp_path / "first.gz", other_team).agent
+    exported(moved, tmp_path / "second.gz")
+    moved.delete()
+    back = import_bundle(tmp_path / "second.gz", team).agent
+    assert agent_state(back) == before
+
+
+def test_the_events_of_an_earlier_agent_of_the_same_slug_are_not_this_ones(
+    team: Team, other_team: Team, tmp_path: Path
+) -> None:
+    """An agent deleted (``agent.deleted``) and made again under its slug: the bundle
+    holds both agents' events, and the earlier one's revision 1 is not this one's."""
+    first = create_agent(team, "wren")
+    with transaction.atomic():
+        entry = Entry("agent.deleted", "agent", "wren", "wren", {"agent_id": first.pk})
+        append_one(team.pk, "root", entry)  # as the admin's delete does
+        first.delete()
+    again = create_agent(team, "wren", {**SAMPLE_CONFIG, "persona": "You are Wren, again."})
+    lines = bundle_text(exported(again, tmp_path / "wren.gz"))
+    created = [e for _i, e in _audit_events(lines) if e["action"] == "agent.created"]
+    assert [e["details"]["revision"] for e in created] == [1, 1]
+    assert created[0]["details"]["config_sha256"] != created[1]["details"]["config_sha256"]
+    again.delete()
+    assert import_bundle(tmp_path / "wren.gz", other_team).revision == 1
+
+
 @pytest.mark.parametrize(
     ("change", "problem"),
     [
@@ -561,6 +735,70 @@ def test_a_line_that_does_not_fit_its_type_is_refused_naming_it(
     path = tmp_path / "unfit.gz"
     path.write_bytes(rebundle(lines))
     assert refused(path, other_team, "unfit").message.startswith(f"line {index + 1}: {problem}")
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
+def _deepened(lines: list[bytes], kind: str, edit: Any) -> int:
+    """The first line of ``kind`` with ``edit`` applied to it (its JSON): its index."""
+    index = _lines_of(lines, kind)[0]
+    line = json.loads(lines[index])
+    edit(line)
+    lines[index] = json.dumps(line, ensure_ascii=False).encode() + b"\n"
+    return index
+
+
+def _nested(depth: int) -> Any:
+    value: Any = []
+    for _ in range(depth - 1):
+        value = [value]
+    return value
+
+
+@pytest.mark.parametrize(
+    ("kind", "edit", "problem"),
+    [
+        ("memory", None, "the line nests arrays and objects more than 64 deep"),
+        (
+            "memory",
+            lambda line: line.update(tags=_nested(900)),  # parses; too deep for the readers
+            "the line nests arrays and objects more than 64 deep",
+        ),
+        (
+            "audit",
+            lambda line: line["event"]["details"].update(deep=_nested(900)),
+            "the line nests arrays and objects more than 64 deep",
+        ),
+        (
+            "event",
+            lambda line: line.update(detail={"deep": _nested(64)}),  # 66 with the line's own
+            "the line nests arrays and objects more than 64 deep",
+        ),
+        (
+            "composition",
+            # Redacted: its text is parsed without its digest checked first.
+            lambda line: line.update(text=DEEP.decode(), redacted_at=line["created_at"]),
+            "a composition line that does not read: text is not a composition",
+        ),
+    ],
+    ids=["brackets", "memory-tags", "audit-details", "event-detail", "composition-text"],
+)
+def test_a_line_nested_too_deep_is_refused_in_one_line(
+    wren: Agent, other_team: Team, tmp_path: Path, kind: str, edit: Any, problem: str
+) -> None:
+    """100,000 nested brackets went past the JSON parser's recursion, and 900 past the
+    readers' after it (a RecursionError and its traceback): a line is refused instead."""
+    lines = bundle_text(exported(wren, tmp_path / "wren.gz"))
+    if edit is None:
+        index = _lines_of(lines, kind)[0]
+        lines[index] = DEEP + b"\n"
+    else:
+        index = _deepened(lines, kind, edit)
+    path = tmp_path / "deep.gz"
+    path.write_bytes(rebundle(lines, rehash=edit is not None))
+    wren.delete()
+    assert refused(path, other_team).message.startswith(f"line {index + 1}: {problem}")
 
 
 def _delivery_lines(lines: list[bytes]) -> list[int]:

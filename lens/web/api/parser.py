@@ -3,12 +3,12 @@ could not store, or the §8 error envelope."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from django.http import HttpRequest
 from ninja.parser import Parser
 
+from lens.core import nesting
 from lens.core.text import unstorable_path
 from lens.serving.envelope import ApiError
 from lens.web.api import errors
@@ -37,7 +37,9 @@ class JsonParser(Parser):
             # fields are all optional works; required fields are then reported missing.
             return {}
         try:
-            data = json.loads(request.body, object_pairs_hook=_refuse_duplicates)
+            data = nesting.loads(request.body, object_pairs_hook=_refuse_duplicates)
+        except nesting.TooDeep as exc:
+            raise ApiError(422, "invalid_request", f"Request body {exc}.") from None
         except _DuplicateKey as exc:
             loc = ("body", "", *exc.args)
             raise errors.validation_error(

@@ -58,6 +58,25 @@ def test_export_agent_replaces_the_file_only_once_the_bundle_is_whole(
     assert bundle_text(path.read_bytes())[0].startswith(b'{"format":"composition-lens-bundle"')
 
 
+def test_import_agent_refuses_a_line_of_nested_brackets_in_one_line(
+    wren: Agent, other_team: Team, tmp_path: Path
+) -> None:
+    """100,000 nested brackets went past the JSON parser's recursion: a traceback."""
+    path = tmp_path / "wren.gz"
+    run("export_agent", "wren", "--team", "acme", "-o", str(path))
+    lines = bundle_text(path.read_bytes())
+    lines[4] = b"[" * 100_000 + b"]" * 100_000 + b"\n"
+    bad = tmp_path / "deep.gz"
+    bad.write_bytes(rebundle(lines, rehash=False))
+    unchanged = Unchanged()
+    with pytest.raises(CommandError) as caught:
+        run("import_agent", str(bad), "--team", "globex", "--slug", "copy")
+    unchanged.check()
+    assert (
+        str(caught.value) == f"{bad}: line 5: the line nests arrays and objects more than 64 deep"
+    )
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

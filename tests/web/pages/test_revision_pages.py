@@ -6,6 +6,7 @@ revisions; a huge diff drawn cut short.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -21,7 +22,7 @@ from lens.web.pages.toolkit import SESSION_KEY
 from memory.configuring import store_agent
 from memory.revision_diffs import revision_diff
 from tests.factories import create_agent, logged_in, make_user, many_sections, memory_config
-from tests.pages import Dom, alert_text, buttons, dom
+from tests.pages import Dom, alert_text, assert_refusal_logged, buttons, dom
 
 pytestmark = pytest.mark.django_db
 
@@ -526,6 +527,14 @@ def test_a_forged_restore_is_refused_with_nothing_changed(
     assert response.status_code == 403
     assert b"lens.change_agent" in response.content
     assert snapshot(history) == before
+
+
+def test_a_refused_restore_is_logged_in_one_line_without_a_traceback(
+    member_client: Client, history: Agent, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        assert restore(member_client, 1).status_code == 403
+    assert_refusal_logged(caplog, f"{LIST}1/restore/")
 
 
 def test_a_restore_without_its_csrf_token_is_refused(team: Team, history: Agent) -> None:

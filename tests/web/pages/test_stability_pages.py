@@ -4,6 +4,7 @@ its first paint; who may see it (members; strangers 404; anonymous visitors log 
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -19,7 +20,7 @@ from memory.configuring import store_config
 from memory.deliveries.ledger import deliver
 from tests.api_calls import db_snapshot
 from tests.factories import HTMX, create_agent, logged_in, make_user
-from tests.pages import alert_text, dom
+from tests.pages import alert_text, assert_refusal_logged, dom
 
 pytestmark = pytest.mark.django_db
 PAGE = "/agents/wren/stability/"
@@ -146,6 +147,17 @@ def test_an_editor_applies_the_order_as_one_revision_of_moves(team: Team, wren: 
     page = dom(client.get(response["Location"]))
     assert f"Applied the order as revision {newest.number}." in alert_text(page)
     assert page.one("data-order-kept")
+
+
+def test_a_refused_apply_is_logged_in_one_line_without_a_traceback(
+    member_client: Client, wren: Agent, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.INFO):
+        refused = member_client.post(
+            APPLY, {"team": "acme", "order": "prefs,about,now", "revision": current_number(wren)}
+        )
+    assert refused.status_code == 403
+    assert_refusal_logged(caplog, APPLY)
 
 
 def test_a_forged_or_stale_apply_changes_nothing(

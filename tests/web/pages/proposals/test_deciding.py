@@ -4,6 +4,7 @@ refused with nothing changed. A proposal decided meanwhile is decided once."""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -22,7 +23,7 @@ from tests.factories import (
     propose,
     revision_count,
 )
-from tests.pages import alert_text, dom, fragment
+from tests.pages import alert_text, assert_refusal_logged, dom, fragment
 from tests.web.pages.proposals.conftest import retoned
 
 pytestmark = pytest.mark.django_db
@@ -263,6 +264,21 @@ def test_a_non_member_gets_404_or_400_and_nothing_changes(
     # A form naming acme, which they do not belong to, is refused outright.
     assert post_proposal(client, proposal.pk, action).status_code == 400
     assert_unchanged(wren, proposal)
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_a_refused_publish_is_logged_in_one_line_without_a_traceback(
+    viewer_client: Client,
+    wren: Agent,
+    proposal: Proposal,
+    htmx: bool,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO):
+        response = post_proposal(viewer_client, proposal.pk, "publish", htmx=htmx)
+    assert response.status_code == 403
+    assert b"needs the reviewer role" in response.content  # the page says why, as before
+    assert_refusal_logged(caplog, f"/proposals/{proposal.pk}/publish/")
 
 
 @pytest.mark.parametrize("action", ["publish", "reject", "withdraw"])
