@@ -103,6 +103,7 @@
     const count = selectedBoxes().length;
     output.dataset.selectedCount = String(count);
     output.textContent = `${count} selected`;
+    output.closest("#bulk")?.toggleAttribute("data-none-selected", count === 0);
   }
 
   function decideSelected(decision) {
