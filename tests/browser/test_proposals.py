@@ -291,15 +291,18 @@ def test_the_queue_fits_and_its_bar_stays_in_view(
             page.evaluate(f"window.scrollTo(0, {scroll})")
             box = bar.bounding_box()
             assert box is not None
-            assert box["y"] >= 0 and box["y"] + box["height"] <= height + 1, (scroll, box)
-            assert box["x"] >= 0 and box["x"] + box["width"] <= width
+            assert box["y"] >= 0, (scroll, box)
+            assert box["y"] + box["height"] <= height + 1, (scroll, box)
+            assert box["x"] >= 0
+            assert box["x"] + box["width"] <= width
         assert bar.locator("[data-selected-count]").is_visible()
         page.locator('input[name="selected"]').first.check()
         assert bar.locator("[data-selected-count]").inner_text() == "1 selected"
         assert bar.get_by_role("button", name="Approve selected").is_visible()
         assert bar.get_by_role("button", name="Reject selected").is_visible()
         box = bar.bounding_box()
-        assert box is not None and box["y"] + box["height"] <= height + 1, box
+        assert box is not None
+        assert box["y"] + box["height"] <= height + 1, box
         assert errors == []
     finally:
         context.close()

@@ -96,7 +96,8 @@ def test_the_queue_s_row_asks_before_publishing(
     assert "hx-post" not in row_publish.attrs
     assert "confirm" not in [e.get("name") for e in inside(row_publish, "input")]
     dialog = inside(row, "dialog")[0]
-    assert "data-publish-dialog" in dialog.attrs and "open" not in dialog.attrs
+    assert "data-publish-dialog" in dialog.attrs
+    assert "open" not in dialog.attrs
     confirm = inside(dialog, "form")[0]
     assert {e.get("name"): e.get("value") for e in inside(confirm, "input")}["confirm"] == "yes"
     assert [("autofocus" in b.attrs) for b in inside(confirm, "button")] == [False, True]
