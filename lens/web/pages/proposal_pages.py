@@ -253,9 +253,10 @@ def proposal_publish(request: AppRequest, proposal_id: int) -> HttpResponse:
         return found
     team, proposal = found
     actor = _require_decider(request, team, proposal)
-    if request.POST.get(CONFIRM_FIELD) != CONFIRMED:
+    if request.POST.get(CONFIRM_FIELD) != CONFIRMED and proposal.status == ProposalStatus.PENDING:
         # Never one key or one click: a post without the confirmation shows what
-        # publishing does and the form that confirms it; nothing changes.
+        # publishing does and the form that confirms it; nothing changes. (One decided
+        # meanwhile says so at once, below.)
         return _confirm_publish(request, team, proposal)
     others = _other_pending(proposal)
     try:

@@ -9,9 +9,11 @@ import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from lens.models import Agent, Proposal, ProposalStatus
-from tests.factories import grant, logged_in, post_proposal, preference
-from tests.pages import approval_queue, buttons, dom, inside
+from lens.actors import Actor
+from lens.models import Agent, Proposal, ProposalStatus, Team
+from lens.proposals import reject_proposal
+from tests.factories import grant, logged_in, make_user, post_proposal, preference
+from tests.pages import alert_text, approval_queue, buttons, dom, inside
 from tests.web.pages.proposals.test_deciding import assert_unchanged, status_of
 
 pytestmark = pytest.mark.django_db
@@ -138,3 +140,15 @@ def test_the_bar_says_how_many_are_selected(
     # The bar follows the list (it sticks to the window's bottom as the list scrolls).
     order = [e for e in page.elements if e.get("id") == "bulk" or "data-promotion-id" in e.attrs]
     assert order[-1].get("id") == "bulk"
+
+
+def test_a_proposal_decided_meanwhile_says_so_instead_of_asking(
+    reviewer_client: Client, team: Team, wren: Agent, proposal: Proposal
+) -> None:
+    tess = grant(make_user("tess", team))
+    reject_proposal(team, proposal.pk, Actor.for_user(tess), "No.")
+    response = post_proposal(reviewer_client, proposal.pk, "publish", confirm="")
+    assert response.status_code == 302
+    said = alert_text(dom(reviewer_client.get(response["Location"])))
+    assert f"Proposal {proposal.pk} was already rejected" in said
+    assert status_of(proposal) == ProposalStatus.REJECTED
