@@ -7,7 +7,6 @@ selected memories moves on to the next memory, never to a proposal.
 from __future__ import annotations
 
 import copy
-import os
 from typing import Any
 
 import pytest
@@ -279,8 +278,6 @@ def test_the_queue_fits_and_its_bar_stays_in_view(
         errors = watch_console(page)
         login(page, live_server.url, "rhea")
         page.goto(f"{live_server.url}/approvals/")
-        if os.environ.get("SHOT_DIR"):
-            page.screenshot(path=f"{os.environ['SHOT_DIR']}/queue-test-{width}.png")
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         # The proposals are compact: the first memory starts on the first screen.
         first_memory = page.locator("li[data-promotion-id]").first.bounding_box()
@@ -370,3 +367,31 @@ def test_the_proposer_sees_no_buttons_and_a_second_publish_says_it_was_decided(
     finally:
         other.context.close()
     assert Revision.objects.filter(agent=first.agent).count() == 2
+
+
+def test_without_javascript_publish_asks_on_a_page_first(live_server: Any, browser: Any) -> None:
+    first, _second, _waiting = set_up()
+    context = browser.new_context(java_script_enabled=False, viewport={"width": 390, "height": 844})
+    try:
+        page = context.new_page()
+        page.set_default_timeout(10_000)
+        base: str = live_server.url
+        login(page, base, "rhea")
+        page.goto(f"{base}/approvals/")
+        proposal_row(page, first).get_by_role("button", name="Publish", exact=True).click()
+        page.wait_for_selector("[data-publish-confirm]")
+        assert page.locator("h1").inner_text() == f"Publish proposal {first.pk} for Wren?"
+        assert page.evaluate("document.documentElement.scrollWidth") <= 390
+        assert status_of(first) == "pending"
+        # Cancel goes back to the queue, nothing changed.
+        page.get_by_role("link", name="Cancel").click()
+        page.wait_for_selector("li[data-proposal-id]")
+        assert status_of(first) == "pending"
+        proposal_row(page, first).get_by_role("button", name="Publish", exact=True).click()
+        page.get_by_role("button", name="Publish as revision 2").click()
+        page.wait_for_selector(".flash")
+        assert "published as revision 2" in page.locator(".flash").inner_text()
+        assert "/approvals/" in page.url
+        assert status_of(first) == "published"
+    finally:
+        context.close()
