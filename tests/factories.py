@@ -490,9 +490,12 @@ def post_proposal(
     **data: str,
 ) -> Any:
     """Post ``action`` (publish, reject, withdraw) of a proposal, as its page's forms do
-    (or, with ``htmx``, as the queue's rows do)."""
+    (or, with ``htmx``, as the queue's rows do). A publish carries its confirmation, as
+    the confirming form sends it, unless ``confirm`` says otherwise ("" for none)."""
     if team is not None:
         data["team"] = team
+    if action == "publish":
+        data.setdefault("confirm", "yes")
     return client.post(f"/proposals/{proposal_id}/{action}/", data, headers=HTMX if htmx else {})
 
 

@@ -15,13 +15,14 @@ from __future__ import annotations
 import copy
 from collections.abc import Iterator
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import transaction
 from django.utils import timezone
+from django.utils.http import urlencode
 
 from bench.data import big_memory_config, memory_plan
 from kvstore.models import Key
@@ -278,6 +279,10 @@ def stops() -> list[Stop]:
             Stop("delivery-diff", f"/deliveries/{deliveries[-1]}/diff/"),
             Stop("delivery-live", f"/deliveries/{deliveries[0]}/live/"),
         ]
+    if deliveries:
+        # The lens as it stood when Wren's first prompt was delivered: the past view.
+        first = Delivery.objects.get(pk=deliveries[0]).delivered_at.astimezone(UTC).isoformat()
+        found.append(Stop("lens-past", f"/agents/{wren.slug}/?{urlencode({'as_of': first})}"))
     # Wren's history of revisions, and one that added a section and says so in words.
     found += [
         Stop("revisions", f"/agents/{wren.slug}/revisions/"),

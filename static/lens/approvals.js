@@ -1,7 +1,9 @@
 // The approval queue, for reviewers who work fast: keyboard shortcuts, busy buttons while
 // a decision travels, focus that moves on to the next row, decisions read out, and an
 // Undo that goes away when its time is up. Rows are memories (data-promotion-id) and
-// proposed changes of protected agents (data-proposal-id); the same keys work on both.
+// proposed changes of protected agents (data-proposal-id); the same keys move across
+// both, but publishing a proposed change is never one key: "a" and the Publish button
+// open a dialog whose own button publishes (without JavaScript, a confirmation page).
 // Everything here is an enhancement: without JavaScript the rows are plain forms and the
 // page reloads.
 (() => {
@@ -64,12 +66,62 @@
     return target.matches("input") && TYPING.test(target.type || "text");
   }
 
-  function help() {
-    const dialog = document.getElementById("shortcuts");
+  // A modal dialog, and where focus goes back to when it closes (Esc, Cancel, Close):
+  // the element that had it, else the current row, never <body>.
+  function openDialog(dialog, back) {
     if (!dialog || dialog.open) return;
-    const back = document.activeElement;
-    dialog.addEventListener("close", () => { if (back && document.contains(back)) back.focus(); }, { once: true });
+    const row = currentRow();
+    const from = back && back !== document.body ? back : row;
+    dialog.addEventListener("close", () => {
+      const target = from && document.contains(from) ? from : currentRow();
+      if (!target) return;
+      // The row is the current one again however it is reached.
+      if (target.matches && target.matches(ROW)) setCurrent(target);
+      else target.focus();
+    }, { once: true });
     dialog.showModal();
+  }
+
+  function help() {
+    openDialog(document.getElementById("shortcuts"), document.activeElement);
+  }
+
+  function confirmPublish(row) {
+    const dialog = row && isPending(row) && row.querySelector("[data-publish-dialog]");
+    if (!dialog || row.getAttribute("aria-busy") === "true") return;
+    setCurrent(row, { focus: false });
+    openDialog(dialog, row);
+  }
+
+  // --- the selected memories ---------------------------------------------------------
+
+  const selectedBoxes = () => [...document.querySelectorAll('input[name="selected"][form="bulk"]:checked')];
+
+  function countSelected() {
+    const output = document.querySelector("[data-selected-count]");
+    if (!output) return;
+    const count = selectedBoxes().length;
+    output.dataset.selectedCount = String(count);
+    output.textContent = `${count} selected`;
+    output.closest("#bulk")?.toggleAttribute("data-none-selected", count === 0);
+  }
+
+  function decideSelected(decision) {
+    const bulk = document.getElementById("bulk");
+    if (!bulk) return;
+    if (!selectedBoxes().length) {
+      announce("Nothing is selected: x selects the current memory.");
+      return;
+    }
+    if (decision === "approve") {
+      const button = bulk.querySelector('[data-bulk="approve"]');
+      if (button && !button.disabled) button.click();
+      return;
+    }
+    const reason = bulk.querySelector("[data-bulk-reason]");
+    if (!reason) return;
+    reason.focus();
+    reason.select();
   }
 
   function press(row, action) {
@@ -81,10 +133,12 @@
   const keys = {
     j: () => move(1),
     k: () => move(-1),
-    // Approving a memory and publishing a proposed change are the same gesture.
+    // On a proposed change "a" only asks: the dialog's own button publishes.
     a: () => {
       const row = currentRow();
-      if (row) press(row, isProposal(row) ? "publish" : "approve");
+      if (!row) return;
+      if (isProposal(row)) confirmPublish(row);
+      else press(row, "approve");
     },
     r: () => {
       const row = currentRow();
@@ -101,6 +155,9 @@
       box.checked = !box.checked;
       box.dispatchEvent(new Event("change", { bubbles: true }));
     },
+    // Shift: the selected memories, from the bar at the bottom.
+    A: () => decideSelected("approve"),
+    R: () => decideSelected("reject"),
     u: () => {
       // The newest decision still offering Undo: its moment is in the form.
       const moment = (form) => form.querySelector('input[name="at"]')?.value || "";
@@ -119,13 +176,31 @@
       event.preventDefault();
       return;
     }
+    if (event.target.matches && event.target.matches("[data-bulk-reason]")) {
+      if (event.key === "Escape") {
+        // Back from the bar to the row that was current, without rejecting.
+        event.preventDefault();
+        const row = current && document.contains(current) ? current : rows().find(isPending);
+        if (row) setCurrent(row);
+        return;
+      }
+      if (event.key === "Enter") {
+        // The reason box is for rejecting: Enter there rejects the selected, never approves.
+        event.preventDefault();
+        const reject = document.querySelector('#bulk [data-bulk="reject"]');
+        if (reject && !reject.disabled) reject.click();
+        return;
+      }
+    }
     if (isTyping(event.target) || document.querySelector("dialog[open]")) return;
     if (event.key === "?") {
       event.preventDefault();
       help();
       return;
     }
-    const action = !event.shiftKey && keys[event.key];
+    // Shifted letters are keys of their own (A, R); other shifted keys mean nothing here.
+    const letter = event.key.length === 1 && event.key !== event.key.toLowerCase();
+    const action = (letter || !event.shiftKey) && keys[event.key];
     if (!action || !document.querySelector("#queue")) return;
     event.preventDefault();
     action();
@@ -139,15 +214,26 @@
 
   document.addEventListener("click", (event) => {
     if (event.target.closest("[data-shortcuts-open]")) help();
+    const publish = event.target.closest('[data-action="publish"]');
+    const row = publish && publish.closest(ROW);
+    if (row && row.querySelector("[data-publish-dialog]")) {
+      // The row's Publish asks first; without JavaScript its form asks on a page.
+      event.preventDefault();
+      confirmPublish(row);
+    }
+    const cancel = event.target.closest("[data-dialog-cancel]");
+    if (cancel) cancel.closest("dialog")?.close();
   });
 
-  // "Select all on this page" for the bulk form.
+  // "Select all on this page" for the bulk form, and the bar's "N selected".
   document.addEventListener("change", (event) => {
     const toggle = event.target.closest("[data-select-all]");
-    if (!toggle) return;
-    for (const box of document.querySelectorAll('input[name="selected"][form="bulk"]')) {
-      box.checked = toggle.checked;
+    if (toggle) {
+      for (const box of document.querySelectorAll('input[name="selected"][form="bulk"]')) {
+        box.checked = toggle.checked;
+      }
     }
+    if (toggle || event.target.matches('input[name="selected"]')) countSelected();
   });
 
   // --- a decision in flight ------------------------------------------------------------
@@ -158,6 +244,9 @@
     if (form.id === "bulk" || form.id === "bulk-undo") bulkSent = true;
     const row = form.closest(ROW);
     if (!row) return;
+    const dialog = form.closest("dialog");
+    // The confirmation is given: the dialog closes and the row shows the work under way.
+    if (dialog && dialog.open) dialog.close();
     const undoing = form.classList.contains("undo-form")
       && form.querySelector('input[name="decided"]')?.value === "approved";
     // Publishing changes the agent's declarations, and so what approving its memories does.
@@ -166,17 +255,26 @@
     }
     row.setAttribute("aria-busy", "true");
     for (const alert of row.querySelectorAll("[data-row-error]")) alert.remove();
-    const button = form.querySelector("[data-busy-label]");
+    const button = busyButton(form, row);
     if (button) {
       button.dataset.idleLabel = button.textContent;
       button.textContent = button.dataset.busyLabel;
     }
   });
 
+  // The button that says a decision travels: the form's own, or for the dialog's
+  // confirmation, the row's Publish.
+  function busyButton(form, row) {
+    if (form.classList.contains("publish-confirm-form")) {
+      return row && row.querySelector('[data-action="publish"][data-busy-label]');
+    }
+    return form.querySelector("[data-busy-label]");
+  }
+
   function settle(form) {
     const row = form.closest(ROW);
     if (row) row.removeAttribute("aria-busy");
-    const button = form.querySelector("[data-busy-label]");
+    const button = busyButton(form, row);
     if (button && button.dataset.idleLabel) button.textContent = button.dataset.idleLabel;
   }
 
@@ -293,7 +391,9 @@
       const notice = elt.querySelector("[data-bulk-notice], .alert-error");
       const undo = elt.querySelector("#bulk-undo");
       if (notice) announce(`${notice.textContent.trim()}${undo ? " Press u to undo." : ""}`);
-      const first = rows().find(isPending);
+      // A bulk decision is about memories: the next one is current, never a proposed
+      // change above them (where "a" would be one step from publishing).
+      const first = rows().find((r) => isPending(r) && !isProposal(r));
       if (first) setCurrent(first);
       else document.getElementById("queue-heading")?.focus();
     }
@@ -304,6 +404,7 @@
   function start() {
     for (const hint of document.querySelectorAll("[data-shortcuts-hint]")) hint.hidden = false;
     for (const form of document.querySelectorAll("[data-undo-seconds]")) undoTimer(form);
+    countSelected();
   }
   if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", start);
   else start();

@@ -92,6 +92,7 @@ def test_the_tour_visits_every_kind_of_page(db: None) -> None:
         "delivery",
         "delivery-diff",
         "delivery-live",
+        "lens-past",
         "revisions",
         "revision",
         "webhooks",

@@ -145,8 +145,12 @@ def test_publishing_a_proposal_from_the_queue_runs_under_the_policy(
     log_in(page, live_server.url, "demo")
     page.goto(f"{live_server.url}/approvals/")
     row = page.locator("li[data-proposal-id]").first
-    row.locator("details").first.locator("summary").click()
+    # Details, then the config diff inside it, open in place.
+    row.locator("details > summary").first.click()
+    row.locator("details.proposal-diff > summary").first.click()
+    # Publish asks in a dialog; its own button publishes.
     row.get_by_role("button", name="Publish", exact=True).click()
+    page.locator("dialog[open] [data-confirm-publish]").click()
     page.locator('li[data-proposal-id][data-decision="published"]').wait_for()
     assert tab.violations() == []
 

@@ -40,6 +40,9 @@ from memory.queries import (
 )
 from memory.recall import InvalidMessage, recall
 
+# How much of an unreadable ``?as_of=`` the lens says back.
+AS_OF_SHOWN = 80
+
 
 @require_GET
 @login_required
@@ -88,8 +91,14 @@ def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
             raise Http404(f"Agent {agent.slug!r} did not exist yet at {moment}.") from None
         return render(request, "lens/agent_lens.html", context)
     # A time that does not read: the live lens, saying why, as a 400.
-    problem = f"{asked!r} is not an ISO 8601 date and time."
-    context = {**_lens_context(agent, only_memory), "as_of_problem": problem}
+    # Said back bounded: a query string can be long.
+    shown = asked if len(asked) <= AS_OF_SHOWN else f"{asked[:AS_OF_SHOWN]}…"
+    problem = f"{shown!r} is not an ISO 8601 date and time."
+    context = {
+        **_lens_context(agent, only_memory),
+        "as_of_problem": problem,
+        "as_of_asked": asked[:AS_OF_SHOWN],
+    }
     return render(request, "lens/agent_lens.html", context, status=400)
 
 
@@ -226,6 +235,8 @@ def _lens_context(
         "agent": agent,
         "composition": composition,
         "as_of": moment,
+        # The time control's value: the moment to the microsecond, in UTC.
+        "as_of_value": moment.astimezone(UTC).isoformat() if moment is not None else "",
         "revision": revision,
         "declared_model": declared_model,
         "last_delivery": last,

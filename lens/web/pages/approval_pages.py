@@ -31,6 +31,7 @@ from lens.web.pages.memory_forms import (
     UndoManyForm,
 )
 from lens.web.pages.proposal_rows import queue_proposals
+from lens.web.pages.queue_count import queue_count
 from lens.web.pages.toolkit import (
     PAGE_SIZE,
     AppRequest,
@@ -54,7 +55,6 @@ from memory.decisions import (
     UndoRefused,
     decide,
     decide_many,
-    pending_count,
     reopen,
     revoke,
     undo,
@@ -273,7 +273,7 @@ def _decided_row(
         "agent_slug": record.agent.slug,
         "notice": notice,
         "outcome": outcome,
-        "pending_count": pending_count(team),
+        "pending_count": queue_count(team),
         **extra,
     }
     return render(request, "memory/approvals.html#decided", context)
@@ -358,7 +358,7 @@ def undo_one(request: AppRequest, record_id: str) -> HttpResponse:
             "row": queue_rows([row])[0],
             "can_decide": True,
             "filter_query": _filter_query(request),
-            "pending_count": pending_count(team),
+            "pending_count": queue_count(team),
         }
         return render(request, "memory/approvals.html#restored", context)
     messages.success(request, f"Undone: {what} waits for approval again.")

@@ -36,7 +36,8 @@ from lens.proposals import (
     withdraw_proposal,
 )
 from lens.revisions import current_number
-from lens.web.pages.proposal_rows import DIFF_PARTS, proposal_view
+from lens.web.pages.proposal_rows import DIFF_PARTS, FATES_IN_ROW, proposal_view
+from lens.web.pages.queue_count import queue_count
 from lens.web.pages.toolkit import (
     TEAM_FIELD,
     AppRequest,
@@ -53,6 +54,9 @@ from memory.proposal_review import review_proposal
 FROM_QUEUE = "queue"
 # What the database's integer columns hold: a larger number names no proposal.
 ID_MAX = 2**31 - 1
+# Publishing takes a second, deliberate step: only a post carrying this publishes.
+CONFIRM_FIELD = "confirm"
+CONFIRMED = "yes"
 
 
 class ReasonForm(forms.Form):
@@ -193,6 +197,8 @@ def _decided(
             "notice": notice,
             "stale": stale,
             "proposal_url": proposal_url(proposal),
+            # The navigation's badge counts proposals too: refreshed out of band.
+            "pending_count": queue_count(team),
         }
         return render(request, "memory/approvals.html#proposal_decided", context)
     level = (
@@ -247,6 +253,11 @@ def proposal_publish(request: AppRequest, proposal_id: int) -> HttpResponse:
         return found
     team, proposal = found
     actor = _require_decider(request, team, proposal)
+    if request.POST.get(CONFIRM_FIELD) != CONFIRMED and proposal.status == ProposalStatus.PENDING:
+        # Never one key or one click: a post without the confirmation shows what
+        # publishing does and the form that confirms it; nothing changes. (One decided
+        # meanwhile says so at once, below.)
+        return _confirm_publish(request, team, proposal)
     others = _other_pending(proposal)
     try:
         done = publish_proposal(team, proposal.pk, actor)
@@ -273,6 +284,36 @@ def proposal_publish(request: AppRequest, proposal_id: int) -> HttpResponse:
         actor.label,
     )
     return _decided(request, team, done, "published", notice, stale=others)
+
+
+def _confirm_publish(request: AppRequest, team: Team, proposal: Proposal) -> HttpResponse:
+    """What publishing ``proposal`` would do, with the form that does it (its page, or
+    with htmx a 400 whose text the queue shows in the row): nothing is changed."""
+    if request.htmx:
+        return HttpResponse(
+            f"Publishing proposal {proposal.pk} needs its confirmation. Nothing was changed.",
+            status=400,
+            content_type="text/plain; charset=utf-8",
+        )
+    review = review_proposal(proposal, FATES_IN_ROW)
+    view = proposal_view(request, review, True, fates=FATES_IN_ROW)
+    from_queue = request.POST.get("back") == FROM_QUEUE
+    agent_filter = request.POST.get("agent", "") if from_queue else ""
+    query = {TEAM_FIELD: team.slug, **({"agent": agent_filter} if agent_filter else {})}
+    context = {
+        "agent": proposal.agent,
+        "proposal": proposal,
+        "view": view,
+        "review": view.review,
+        "becomes": proposal.base_revision + 1,
+        "back": FROM_QUEUE if from_queue else "",
+        "agent_filter": agent_filter,
+        "cancel_url": f"{reverse('approvals')}?{urlencode(query)}"
+        if from_queue
+        else proposal_url(proposal, team),
+        "nav": "approvals",
+    }
+    return render(request, "lens/proposal_publish.html", context)
 
 
 @require_POST

@@ -4,8 +4,8 @@ from typing import Any
 
 from django.utils.functional import SimpleLazyObject
 
+from lens.web.pages.queue_count import queue_count
 from lens.web.pages.toolkit import AppRequest, reviews_here, teams_of
-from memory.decisions import pending_count
 
 
 def current_team(request: AppRequest) -> dict[str, Any]:
@@ -17,6 +17,7 @@ def current_team(request: AppRequest) -> dict[str, Any]:
         "current_team": team,
         "user_teams": teams_of(request),
         "reviews_here": reviews_here(request),
-        # Lazy and evaluated once: only pages that show it pay for the count.
-        "pending_count": SimpleLazyObject(lambda: pending_count(team)),
+        # Lazy and evaluated once: only pages that show it pay for the count. Memories
+        # and proposed changes both wait in the queue, so the badge counts both.
+        "pending_count": SimpleLazyObject(lambda: queue_count(team)),
     }

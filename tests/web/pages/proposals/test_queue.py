@@ -45,7 +45,8 @@ def test_a_reviewer_sees_each_proposal_with_what_it_changes_and_its_buttons(
 
     row = proposal_row(page, proposal)
     assert row.get("data-agent") == "wren"
-    assert buttons(row) == ["Publish", "Reject"]
+    # Publish asks first: the dialog's own button publishes (Cancel is focused first).
+    assert buttons(row) == ["Publish", "Reject", "Publish as revision 2", "Cancel"]
     assert "Section User Preferences (user_preferences) removed" in row.squashed
     assert "Prompt: " in row.squashed
     assert "tokens (−" in row.squashed
@@ -53,7 +54,7 @@ def test_a_reviewer_sees_each_proposal_with_what_it_changes_and_its_buttons(
     fate = inside(row, "li", data_fate="dropped")[0]
     assert fate.get("data-memory-id") == memories["drink"]
     assert fate.get("data-drop-reason") == "undeclared-section"
-    diffs = inside(row, "details")
+    diffs = inside(row, "details")[1:]  # inside the row's one "Details"
     assert [d.descendants()[0].squashed.split(" ·")[0] for d in diffs] == [
         "Config diff",
         "Prompt diff",
@@ -62,7 +63,9 @@ def test_a_reviewer_sees_each_proposal_with_what_it_changes_and_its_buttons(
     reason = inside(row, "input", name="reason")[0]
     assert reason.get("maxlength") == "2000"
     assert f"/proposals/{proposal.pk}/" in [a.get("href") for a in inside(row, "a")]
-    assert "publish the current proposed change" in page.one("id", "shortcuts").squashed
+    assert "publishing takes the dialog's own button, never one key" in (
+        page.one("id", "shortcuts").squashed
+    )
 
 
 def test_the_proposer_sees_why_there_are_no_buttons_and_a_member_only_reads(
