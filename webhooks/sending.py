@@ -15,7 +15,7 @@ The outcome is recorded in one transaction: the try, the dispatch's next state, 
 endpoint's health (and pause, ``webhooks.core.breaker``), its lease given back and, when
 it failed, the task of its next try (SPEC §16's schedule). A task that found the endpoint
 busy leaves its messages to the sender that held it, which looks for more after giving
-the lease back (``_hand_over``).
+the lease back (``hand_over``).
 """
 
 from __future__ import annotations
@@ -147,7 +147,7 @@ def send_due(dispatch_ids: list[int], endpoints: dict[int, Endpoint | None] | No
             tried.add(endpoint_id)
             sent += 1
     for endpoint_id in sorted(tried):
-        _hand_over(endpoint_id)
+        hand_over(endpoint_id)
     return sent
 
 
@@ -157,7 +157,7 @@ def send(claimed: Claimed) -> None:
     record(claimed, outcome, timezone.now(), random.uniform(-1, 1))  # noqa: S311
 
 
-def _hand_over(endpoint_id: int) -> None:
+def hand_over(endpoint_id: int) -> None:
     """After this task's last try of ``endpoint_id``: wake it if messages are due that
     no task will send. A sending task that found the endpoint busy while this one held
     it ended without them; it ran after their change committed, so this read, made after
