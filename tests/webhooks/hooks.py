@@ -70,6 +70,7 @@ def time_passes(seconds: float) -> None:
         row.created_at -= shift
         row.save(update_fields=["next_try_at", "created_at"])
     for endpoint in Endpoint.objects.filter(paused_until__isnull=False):
+        assert endpoint.paused_until is not None
         endpoint.paused_until -= shift
         endpoint.save(update_fields=["paused_until"])
     for task in DBTaskResult.objects.filter(status=TaskResultStatus.READY):

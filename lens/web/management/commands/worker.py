@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 from argparse import ArgumentParser
+from io import TextIOBase
 from types import FrameType
 from typing import Any
 
@@ -31,7 +32,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import connections
 from django.utils.autoreload import DJANGO_AUTORELOAD_ENV, run_with_reloader
 from django.utils.crypto import get_random_string
-from django_tasks_db.management.commands.db_worker import Command as DbWorker
+from django_tasks_db.compat import TASKS_LOGGER
 from django_tasks_db.management.commands.db_worker import Worker
 
 from webhooks.sweeping import start_sweeping
@@ -98,6 +99,16 @@ class Pool:
             sys.exit(0)
 
 
+def _configure_logging(stdout: TextIOBase, verbosity: int) -> None:
+    """The engine's task log on ``stdout`` at the command's verbosity, as ``db_worker``
+    sets it."""
+    level = {0: logging.CRITICAL, 1: logging.INFO}.get(verbosity, logging.DEBUG)
+    for log in (logging.getLogger(TASKS_LOGGER), logger):
+        log.setLevel(level)
+        if not log.hasHandlers():
+            log.addHandler(logging.StreamHandler(stdout))
+
+
 def _run(worker: Worker) -> None:
     try:
         worker.run()
@@ -144,7 +155,7 @@ class Command(BaseCommand):
             raise CommandError(f"--threads: from 1 to {THREADS_MAX}")
         if options["interval"] < 0:
             raise CommandError("--interval: zero or more seconds")
-        DbWorker(stdout=self.stdout, stderr=self.stderr).configure_logging(options["verbosity"])
+        _configure_logging(self.stdout, options["verbosity"])
         stranded = start_sweeping()
         if stranded and options["verbosity"]:
             self.stdout.write(f"{stranded} messages queued again after an earlier stop.")
