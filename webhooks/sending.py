@@ -32,7 +32,7 @@ from django.utils import timezone
 
 from webhooks import tasks
 from webhooks.core.breaker import pause
-from webhooks.core.schedule import next_try
+from webhooks.core.schedule import GIVE_UP_AFTER, next_try
 from webhooks.core.signing import headers
 from webhooks.models import Attempt, Dispatch, Endpoint
 from webhooks.outbox import wake, waking_of
@@ -303,3 +303,28 @@ def _pause(endpoint_id: int, now: datetime, spread: float) -> None:
     endpoints.update(paused_until=until)
     endpoints.filter(failing_since__isnull=True).update(failing_since=now)
     tasks.drain.using(run_after=until).enqueue(endpoint_id)
+    _give_up_expired(endpoint_id, now)
+
+
+# Messages given up together per failed probe, at most.
+EXPIRE_BATCH = 2000
+
+
+def _give_up_expired(endpoint_id: int, now: datetime) -> None:
+    """Give up the paused endpoint's messages that have waited past the schedule's three
+    days. While paused, only the probe is tried, so a message that waits is never tried
+    into giving itself up: without this, an endpoint down for weeks would keep every
+    message and give up one per probe."""
+    expired = (
+        Dispatch.objects.filter(
+            endpoint_id=endpoint_id,
+            state=Dispatch.State.PENDING,
+            created_at__lt=now - GIVE_UP_AFTER,
+        )
+        .filter(Q(lease_until__isnull=True) | Q(lease_until__lte=now))
+        .order_by("id")
+        .values_list("pk", flat=True)[:EXPIRE_BATCH]
+    )
+    Dispatch.objects.filter(pk__in=list(expired)).update(
+        state=Dispatch.State.FAILED, lease_until=None, finished_at=now
+    )

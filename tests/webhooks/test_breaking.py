@@ -99,3 +99,20 @@ def test_an_endpoint_has_one_try_in_flight(team: Team) -> None:
         work()
     assert len(receiver.received) == 2
     assert set(Dispatch.objects.values_list("state", flat=True)) == {Dispatch.State.SUCCEEDED}
+
+
+def test_messages_past_three_days_are_given_up_while_paused(team: Team) -> None:
+    with receiving([503]) as receiver:
+        hook(team, receiver.url, "kv.written")
+        for n in range(5):
+            store.write(team, f"k{n}", "v")
+        work()  # three failures pause it; two messages wait untried
+        assert len(receiver.received) == 3
+        # Four days on, paused through them (each probe failing): the probe fails again,
+        # and every message older than three days is given up with it, tried or not.
+        time_passes(4 * 86400)
+        work()
+    assert len(receiver.received) == 4
+    assert set(Dispatch.objects.values_list("state", flat=True)) == {Dispatch.State.FAILED}
+    assert Dispatch.objects.filter(tries=0).count() >= 1
+    assert Endpoint.objects.get().failing
