@@ -99,6 +99,14 @@ class Pool:
             sys.exit(0)
 
 
+def _pool_size() -> int | None:
+    """How many connections PostgreSQL's pool (``DB_POOL=1``) lends a process, if it is
+    on: more threads than that would only wait for one."""
+    pool = settings.DATABASES["default"].get("OPTIONS", {}).get("pool")
+    size = pool.get("max_size") if isinstance(pool, dict) else None
+    return size if isinstance(size, int) else None
+
+
 def _configure_logging(stdout: TextIOBase, verbosity: int) -> None:
     """The engine's task log on ``stdout`` at the command's verbosity, as ``db_worker``
     sets it."""
@@ -150,9 +158,12 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
-        threads = options["threads"] or settings.WORKER_THREADS
+        threads = options["threads"]
+        if threads is None:
+            threads = settings.WORKER_THREADS
         if not 1 <= threads <= THREADS_MAX:
             raise CommandError(f"--threads: from 1 to {THREADS_MAX}")
+        threads = min(threads, _pool_size() or threads)
         if options["interval"] < 0:
             raise CommandError("--interval: zero or more seconds")
         _configure_logging(self.stdout, options["verbosity"])
