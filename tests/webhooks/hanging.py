@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ class Hanging:
     port: int = 0
     recovered: threading.Event = field(default_factory=threading.Event)
     accepted: int = 0  # connections taken while hanging
-    answered_while_hanging: int = 0  # stays 0: nothing is answered before recovery
+    first_accepted_at: float | None = None  # seconds since the epoch
     ids: list[str] = field(default_factory=list)  # webhook-ids answered after recovery
     lock: threading.Lock = field(default_factory=threading.Lock)
 
@@ -59,8 +60,6 @@ def _answer(receiver: Hanging, conn: socket.socket) -> None:
             conn.setblocking(True)
             conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
             with receiver.lock:
-                if not receiver.recovered.is_set():
-                    receiver.answered_while_hanging += 1
                 receiver.ids.append(headers["webhook-id"])
 
 
@@ -83,6 +82,8 @@ def hanging() -> Iterator[Hanging]:
             with receiver.lock:
                 if not receiver.recovered.is_set():
                     receiver.accepted += 1
+                    if receiver.first_accepted_at is None:
+                        receiver.first_accepted_at = time.time()
             threading.Thread(target=_answer, args=[receiver, conn], daemon=True).start()
 
     thread = threading.Thread(target=serve, daemon=True)

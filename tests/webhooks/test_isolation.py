@@ -105,13 +105,17 @@ def test_a_hanging_receiver_delays_no_other_and_gets_its_messages_once_back(
             deadline = time.monotonic() + WITHIN + 1
             while len(healthy.received) < WRITES and time.monotonic() < deadline:
                 time.sleep(0.1)
-            # Everything the healthy endpoint got came while the other still hung.
-            assert stuck.accepted >= 1, "the hanging endpoint was never tried"
-            assert stuck.answered_while_hanging == 0
-            assert stuck.ids == []
             arrived = {
                 json.loads(got.body)["data"]["object"]["id"]: got.at for got in healthy.received
             }
+            # The healthy endpoint's messages came while the other hung: its first try
+            # held a connection for the whole deadline (10 s), and most of them arrived
+            # within it; it answered nothing.
+            hung = stuck.first_accepted_at
+            assert hung is not None, "the hanging endpoint was never tried"
+            meanwhile = [at for at in arrived.values() if hung <= at <= hung + 10]
+            assert len(meanwhile) >= 4, (hung, arrived)
+            assert stuck.ids == []
             late = {
                 key: round(arrived[key] - at, 1) for key, at in committed.items() if key in arrived
             }
