@@ -112,6 +112,7 @@ def drain_endpoint(endpoint_id: int) -> int:
         for pk in due:
             claimed = claim(pk, endpoint_id, timezone.now(), endpoints)
             if claimed is HELD:
+                _await_probe(endpoint_id)
                 return tried
             if isinstance(claimed, Claimed):
                 send(claimed)
@@ -123,6 +124,14 @@ def drain_endpoint(endpoint_id: int) -> int:
                     if not waking_of([endpoint_id]).get(endpoint_id, True):
                         wake([endpoint_id])
                 return tried
+
+
+def _await_probe(endpoint_id: int) -> None:
+    """When the endpoint is paused: mark it waking again, since the task that probes it
+    at the pause's end is waiting (``_pause`` enqueued it), so the changes meanwhile
+    enqueue no task each only to find it paused. (A lost probe task is made up for by
+    the sweep, which wakes an endpoint whose messages wait past their time.)"""
+    Endpoint.objects.filter(pk=endpoint_id, paused_until__gt=timezone.now()).update(waking=True)
 
 
 def send_due(dispatch_ids: list[int], endpoints: dict[int, Endpoint | None] | None = None) -> int:

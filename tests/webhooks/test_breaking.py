@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
+from django_tasks import TaskResultStatus
+from django_tasks_db.models import DBTaskResult
 
 from kvstore import store
 from lens.models import Team
@@ -55,6 +57,14 @@ def test_failures_in_a_row_pause_the_endpoint_then_one_probe_then_the_rest(
         assert 24 <= paused_for() <= 36
         assert failing_on_the_api(api)
         assert Dispatch.objects.filter(tries=0).count() == 3
+        # A change while it is paused adds a message and no task: the probe's is waiting.
+        drains = DBTaskResult.objects.filter(task_path="webhooks.tasks.drain")
+        before = drains.count()
+        assert drains.filter(status=TaskResultStatus.READY).count() == 1  # the probe's
+        store.write(team, "k6", "v")
+        work()
+        assert drains.count() == before
+        assert len(receiver.received) == 3
         # The failed messages' own retries (about 5 s on) fall inside the pause: skipped.
         time_passes(7)
         work()
@@ -70,7 +80,7 @@ def test_failures_in_a_row_pause_the_endpoint_then_one_probe_then_the_rest(
         time_passes(75)
         work()
     ids = [got.headers["webhook-id"] for got in receiver.received]
-    assert len(ids) == 4 + 6
+    assert len(ids) == 4 + 7
     assert set(Dispatch.objects.values_list("state", flat=True)) == {Dispatch.State.SUCCEEDED}
     assert set(Dispatch.objects.values_list("message_id", flat=True)) == set(ids)
     endpoint = Endpoint.objects.get()
