@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.test import Client
 from django.utils import timezone
 from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
@@ -15,6 +16,7 @@ from django_tasks_db.models import DBTaskResult
 from kvstore import store
 from lens.models import Team
 from tests.api_calls import ApiClient
+from tests.pages import dom
 from tests.webhooks.hooks import hook, time_passes, work
 from tests.webhooks.receiver import receiving
 from webhooks.models import Dispatch, Endpoint
@@ -42,8 +44,13 @@ def paused_for() -> float:
     return (until - timezone.now()).total_seconds()
 
 
+def health_on_the_page(client: Client) -> str:
+    [card] = dom(client.get("/settings/webhooks/")).all("data-webhook-id")
+    return str(card.get("data-webhook-health"))
+
+
 def test_failures_in_a_row_pause_the_endpoint_then_one_probe_then_the_rest(
-    team: Team, api: ApiClient
+    team: Team, api: ApiClient, reviewer_client: Client
 ) -> None:
     # Four failures (three in a row open the breaker, the first probe fails), then back.
     with receiving([503, 503, 503, 503, 200]) as receiver:
@@ -56,6 +63,7 @@ def test_failures_in_a_row_pause_the_endpoint_then_one_probe_then_the_rest(
         assert len(receiver.received) == 3
         assert 24 <= paused_for() <= 36
         assert failing_on_the_api(api)
+        assert health_on_the_page(reviewer_client) == "failing"
         assert Dispatch.objects.filter(tries=0).count() == 3
         # A change while it is paused adds a message and no task: the probe's is waiting.
         drains = DBTaskResult.objects.filter(task_path="webhooks.tasks.drain")
@@ -86,6 +94,7 @@ def test_failures_in_a_row_pause_the_endpoint_then_one_probe_then_the_rest(
     endpoint = Endpoint.objects.get()
     assert (endpoint.failures_in_a_row, endpoint.paused_until, endpoint.failing) == (0, None, False)
     assert not failing_on_the_api(api)
+    assert health_on_the_page(reviewer_client) == "ok"
 
 
 def test_an_endpoint_has_one_try_in_flight(team: Team) -> None:
