@@ -302,3 +302,12 @@ WEBHOOKS_ALLOW_HTTP = env_bool("WEBHOOKS_ALLOW_HTTP", default=False)
 WEBHOOKS_ALLOW_PRIVATE = env_bool("WEBHOOKS_ALLOW_PRIVATE", default=False)
 # Seconds a receiver has to answer (SPEC §16: a 2xx within 10 s is success).
 WEBHOOKS_TIMEOUT = env_int("WEBHOOKS_TIMEOUT", 10, minimum=1)
+# The circuit breaker (webhooks/core/breaker.py): after this many failed tries in a row
+# an endpoint is skipped for a pause of this many seconds (doubling after each failed
+# probe, up to an hour), so a receiver that hangs does not hold a worker thread per try.
+WEBHOOKS_BREAKER_FAILURES = env_int("WEBHOOKS_BREAKER_FAILURES", 5, minimum=1)
+WEBHOOKS_BREAKER_PAUSE = env_int("WEBHOOKS_BREAKER_PAUSE", 30, minimum=1)
+# Tasks a `manage.py worker` process runs at once, each on a thread with its own database
+# connection (so a worker holds this many connections, and one more for its start): a
+# receiver that hangs holds one thread, never the others' messages.
+WORKER_THREADS = env_int("WORKER_THREADS", 4, minimum=1)

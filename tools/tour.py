@@ -41,7 +41,7 @@ from webhooks.endpoints import create_endpoint
 from webhooks.models import Dispatch, Endpoint
 from webhooks.outbox import Outgoing, message_body, new_message_id, queue
 from webhooks.posting import Outcome
-from webhooks.sending import claim, record
+from webhooks.sending import Claimed, claim, record
 
 Visitor = Literal["demo", "loner", "anonymous"]
 
@@ -181,8 +181,8 @@ def _tried(
     for n, (status, duration_ms, error) in enumerate(answers):
         when = at + timedelta(minutes=n)
         Dispatch.objects.filter(pk=dispatch.pk).update(next_try_at=when)
-        claimed = claim(dispatch.pk, when, {})
-        assert claimed is not None, dispatch
+        claimed = claim(dispatch.pk, endpoint.pk, when, {})
+        assert isinstance(claimed, Claimed), dispatch
         record(claimed, Outcome(status, duration_ms, error), when, 0.0)
 
 

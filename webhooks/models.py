@@ -20,7 +20,8 @@ class Endpoint(models.Model):
     previous_until = models.DateTimeField(null=True, blank=True, editable=False)
     created_by = models.CharField(max_length=200, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
-    # Set when a message was given up after three days of failed tries; cleared by the
+    # Set when a message was given up after three days of failed tries, or when the
+    # circuit breaker paused the endpoint after failed tries in a row; cleared by the
     # next success.
     failing_since = models.DateTimeField(null=True, blank=True)
     # Failed tries since the last success: the page warns before the endpoint fails.
@@ -29,6 +30,14 @@ class Endpoint(models.Model):
     # A task to send this endpoint's messages is waiting to start: a change that queues a
     # message then adds no task of its own (``webhooks.outbox.wake``).
     waking = models.BooleanField(default=False, editable=False)
+    # While a worker sends one of its messages: no other worker or thread sends to it
+    # before this time, so an endpoint has one request in flight and its messages leave
+    # one at a time, oldest first (``webhooks.sending.claim``). A finished try clears it;
+    # a worker killed mid-send leaves it, and it lapses with the message's own lease.
+    sending_until = models.DateTimeField(null=True, blank=True, editable=False)
+    # The circuit breaker (``webhooks.core.breaker``): after failed tries in a row the
+    # endpoint is skipped until this time, then one message is tried.
+    paused_until = models.DateTimeField(null=True, blank=True, editable=False)
 
     class Meta:
         ordering = ["id"]

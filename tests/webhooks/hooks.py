@@ -18,7 +18,7 @@ from lens.actors import SYSTEM
 from lens.models import Team
 from tests.webhooks.receiver import Received
 from webhooks.endpoints import Created, create_endpoint
-from webhooks.models import Dispatch
+from webhooks.models import Dispatch, Endpoint
 from webhooks.sweeping import start_sweeping
 
 
@@ -63,12 +63,16 @@ def work() -> int:
 
 
 def time_passes(seconds: float) -> None:
-    """Bring every waiting try and task ``seconds`` nearer, as if that long had passed."""
+    """Bring every waiting try, pause and task ``seconds`` nearer, as if that long had passed."""
     shift = timedelta(seconds=seconds)
     for row in Dispatch.objects.filter(state=Dispatch.State.PENDING):
         row.next_try_at -= shift
         row.created_at -= shift
         row.save(update_fields=["next_try_at", "created_at"])
+    for endpoint in Endpoint.objects.filter(paused_until__isnull=False):
+        assert endpoint.paused_until is not None
+        endpoint.paused_until -= shift
+        endpoint.save(update_fields=["paused_until"])
     for task in DBTaskResult.objects.filter(status=TaskResultStatus.READY):
         task.run_after -= shift
         task.save(update_fields=["run_after"])

@@ -166,6 +166,19 @@ def test_the_address_is_checked_again_at_send_time(team: Team, settings: Any) ->
     assert Dispatch.objects.get().state == Dispatch.State.PENDING  # tried again later
 
 
+def test_a_url_with_port_zero_is_refused_at_send_time(team: Team) -> None:
+    # An endpoint stored before port 0 was refused is not sent to (port 0 was read as
+    # the scheme's default port, one its URL never named).
+    with receiving() as receiver:
+        made = hook(team, receiver.url, "kv.written")
+        Endpoint.objects.filter(pk=made.endpoint.pk).update(url="http://127.0.0.1:0/hook")
+        store.write(team, "k", "v")
+        work()
+    assert receiver.received == []
+    attempt = Attempt.objects.get()
+    assert attempt.error == "refused: A webhook URL's port must be a number from 1 to 65535."
+
+
 def test_a_redirect_is_never_followed(team: Team) -> None:
     with receiving([307]) as receiver:
         hook(team, receiver.url, "kv.written")

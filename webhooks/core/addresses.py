@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from urllib.parse import SplitResult, urlsplit
 
 URL_MAX = 2000
+PORT_MAX = 65535
 
 IpAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 
@@ -37,9 +38,9 @@ def parse(url: str, *, allow_http: bool) -> Target:
         raise Refused("A webhook URL may not hold spaces or control characters.")
     try:
         parts = urlsplit(url)
-        port = parts.port
     except ValueError as error:
         raise Refused(f"This is not a URL: {error}.") from None
+    port = _port(parts)
     schemes = ("https", "http") if allow_http else ("https",)
     if parts.scheme not in schemes:
         allowed = " or ".join(f"{scheme}://" for scheme in schemes)
@@ -47,7 +48,21 @@ def parse(url: str, *, allow_http: bool) -> Target:
     if parts.username is not None or parts.password is not None:
         raise Refused("A webhook URL may not hold a user name or password.")
     host = _host(parts)
-    return Target(parts.scheme, host, port or (443 if parts.scheme == "https" else 80))
+    default = 443 if parts.scheme == "https" else 80
+    return Target(parts.scheme, host, default if port is None else port)
+
+
+def _port(parts: SplitResult) -> int | None:
+    """The URL's port, or None when it names none. Port 0 is refused, not read as "no
+    port": a connection to port 0 is no connection at all, and reading it as the default
+    would call a port the URL never named."""
+    try:
+        port = parts.port
+    except ValueError:
+        raise Refused(f"A webhook URL's port must be a number from 1 to {PORT_MAX}.") from None
+    if port is not None and not 1 <= port <= PORT_MAX:
+        raise Refused(f"A webhook URL's port must be a number from 1 to {PORT_MAX}.")
+    return port
 
 
 def _host(parts: SplitResult) -> str:

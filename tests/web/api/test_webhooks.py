@@ -80,6 +80,9 @@ def test_without_a_token_nothing_answers(anon_api: ApiClient) -> None:
         "https://user:pass@93.184.215.14/hook",
         "ftp://93.184.215.14/hook",
         "not a url",
+        "https://93.184.215.14:0/hook",
+        "https://93.184.215.14:65536/hook",
+        "https://93.184.215.14:-443/hook",
     ],
 )
 def test_urls_a_webhook_may_not_call_are_refused(api: ApiClient, url: str) -> None:
@@ -88,6 +91,18 @@ def test_urls_a_webhook_may_not_call_are_refused(api: ApiClient, url: str) -> No
         api.post("/api/webhooks", {"url": url, "events": ["*"]}), 422, "webhook_url_refused"
     )
     assert error["message"]
+    assert db_snapshot() == before
+
+
+def test_port_zero_is_refused_saying_so(api: ApiClient) -> None:
+    # Not read as "no port" (which would call 443): port 0 names no port at all.
+    before = db_snapshot()
+    error = assert_error(
+        api.post("/api/webhooks", {"url": "https://93.184.215.14:0/hook", "events": ["*"]}),
+        422,
+        "webhook_url_refused",
+    )
+    assert error["message"] == "A webhook URL's port must be a number from 1 to 65535."
     assert db_snapshot() == before
 
 

@@ -243,6 +243,8 @@ def test_a_refused_url_is_said_on_the_form_which_keeps_the_input_and_nothing_is_
         ("http://93.184.215.14/hook", "must start with https://"),
         ("https://169.254.169.254/latest/meta-data/", "link-local"),
         ("https://user:pw@93.184.215.14/", "user name or password"),
+        ("https://93.184.215.14:0/hook", "port must be a number from 1 to 65535"),
+        ("https://93.184.215.14:65536/hook", "port must be a number from 1 to 65535"),
         ("", "Give the URL"),
     ],
 )

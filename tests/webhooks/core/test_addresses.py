@@ -45,6 +45,10 @@ def test_a_url_names_its_scheme_host_and_port() -> None:
     )
     assert parse("http://[::1]:8080/", allow_http=True) == Target("http", "::1", 8080)
     assert parse("https://bücher.example/", allow_http=False).host == "xn--bcher-kva.example"
+    # The ends of the port range are ports; an empty port is the scheme's own.
+    assert parse("https://hooks.example.com:1/", allow_http=False).port == 1
+    assert parse("https://hooks.example.com:65535/", allow_http=False).port == 65535
+    assert parse("https://hooks.example.com:/", allow_http=False).port == 443
 
 
 @pytest.mark.parametrize(
@@ -55,7 +59,14 @@ def test_a_url_names_its_scheme_host_and_port() -> None:
         ("hooks.example.com/path", "must start with https://"),
         ("https://user:secret@hooks.example.com/", "user name or password"),
         ("https:///path", "must name a host"),
-        ("https://hooks.example.com:99999/", "not a URL"),
+        ("https://hooks.example.com:0/", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:00/", "port must be a number from 1 to 65535"),
+        ("https://[2606:4700::1]:0/", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:65536/", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:99999/", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:-1/", "port must be a number from 1 to 65535"),
+        ("https://hooks.example.com:443x/", "port must be a number from 1 to 65535"),
+        ("https://[::1/", "not a URL"),
         ("https://hooks.example.com/a b", "spaces or control characters"),
         ("https://hooks.example.com/\x00", "spaces or control characters"),
         ("https://" + "a" * URL_MAX, f"at most {URL_MAX} characters"),
