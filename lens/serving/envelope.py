@@ -59,6 +59,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "undo_not_yours": 403,
     # Four eyes: pages answer these today, and a later API caller keeps them.
     "own_proposal": 403,
+    "token_decides": 403,
     "not_proposer": 403,
     "undo_expired": 409,
     "undo_changed": 409,
