@@ -32,7 +32,7 @@ NAME_MAX = 200
 
 
 class InvalidTokenName(DomainError):
-    code = "invalid_request"
+    code = "invalid_token_name"
 
 
 class NotAMember(DomainError):
