@@ -26,8 +26,8 @@ class Actor:
         """Whoever holds ``token``: its person, when it belongs to one (SPEC §14 "Whose
         token": what they do with it is theirs, a proposal included, which they then
         never decide), else the service the token's label names."""
-        if token.user_id is not None:
-            user = token.user
+        user = token.user if token.user_id is not None else None
+        if user is not None:
             return cls(label=user.get_username(), user=user, token=token)
         head = f"token {token.prefix}…"
         if not token.name:

@@ -81,8 +81,9 @@ def _token_entry(action: str, token: ApiToken) -> Entry:
     # The prefix identifies a token; the name is a note, the digest a secret's hash. A
     # person's token names its person (SPEC §14 "Whose token"); a service token, nobody.
     details: dict[str, Any] = {"token_id": token.pk}
-    if token.user_id is not None:
-        details["owner"] = token.user.get_username()
+    owner = token.user if token.user_id is not None else None
+    if owner is not None:
+        details["owner"] = owner.get_username()
     return Entry(action, "token", token.prefix, details=details)
 
 

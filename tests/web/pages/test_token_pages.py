@@ -5,6 +5,8 @@ the same transaction; a refused form changes nothing."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
@@ -20,7 +22,7 @@ pytestmark = pytest.mark.django_db
 PAGE = "/settings/tokens/"
 
 
-def issue(client: Client, name: str = "laptop", **extra: str) -> object:
+def issue(client: Client, name: str = "laptop", **extra: str) -> Any:
     return client.post(PAGE, {"team": "acme", "name": name, "once": extra.pop("once", ""), **extra})
 
 
