@@ -10,6 +10,7 @@ import pytest
 
 from lens.models import ApiToken, Team
 from lens.token_issuing import issue_token
+from tests.browser.axe import Problems, axe_context, check, report
 from tests.factories import login, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -22,9 +23,10 @@ def test_my_tokens_fits_a_phone_and_revokes_with_htmx(live_server: Any, browser:
     mira = make_user("mira", team)
     for n in range(3):
         issue_token(team, f"{n}{LONG}", user=mira)
-    context = browser.new_context(
-        viewport={"width": 390, "height": 844}, is_mobile=True, has_touch=True
-    )
+    options = axe_context("light")
+    options["viewport"] = {"width": 390, "height": 844}
+    context = browser.new_context(**options, is_mobile=True, has_touch=True)
+    problems: Problems = {}
     page = context.new_page()
     try:
         login(page, live_server.url, "mira")
@@ -34,11 +36,13 @@ def test_my_tokens_fits_a_phone_and_revokes_with_htmx(live_server: Any, browser:
         assert label.get_attribute("title") == f"2{LONG}"
         assert label.evaluate("e => getComputedStyle(e).textOverflow") == "ellipsis"
         assert label.evaluate("e => e.scrollWidth > e.clientWidth")  # cut on screen
+        check(page, "390 px /settings/tokens/", problems)
 
         page.get_by_label("Label").fill(f"3{LONG}")
         page.get_by_role("button", name="Issue token").click()
         raw = page.locator("[data-token]").inner_text().strip()
         assert ApiToken.objects.get(name=f"3{LONG}").prefix == raw[:10]
+        check(page, "390 px the token shown once", problems)
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
 
         row = page.locator("[data-my-tokens] [data-token-id]").first
@@ -51,3 +55,4 @@ def test_my_tokens_fits_a_phone_and_revokes_with_htmx(live_server: Any, browser:
         assert page.evaluate("document.documentElement.scrollWidth") <= 390
     finally:
         context.close()
+    assert not problems, report("light", problems)
