@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db.models import ProtectedError
 from django.test import Client
 
 from lens.actors import Actor
@@ -249,3 +250,22 @@ def test_writes_with_a_person_s_token_are_theirs(mira_api: ApiClient, laptop: Is
     assert mira_api.put("/api/kv/notes.a", {"payload": "x"}).status_code == 201
     assert mira_api.get("/api/kv/notes.a").status_code == 200
     assert AuditEvent.objects.get(action="kv.written").actor == "mira"
+
+
+def test_deleting_a_team_takes_its_people_s_tokens_with_it(
+    team: Team, reviewer: User, laptop: Issued, mira_api: ApiClient
+) -> None:
+    team.delete()
+    assert not ApiToken.objects.exists()
+    assert not AuditEvent.objects.filter(team_id=laptop.token.team_id).exists()
+    assert mira_api.get("/api/agents").status_code == 401
+
+
+def test_a_person_holding_tokens_is_deactivated_not_deleted(reviewer: User, laptop: Issued) -> None:
+    """Deleting them would leave their token without a person: a service token, whose
+    proposals they could then decide. The database refuses; nothing changes."""
+    with pytest.raises(ProtectedError):
+        reviewer.delete()
+    assert User.objects.filter(pk=reviewer.pk).exists()
+    laptop.token.refresh_from_db()
+    assert laptop.token.user_id == reviewer.pk
