@@ -1,4 +1,5 @@
-"""Who did something: a person, an API token, or the system itself."""
+"""Who did something: a person (in a page, or with a token of theirs), a service's API
+token, or the system itself."""
 
 from __future__ import annotations
 
@@ -13,12 +14,21 @@ LABEL_MAX = 200
 
 @dataclass(frozen=True)
 class Actor:
+    """``user``: the person acting (in a page, or through a token of theirs); ``token``:
+    the API token the change came with (a person's or a service's)."""
+
     label: str
     user: Any = None
     token: ApiToken | None = None
 
     @classmethod
     def for_token(cls, token: ApiToken) -> Actor:
+        """Whoever holds ``token``: its person, when it belongs to one (SPEC §14 "Whose
+        token": what they do with it is theirs, a proposal included, which they then
+        never decide), else the service the token's label names."""
+        user = token.user if token.user_id is not None else None
+        if user is not None:
+            return cls(label=user.get_username(), user=user, token=token)
         head = f"token {token.prefix}…"
         if not token.name:
             return cls(label=head, token=token)

@@ -75,21 +75,38 @@ def hash_token(raw: str) -> str:
 
 
 class ApiTokenManager(models.Manager["ApiToken"]):
-    def issue(self, team: Team, name: str = "") -> tuple[ApiToken, str]:
+    def issue(self, team: Team, name: str = "", user: Any = None) -> tuple[ApiToken, str]:
         """Create a token and return it with its raw value, which is never stored.
-        A name longer than the column is refused (``ValueError``), never cut silently."""
+        A name longer than the column is refused (``ValueError``), never cut silently.
+
+        ``user``: the person the token belongs to (SPEC §14 "Whose token"), whose changes
+        made with it are theirs; None, a service token named by its label. Whether the
+        person may hold one is the caller's to check (``lens.token_issuing``)."""
         limit = ApiToken._meta.get_field("name").max_length or 0
         if len(name) > limit:
             raise ValueError(
                 f"A token's name is at most {limit} characters; this one has {len(name)}."
             )
         raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token = self.create(team=team, name=name, prefix=raw[:10], digest=hash_token(raw))
+        token = self.create(
+            team=team, name=name, prefix=raw[:10], digest=hash_token(raw), user=user
+        )
         return token, raw
 
 
 class ApiToken(models.Model):
     team = models.ForeignKey(Team, on_delete=models.CASCADE, related_name="tokens")
+    # The person the token belongs to; NULL: a service token (SPEC §14 "Whose token").
+    # PROTECT, not SET_NULL: a person's token must never turn into a service token, whose
+    # proposals its holder could then decide. A person who holds tokens is deactivated
+    # (their tokens stop working: ``lens.tokens``), not deleted.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="api_tokens",
+    )
     name = models.CharField(max_length=200, blank=True)
     prefix = models.CharField(max_length=16, help_text="The first characters, to recognise it")
     digest = models.CharField(max_length=64, unique=True, editable=False)
@@ -103,6 +120,10 @@ class ApiToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({self.team.slug})"
+
+    @property
+    def personal(self) -> bool:
+        return self.user_id is not None
 
 
 class Agent(models.Model):
@@ -300,10 +321,15 @@ class Proposal(models.Model):
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="proposals")
     base_revision = models.PositiveIntegerField()
     # The actor's label, as a revision's ``actor``; ``proposer`` is the person behind it
-    # (None for a token), who may not decide it.
+    # (None for a service token), who may not decide it.
     proposed_by = models.CharField(max_length=200)
     proposer = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # The API token it was proposed with, if any: a person's token (``proposer`` is then
+    # its person) or a service token (``proposer`` None). The page says which and whose.
+    token = models.ForeignKey(
+        ApiToken, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
     )
     # Which way it was proposed (API, admin, restore); publishing it writes ``proposal``.
     via = models.CharField(max_length=16, choices=Via.choices)

@@ -9,7 +9,10 @@ writes. Whether the agent is protected is read before the change: turning protec
 off is itself proposed, turning it on takes effect at once.
 
 Publishing writes the config (``memory.configuring.publish_proposal``, which checks the
-routing spec); rejecting and withdrawing change only the proposal.
+routing spec); rejecting and withdrawing change only the proposal. Who may decide is
+checked once, here (``lock_for_decision``), by every path that decides: a person, never
+a token, and never the proposal's proposer, whether they proposed it in a page or with
+an API token of theirs (SPEC §14 "Whose token").
 """
 
 from __future__ import annotations
@@ -49,6 +52,12 @@ class OwnProposal(DomainError):
     """Four eyes: the person who proposed a change does not decide it."""
 
     code = "own_proposal"
+
+
+class TokenDecides(DomainError):
+    """Tokens never publish (SPEC §14): a decision is a person's, made in the pages."""
+
+    code = "token_decides"
 
 
 class NotProposer(DomainError):
@@ -146,6 +155,7 @@ def propose(agent: Agent, actor: Actor, via: Via, config: AgentConfig) -> Propos
         base_revision=newest.number if newest is not None else 0,
         proposed_by=actor.label,
         proposer=user,
+        token=actor.token,
         via=via,
         created_at=timezone.now(),
         config_id=digest,
@@ -180,7 +190,7 @@ def pending_proposals(team: Team, agent_slug: str = "") -> QuerySet[Proposal]:
     found = Proposal.objects.filter(agent__team=team, status=ProposalStatus.PENDING)
     if agent_slug:
         found = found.filter(agent__slug=agent_slug)
-    return found.select_related("agent", "config").order_by("id")
+    return found.select_related("agent", "config", "token").order_by("id")
 
 
 def pending_counts(agents: Sequence[Agent]) -> dict[int, int]:
@@ -202,7 +212,7 @@ def get_proposal(team: Team, proposal_id: int) -> Proposal:
     not found, as an unknown one."""
     found = (
         Proposal.objects.filter(pk=proposal_id, agent__team=team)
-        .select_related("agent", "agent__team", "config")
+        .select_related("agent", "agent__team", "config", "token")
         .first()
     )
     if found is None:
@@ -216,7 +226,16 @@ def proposed_config(proposal: Proposal) -> AgentConfig:
 
 
 def is_proposer(proposal: Proposal, actor: Actor) -> bool:
-    return actor.user is not None and proposal.proposer_id == actor.user.pk
+    """Whether ``actor`` is the person who proposed ``proposal``: in a page, or with an
+    API token of theirs (the proposal records them as its proposer, and the token)."""
+    if actor.user is None or actor.user.pk is None:
+        return False
+    if proposal.proposer_id == actor.user.pk:
+        return True
+    # The proposer column is the person; the token's person is the same one. Read both,
+    # so that the check stands on the token too.
+    token = proposal.token if proposal.token_id is not None else None
+    return token is not None and token.user_id == actor.user.pk
 
 
 def lock_pending(team: Team, proposal_id: int, actor: Actor) -> Proposal:
@@ -232,11 +251,29 @@ def lock_pending(team: Team, proposal_id: int, actor: Actor) -> Proposal:
 
 
 def check_decider(proposal: Proposal, actor: Actor) -> None:
+    """Four eyes (SPEC §14): a person decides, never a token (theirs or a service's),
+    and never the person who proposed the change, by whatever path it was proposed.
+    Raises TokenDecides or OwnProposal."""
+    if actor.token is not None or actor.user is None:
+        raise TokenDecides(
+            "A proposal is published or rejected by a reviewer in the pages, never with an "
+            "API token: nothing was changed."
+        )
     if is_proposer(proposal, actor):
         raise OwnProposal(
             f"You proposed this change: another reviewer of team {proposal.agent.team.slug} "
-            "publishes or rejects it."
+            "publishes or rejects it. Nothing was changed."
         )
+
+
+def lock_for_decision(team: Team, proposal_id: int, reviewer: Actor) -> Proposal:
+    """``lock_pending``, then ``check_decider``: what every path that publishes or
+    rejects a proposal goes through, so that none can skip the four-eyes check. Raises
+    ProposalNotFound, ProposalDecided, TokenDecides or OwnProposal, having changed
+    nothing."""
+    proposal = lock_pending(team, proposal_id, reviewer)
+    check_decider(proposal, reviewer)
+    return proposal
 
 
 def decide(proposal: Proposal, status: ProposalStatus, actor: Actor | None, reason: str) -> None:
@@ -266,8 +303,7 @@ def _checked_reason(reason: str) -> str:
 def reject_proposal(team: Team, proposal_id: int, reviewer: Actor, reason: str = "") -> Proposal:
     """A reviewer (not the proposer) turns the proposal down; the agent is unchanged."""
     reason = _checked_reason(reason)
-    proposal = lock_pending(team, proposal_id, reviewer)
-    check_decider(proposal, reviewer)
+    proposal = lock_for_decision(team, proposal_id, reviewer)
     decide(proposal, ProposalStatus.REJECTED, reviewer, reason)
     return proposal
 

@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 from django.db.models.signals import post_delete, post_save, pre_delete, pre_save
 from django.dispatch import receiver
+from django.utils import timezone
 
 from lens.audit import Entry, acting_label, allow_purge, append_one, end_purge
 from lens.models import ApiToken, AuditPurge, Membership, Team
@@ -64,11 +65,26 @@ def _member_added(sender: Any, instance: Membership, created: bool, **kwargs: An
 @receiver(post_delete, sender=Membership)
 def _member_removed(sender: Any, instance: Membership, **kwargs: Any) -> None:
     _log(instance.team_id, _member_entry("member.removed", instance))
+    if AuditPurge.objects.filter(team_id=instance.team_id).exists():
+        return  # the team goes, its tokens with it
+    # A person's tokens act as them in this team: they stop with their membership, in
+    # its transaction (at most ``TOKENS_PER_PERSON`` live ones).
+    held = ApiToken.objects.filter(
+        team_id=instance.team_id, user_id=instance.user_id, revoked_at__isnull=True
+    ).select_related("user")
+    for token in held:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])  # logs token.revoked (below)
 
 
 def _token_entry(action: str, token: ApiToken) -> Entry:
-    # The prefix identifies a token; the name is a note, the digest a secret's hash.
-    return Entry(action, "token", token.prefix, details={"token_id": token.pk})
+    # The prefix identifies a token; the name is a note, the digest a secret's hash. A
+    # person's token names its person (SPEC §14 "Whose token"); a service token, nobody.
+    details: dict[str, Any] = {"token_id": token.pk}
+    owner = token.user if token.user_id is not None else None
+    if owner is not None:
+        details["owner"] = owner.get_username()
+    return Entry(action, "token", token.prefix, details=details)
 
 
 _REVOKING = "_lens_revoking"

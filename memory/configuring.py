@@ -15,9 +15,8 @@ from lens.core.config import AgentConfig
 from lens.models import Agent, Proposal, ProposalStatus, Revision, SectionDeclaration, Team, Via
 from lens.proposals import (
     Recorded,
-    check_decider,
     decide,
-    lock_pending,
+    lock_for_decision,
     proposed_config,
     start_change,
 )
@@ -127,11 +126,11 @@ def publish_proposal(team: Team, proposal_id: int, reviewer: Actor) -> Proposal:
     the reviewer). When the agent has moved past the revision it was made on, the
     proposal is marked stale instead and the agent is unchanged (the answer says which).
 
-    Raises ProposalNotFound, ProposalDecided, OwnProposal, or UnknownRoutingSpec when
+    Raises ProposalNotFound, ProposalDecided, TokenDecides, OwnProposal (the proposer,
+    in a page or with a token of theirs), or UnknownRoutingSpec when
     its spec is no longer offered, having changed nothing.
     """
-    proposal = lock_pending(team, proposal_id, reviewer)
-    check_decider(proposal, reviewer)
+    proposal = lock_for_decision(team, proposal_id, reviewer)
     agent = proposal.agent
     current = current_number(agent)
     if current != proposal.base_revision:

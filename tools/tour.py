@@ -299,6 +299,8 @@ def stops() -> list[Stop]:
             Stop("webhook-failing", f"/settings/webhooks/{hooks[LEGACY_HOOK]}/"),
             Stop("webhook-delete", f"/settings/webhooks/{hooks[MIRROR_HOOK]}/delete/"),
         ]
+    # Settings › My tokens: the visitor's own API tokens and the form that issues one.
+    found.append(Stop("my-tokens", "/settings/tokens/"))
     found += [
         Stop("admin", "/admin/"),
         Stop("admin-agent", f"/admin/lens/agent/{wren.pk}/change/"),

@@ -59,6 +59,12 @@ STATUS_BY_CODE: dict[str, int] = {
     "undo_not_yours": 403,
     # Four eyes: pages answer these today, and a later API caller keeps them.
     "own_proposal": 403,
+    "token_decides": 403,
+    # Issuing and revoking a person's tokens: pages and commands answer these today.
+    "invalid_token_name": 422,
+    "not_a_member": 403,
+    "too_many_tokens": 409,
+    "token_not_found": 404,
     "not_proposer": 403,
     "undo_expired": 409,
     "undo_changed": 409,

@@ -19,6 +19,7 @@ from lens.web.pages import (
     proposal_pages,
     revision_pages,
     stability_pages,
+    token_pages,
     webhook_pages,
 )
 from lens.web.pages.accounts import account_urlpatterns
@@ -121,6 +122,8 @@ urlpatterns = [
     path("settings/webhooks/<int:pk>/rotate/", webhook_pages.webhook_rotate, name="webhook-rotate"),
     path("settings/webhooks/<int:pk>/delete/", webhook_pages.webhook_delete, name="webhook-delete"),
     path("settings/webhooks/<int:pk>/resend/", webhook_pages.webhook_resend, name="webhook-resend"),
+    path("settings/tokens/", token_pages.my_tokens, name="my-tokens"),
+    path("settings/tokens/<int:pk>/revoke/", token_pages.my_token_revoke, name="my-token-revoke"),
     path("kv/", kv_pages.key_list, name="kv-list"),
     # Before kv-detail, whose <path:key> would take "key/raw" (never a valid key).
     path("kv/<path:key>/raw/", kv_pages.key_raw, name="kv-raw"),

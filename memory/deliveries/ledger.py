@@ -277,7 +277,7 @@ def find_delivery(team: Team, delivery_id: str) -> Delivery:
         raise DeliveryNotFound(f"No delivery {delivery_id!r} in this team.")
     delivery = (
         Delivery.objects.filter(pk=delivery_id, agent__team=team)
-        .select_related("agent", "composition", "actor_token")
+        .select_related("agent", "composition", "actor_token__user")
         .first()
     )
     if delivery is None:

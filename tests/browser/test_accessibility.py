@@ -99,6 +99,7 @@ def test_the_tour_visits_every_kind_of_page(db: None) -> None:
         "webhook",
         "webhook-failing",
         "webhook-delete",
+        "my-tokens",
         "admin",
         "admin-agent",
         "not-found",

@@ -380,8 +380,10 @@ class MembershipInline(AsTypedFields[Membership], NamedRowsInline[Membership, Te
 
 class ApiTokenInline(AsTypedFields[ApiToken], NamedRowsInline[ApiToken, Team]):
     model = ApiToken
-    fields = ["name", "prefix", "created_at", "revoked_at"]
-    readonly_fields = ["prefix", "created_at"]
+    # Whose a token is, shown, never edited: a person's token must not become a service
+    # token (or someone else's), whose proposals its holder could then decide.
+    fields = ["name", "prefix", "user", "created_at", "revoked_at"]
+    readonly_fields = ["prefix", "user", "created_at"]
     extra = 0
     can_delete = True
 
