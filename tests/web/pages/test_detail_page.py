@@ -46,11 +46,14 @@ def record_facts(page: Dom) -> dict[str, str]:
 
 
 def events(page: Dom) -> list[tuple[str, str, str]]:
-    """``(kind, actor, details)`` of each history entry, in order."""
+    """``(kind, actor, details)`` of each history entry, in order; a token's actor is its
+    whole label, which the page keeps in the title of the short name it shows."""
     found = []
     for element in page.all("data-event"):
         actor = next(e for e in element.descendants() if e.tag == "strong")
-        found.append((element.get("data-event") or "", actor.text, element.squashed))
+        token = next((e for e in actor.descendants() if e.get("title")), None)
+        label = actor.text if token is None else token.get("title") or ""
+        found.append((element.get("data-event") or "", label, element.squashed))
     return found
 
 
