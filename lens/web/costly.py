@@ -31,7 +31,7 @@ from lens.envconf import env_int
 from lens.models import Team
 from lens.serving.envelope import ApiError
 from lens.serving.runtime import request_threads
-from lens.web.pages.toolkit import AppRequest, current_team
+from lens.web.pages.toolkit import SESSION_KEY, AppRequest, teams_of
 from lens.web.team_shares import TeamBusy, TeamShares, share_of
 
 SHARE_VARIABLE = "TEAM_COSTLY_SHARE"
@@ -112,7 +112,18 @@ def _is_api(request: HttpRequest) -> bool:
 def _team_of(request: HttpRequest) -> Team | None:
     if _is_api(request):
         return cast(Team, request.auth)  # type: ignore[attr-defined]  # ninja's, checked just above
-    return current_team(cast(AppRequest, request))
+    return _page_team(cast(AppRequest, request))
+
+
+def _page_team(request: AppRequest) -> Team | None:
+    """The team a page works in, as ``current_team`` picks it, but read only: a refused
+    page must not make ``?team=`` the one remembered (a refused call changes nothing).
+    A link to another team's object is counted in this one (the view switches after)."""
+    teams = {team.slug: team for team in teams_of(request)}
+    asked = request.GET.get("team")
+    if asked is not None:
+        return teams.get(asked)  # not a member: the view answers 404 as it always does
+    return teams.get(request.session.get(SESSION_KEY, "")) or next(iter(teams.values()), None)
 
 
 def _refused(request: HttpRequest, busy: TeamBusy) -> HttpResponse:

@@ -104,9 +104,16 @@ class TeamShares:
             return len(self._teams)
 
     def running(self, team_id: int) -> int:
+        """How many of the team's calls have a turn now."""
         with self._lock:
             entry = self._teams.get(team_id)
             return entry.running if entry else 0
+
+    def waiting(self, team_id: int) -> int:
+        """How many of the team's calls wait for one."""
+        with self._lock:
+            entry = self._teams.get(team_id)
+            return len(entry.waiting) if entry else 0
 
     # --- the bookkeeping both kinds of call share, under the lock ----------------------
 
