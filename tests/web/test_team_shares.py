@@ -160,9 +160,8 @@ def test_the_state_is_bounded_by_the_calls_in_flight_however_many_teams_call() -
     def calls(first: int) -> None:
         nonlocal most
         for team in range(first, first + 2_500):
-            with shares.hold(team, 0):
-                with lock:
-                    most = max(most, shares.busy_teams)
+            with shares.hold(team, 0), lock:
+                most = max(most, shares.busy_teams)
 
     threads = [start(lambda n=n: calls(n * 2_500)) for n in range(4)]
     for thread in threads:
