@@ -40,6 +40,7 @@ from bench.http import ROOT, scratch_database, serve, server_env
 QUIET_SECONDS = float(os.environ.get("BENCH_FAIRNESS_QUIET", "6"))
 LOAD_SECONDS = float(os.environ.get("BENCH_FAIRNESS_LOAD", "12"))
 ROUNDS = 2
+# BENCH_FAIRNESS_POLITE=1: A's clients wait as Retry-After asks before calling again.
 POLITE = os.environ.get("BENCH_FAIRNESS_POLITE", "") == "1"
 COMPARE = os.environ.get("BENCH_FAIRNESS_COMPARE", "0") == "1"
 # A's calls run for this long before B's are timed: every thread is busy by then.
@@ -49,7 +50,6 @@ LAST = 200
 # A call of B not answered within this long counts as unanswered.
 ANSWER_SECONDS = 10.0
 KIND = os.environ.get("BENCH_FAIRNESS_DB", "sqlite")
-# BENCH_FAIRNESS_POLITE=1: A's clients wait as Retry-After asks before calling again.
 # ``make serve``'s default: two request threads per process (lens/serving/runtime.py).
 THREADS = os.environ.get("SERVER_THREADS", "2")
 
