@@ -92,8 +92,9 @@ def _shared(view: View, test: Callable[[HttpRequest], bool] | None) -> View:
         except BaseException:
             release()
             raise
-        if isinstance(answer, StreamingHttpResponse):
-            answer.streaming_content = _Releasing(answer.streaming_content, release)
+        if isinstance(answer, StreamingHttpResponse) and not answer.is_async:
+            chunks = cast(Iterator[bytes], answer.streaming_content)
+            answer.streaming_content = _Releasing(chunks, release)
         else:
             release()
         return answer

@@ -26,6 +26,7 @@ from lens.web.api import stability_routes
 from lens.web.costly import costly_shares
 from lens.web.team_shares import TeamShares
 from memory.deliveries.ledger import deliver
+from memory.stability import stability as measure
 from tests.api_calls import ApiClient, assert_error, db_snapshot
 from tests.factories import create_agent, logged_in, make_user
 from tests.pages import dom
@@ -136,7 +137,6 @@ def test_a_refused_call_runs_nothing_and_changes_nothing(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     ran: list[int] = []
-    measure = stability_routes.stability
 
     def counted(agent: Agent, last: int) -> Any:
         ran.append(last)
@@ -269,7 +269,6 @@ def test_while_one_teams_call_runs_its_next_is_refused_and_another_team_is_serve
     for team in teams:
         delivered(team)
     inside, leave = threading.Event(), threading.Event()
-    measure = stability_routes.stability
 
     def held(agent: Agent, last: int) -> Any:
         if agent.team_id == teams[0].pk:

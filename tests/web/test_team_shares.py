@@ -6,6 +6,7 @@ only for the teams with calls in flight, however many teams call."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -47,7 +48,7 @@ def test_a_team_never_runs_more_than_its_share_and_another_team_runs_beside_it()
             with lock:
                 running[team] -= 1
 
-    threads = [start(lambda t=team: call(t)) for team in (1, 1, 1, 1, 1, 1, 2, 2)]
+    threads = [start(functools.partial(call, team)) for team in (1, 1, 1, 1, 1, 1, 2, 2)]
     for thread in threads:
         thread.join()
 
@@ -64,10 +65,13 @@ def test_waiting_calls_get_their_turns_in_the_order_they_asked() -> None:
         with shares.hold(7, LONG):
             order.append(n)
 
+    def queued(count: int) -> bool:
+        return shares.waiting(7) == count
+
     threads = []
     for n in range(6):
-        threads.append(start(lambda n=n: call(n)))
-        until(lambda n=n: shares.waiting(7) == n + 1)  # queued before the next one asks
+        threads.append(start(functools.partial(call, n)))
+        until(functools.partial(queued, n + 1))  # queued before the next one asks
     shares.release(7)
     for thread in threads:
         thread.join()
@@ -80,7 +84,12 @@ def test_a_freed_turn_goes_to_the_waiter_not_to_a_newcomer() -> None:
     shares = TeamShares(1)
     shares.acquire(7, 0)
     got: list[str] = []
-    waiter = start(lambda: (shares.acquire(7, LONG), got.append("waiter")))
+
+    def wait_for_it() -> None:
+        shares.acquire(7, LONG)
+        got.append("waiter")
+
+    waiter = start(wait_for_it)
     until(lambda: shares.waiting(7) == 1)
 
     shares.release(7)
@@ -163,7 +172,7 @@ def test_the_state_is_bounded_by_the_calls_in_flight_however_many_teams_call() -
             with shares.hold(team, 0), lock:
                 most = max(most, shares.busy_teams)
 
-    threads = [start(lambda n=n: calls(n * 2_500)) for n in range(4)]
+    threads = [start(functools.partial(calls, n * 2_500)) for n in range(4)]
     for thread in threads:
         thread.join()
 
