@@ -13,6 +13,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,7 +24,7 @@ from django.test import Client
 from lens.actors import Actor
 from lens.models import Agent, ApiToken, Team
 from lens.web.api import stability_routes
-from lens.web.costly import costly_shares
+from lens.web.costly import SHARE_VARIABLE, WAIT_VARIABLE, costly_shares
 from lens.web.team_shares import TeamShares
 from memory.deliveries.ledger import deliver
 from memory.stability import stability as measure
@@ -300,3 +301,10 @@ def _in_thread(answers: list[int], token: str) -> Callable[[], None]:
             connection.close()
 
     return call
+
+
+def test_both_settings_are_in_the_configuration_table() -> None:
+    page = (Path(__file__).resolve().parents[2] / "docs" / "operations-and-security.md").read_text()
+    table = page.split("## Configuration", 1)[1].split("\n## ", 1)[0]
+    assert f"`{SHARE_VARIABLE}`" in table
+    assert f"`{WAIT_VARIABLE}`" in table
