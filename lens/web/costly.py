@@ -24,21 +24,16 @@ import inspect
 from collections.abc import Callable, Iterator
 from typing import Any, TypeVar, cast
 
+from django.conf import settings
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 
-from lens.envconf import env_int
 from lens.models import Team
 from lens.serving.envelope import ApiError
 from lens.serving.runtime import request_threads
 from lens.web.pages.toolkit import SESSION_KEY, AppRequest, teams_of
 from lens.web.team_shares import TeamBusy, TeamShares, share_of
 
-SHARE_VARIABLE = "TEAM_COSTLY_SHARE"
-WAIT_VARIABLE = "TEAM_COSTLY_WAIT_MS"
-# Long enough for a turn to change hands when calls end in quick succession; short
-# enough that a refused client hears so before it would have given up.
-DEFAULT_WAIT_MS = 200
 CODE = "team_busy"
 
 View = TypeVar("View", bound=Callable[..., Any])
@@ -46,15 +41,17 @@ View = TypeVar("View", bound=Callable[..., Any])
 
 @functools.cache
 def costly_shares() -> TeamShares:
-    """This process's shares (read from the environment once): ``TEAM_COSTLY_SHARE`` per
-    team (default half the request threads, rounded up), and room for waiting calls
-    while one request thread is left free of costly calls."""
+    """This process's shares, made once: ``TEAM_COSTLY_SHARE`` per team (default half
+    the request threads, rounded up), and room for waiting calls while one request
+    thread is left free of costly calls."""
     threads = request_threads()
-    return TeamShares(share_of(threads, SHARE_VARIABLE), room=threads - 1)
+    return TeamShares(share_of(threads, settings.TEAM_COSTLY_SHARE), room=threads - 1)
 
 
 def wait_seconds() -> float:
-    return env_int(WAIT_VARIABLE, DEFAULT_WAIT_MS) / 1000
+    """``TEAM_COSTLY_WAIT_MS``: long enough for a turn to change hands when calls end in
+    quick succession, short enough that a refused client hears so before it gives up."""
+    return int(settings.TEAM_COSTLY_WAIT_MS) / 1000
 
 
 def costly(view: View) -> View:

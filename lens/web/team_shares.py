@@ -23,14 +23,12 @@ from collections import deque
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass, field
 
-from lens.envconf import env_int
 
-
-def share_of(threads: int, variable: str) -> int:
-    """How many of ``threads`` one team's calls may hold at once: ``variable`` from the
-    environment (default half, rounded up, so a second team always finds one when
-    there are two or more), at most all of them."""
-    return min(threads, env_int(variable, (threads + 1) // 2, minimum=1))
+def share_of(threads: int, wanted: int) -> int:
+    """How many of ``threads`` one team's calls may hold at once: ``wanted`` (0: half,
+    rounded up, so a second team always finds one when there are two or more), at most
+    all of them."""
+    return min(threads, wanted or (threads + 1) // 2)
 
 
 # What a refused call is told to wait before it asks again (Retry-After): about as long

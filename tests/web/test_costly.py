@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +23,7 @@ from django.test import Client
 from lens.actors import Actor
 from lens.models import Agent, ApiToken, Team
 from lens.web.api import stability_routes
-from lens.web.costly import SHARE_VARIABLE, WAIT_VARIABLE, costly_shares
+from lens.web.costly import costly_shares
 from lens.web.team_shares import TeamShares
 from memory.deliveries.ledger import deliver
 from memory.stability import stability as measure
@@ -62,12 +61,12 @@ CHEAP_PAGES = ["/", "/agents/wren/", "/memories/", "/deliveries/{delivery}/"]
 
 
 @pytest.fixture(autouse=True)
-def shares(monkeypatch: pytest.MonkeyPatch) -> Iterator[TeamShares]:
+def shares(monkeypatch: pytest.MonkeyPatch, settings: Any) -> Iterator[TeamShares]:
     """The process's shares as ``make serve`` sizes them (two request threads: a share of
     one per team), fresh for each test."""
     monkeypatch.setenv("SERVER_THREADS", "2")
-    for name in ("TEAM_COSTLY_SHARE", "TEAM_COSTLY_WAIT_MS"):
-        monkeypatch.delenv(name, raising=False)
+    settings.TEAM_COSTLY_SHARE = 0
+    settings.TEAM_COSTLY_WAIT_MS = 200
     costly_shares.cache_clear()
     yield costly_shares()
     costly_shares.cache_clear()
@@ -224,13 +223,13 @@ def test_a_streamed_export_keeps_its_turn_until_the_stream_is_closed(
 
 
 def test_a_call_waits_for_a_turn_when_a_request_thread_stays_free(
-    api: ApiClient, team: Team, delivery: str, monkeypatch: pytest.MonkeyPatch
+    api: ApiClient, team: Team, delivery: str, monkeypatch: pytest.MonkeyPatch, settings: Any
 ) -> None:
     """Four request threads, one turn per team: a second call of the team may wait (two
     of four threads taken by costly calls), and gets the turn freed within its wait."""
     monkeypatch.setenv("SERVER_THREADS", "4")
-    monkeypatch.setenv("TEAM_COSTLY_SHARE", "1")
-    monkeypatch.setenv("TEAM_COSTLY_WAIT_MS", "10000")
+    settings.TEAM_COSTLY_SHARE = 1
+    settings.TEAM_COSTLY_WAIT_MS = 10_000
     costly_shares.cache_clear()
     shares = costly_shares()
     shares.acquire(team.pk, 0)
@@ -246,11 +245,11 @@ def test_a_call_waits_for_a_turn_when_a_request_thread_stays_free(
 
 
 def test_no_call_waits_on_the_last_request_thread(
-    api: ApiClient, team: Team, delivery: str, shares: TeamShares, monkeypatch: pytest.MonkeyPatch
+    api: ApiClient, team: Team, delivery: str, shares: TeamShares, settings: Any
 ) -> None:
     """Two request threads: with one running a costly call, a second that waited would
     hold the other, and every team would wait behind both. It is refused at once."""
-    monkeypatch.setenv("TEAM_COSTLY_WAIT_MS", "10000")
+    settings.TEAM_COSTLY_WAIT_MS = 10_000
     shares.acquire(team.pk, 0)
 
     started = time.monotonic()
@@ -303,8 +302,13 @@ def _in_thread(answers: list[int], token: str) -> Callable[[], None]:
     return call
 
 
-def test_both_settings_are_in_the_configuration_table() -> None:
-    page = (Path(__file__).resolve().parents[2] / "docs" / "operations-and-security.md").read_text()
-    table = page.split("## Configuration", 1)[1].split("\n## ", 1)[0]
-    assert f"`{SHARE_VARIABLE}`" in table
-    assert f"`{WAIT_VARIABLE}`" in table
+@pytest.mark.parametrize(("threads", "wanted", "share"), [("2", 0, 1), ("8", 0, 4), ("8", 3, 3)])
+def test_the_share_is_half_the_request_threads_unless_set(
+    monkeypatch: pytest.MonkeyPatch, settings: Any, threads: str, wanted: int, share: int
+) -> None:
+    monkeypatch.setenv("SERVER_THREADS", threads)
+    settings.TEAM_COSTLY_SHARE = wanted
+    costly_shares.cache_clear()
+
+    assert costly_shares().share == share
+    assert costly_shares().room == int(threads) - 1

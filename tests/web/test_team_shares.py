@@ -12,7 +12,6 @@ import time
 from collections.abc import Callable
 
 import pytest
-from django.core.exceptions import ImproperlyConfigured
 
 from lens.web.team_shares import TeamBusy, TeamShares, share_of
 
@@ -213,23 +212,10 @@ def test_turns_in_the_event_loop_are_shared_the_same_way() -> None:
 
 
 @pytest.mark.parametrize(
-    ("threads", "setting", "share"),
-    [(1, None, 1), (2, None, 1), (4, None, 2), (8, None, 4), (4, "3", 3), (2, "9", 2)],
+    ("threads", "wanted", "share"),
+    [(1, 0, 1), (2, 0, 1), (3, 0, 2), (4, 0, 2), (8, 0, 4), (4, 3, 3), (2, 9, 2)],
 )
 def test_the_share_is_half_the_threads_unless_set_and_never_more_than_all(
-    monkeypatch: pytest.MonkeyPatch, threads: int, setting: str | None, share: int
+    threads: int, wanted: int, share: int
 ) -> None:
-    if setting is None:
-        monkeypatch.delenv("TEAM_COSTLY_SHARE", raising=False)
-    else:
-        monkeypatch.setenv("TEAM_COSTLY_SHARE", setting)
-    assert share_of(threads, "TEAM_COSTLY_SHARE") == share
-
-
-@pytest.mark.parametrize("setting", ["0", "many", "-1"])
-def test_a_share_that_is_not_a_positive_number_is_refused(
-    monkeypatch: pytest.MonkeyPatch, setting: str
-) -> None:
-    monkeypatch.setenv("TEAM_COSTLY_SHARE", setting)
-    with pytest.raises(ImproperlyConfigured):
-        share_of(2, "TEAM_COSTLY_SHARE")
+    assert share_of(threads, wanted) == share

@@ -109,7 +109,7 @@ def tool_threads() -> int:
 def team_threads(threads: int) -> int:
     """How many of ``threads`` one team's calls may hold at once: ``MCP_TEAM_THREADS``
     (default half, rounded up), at most all of them."""
-    return share_of(threads, TEAM_THREADS_VARIABLE)
+    return share_of(threads, env_int(TEAM_THREADS_VARIABLE, 0, minimum=1))
 
 
 def _with_connections(function: Callable[..., _T], *args: Any) -> _T:
