@@ -7,11 +7,14 @@ token looping on ``/stability?last=200`` from 8 clients held them all, and anoth
 team's ``GET /api/agents`` went from 9 ms to 417 ms (p50). With a share, the rest of the
 threads stay free for everyone else.
 
-Past its share, a call waits up to ``TEAM_COSTLY_WAIT_MS`` for a turn, but only while
-waiting leaves a request thread free of costly calls (a waiting call holds its thread:
-with the default two threads, it would hold the last one), and is otherwise refused at
-once: 429 with ``Retry-After``, the API's envelope with code ``team_busy``, or the
-product's 429 page. A refused call ran nothing and changed nothing.
+Past its share, a call waits up to ``TEAM_COSTLY_WAIT_MS`` for a turn, then is refused:
+429 with ``Retry-After``, the API's envelope with code ``team_busy``, or the product's
+429 page. A refused call ran nothing and changed nothing. Under ``make serve`` it waits
+on the server's event loop, holding no request thread (``loop_turn``): its thread
+answers at once with the refusal marked for the loop (``TURN_HEADER``), and the loop
+sends the request again once the turn is its own. Under another server it waits on its
+thread, and only while that leaves a request thread free of costly calls (with two
+threads, a waiting call would hold the last one), else it is refused at once.
 
 Opting in is one line: ``@costly`` under ``@router.get(...)``, or under
 ``@login_required`` on a page.
@@ -19,9 +22,11 @@ Opting in is one line: ``@costly`` under ``@router.get(...)``, or under
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import inspect
-from collections.abc import Callable, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, TypeVar, cast
 
 from django.conf import settings
@@ -29,6 +34,7 @@ from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import render
 
 from lens.models import Team
+from lens.serving.buffered import TURN_HEADER, TURN_HELD_KEY, TURNS_KEY
 from lens.serving.envelope import ApiError
 from lens.serving.runtime import request_threads
 from lens.web.pages.toolkit import SESSION_KEY, AppRequest, teams_of
@@ -46,6 +52,27 @@ def costly_shares() -> TeamShares:
     thread is left free of costly calls."""
     threads = request_threads()
     return TeamShares(share_of(threads, settings.TEAM_COSTLY_SHARE), room=threads - 1)
+
+
+@contextlib.asynccontextmanager
+async def loop_turn(team: str) -> AsyncIterator[bool]:
+    """For the server's event loop (lens/serving/buffered.py): ``team``'s turn, waited for
+    up to ``TEAM_COSTLY_WAIT_MS`` holding no thread, and held for the block; False when
+    none came in time."""
+    team_id = int(team)
+    shares = costly_shares()
+    try:
+        async with asyncio.timeout(wait_seconds()):
+            await shares.acquire_async(team_id)
+    except TimeoutError:
+        got = False
+    else:
+        got = True
+    try:
+        yield got
+    finally:
+        if got:
+            shares.release(team_id)
 
 
 def wait_seconds() -> float:
@@ -78,11 +105,19 @@ def _shared(view: View, test: Callable[[HttpRequest], bool] | None) -> View:
         team = _team_of(request) if test is None or test(request) else None
         if team is None:  # not costly; or a page for a user in no team (nothing to do)
             return view(request, *args, **kwargs)
+        if request.META.get(TURN_HELD_KEY) == str(team.pk):
+            # The server's event loop waited for this turn and holds it for the call.
+            return view(request, *args, **kwargs)
+        loop_waits = bool(request.META.get(TURNS_KEY))
         shares = costly_shares()
         try:
-            shares.acquire(team.pk, wait_seconds())
+            # Where the server's loop waits for turns, a thread never does.
+            shares.acquire(team.pk, 0 if loop_waits else wait_seconds())
         except TeamBusy as busy:
-            return _refused(request, busy)
+            refused = _refused(request, busy)
+            if loop_waits:
+                refused[TURN_HEADER] = str(team.pk)
+            return refused
         release = functools.partial(shares.release, team.pk)
         try:
             answer = view(request, *args, **kwargs)
@@ -126,8 +161,12 @@ def _page_team(request: AppRequest) -> Team | None:
 
 def _refused(request: HttpRequest, busy: TeamBusy) -> HttpResponse:
     if _is_api(request):
-        # The API's error handler answers it with the envelope and Retry-After.
-        raise ApiError(429, CODE, busy_message(busy), retry_after=busy.retry_after)
+        # Imported here: the API's modules import this one.
+        from lens.web.api.errors import error_response
+        from lens.web.api.root import api
+
+        error = ApiError(429, CODE, busy_message(busy), retry_after=busy.retry_after)
+        return error_response(api, request, error)  # the envelope, and Retry-After
     response = render(
         request,
         "429.html",

@@ -3,9 +3,11 @@ at once, so a team that keeps them all busy still leaves threads for every other
 
 One mechanism for both places that need it. The MCP server's tool calls wait their turn
 in the event loop (``turn``), taking no thread while they wait, as long as it takes.
-The web server's costly views (``lens.web.costly``) already run on one of the few
-request threads, so they wait only briefly, and only while a thread is left for other
-work (``hold``), else they are refused with ``TeamBusy``.
+The web server's costly views (``lens.web.costly``) run on one of the few request
+threads: refused there at once, they wait briefly in the server's event loop instead
+(``acquire_async`` under a timeout); under a server without one, they wait on their
+thread (``hold``), and only while a thread is left for other work, else they are
+refused with ``TeamBusy``.
 
 Turns are fair: within a team, calls get a freed turn in the order they asked for one,
 and a freed turn goes straight to the oldest waiter (no newcomer can overtake it).
@@ -50,6 +52,8 @@ class _Waiter:
 
     def __init__(self, loop: asyncio.AbstractEventLoop | None = None) -> None:
         self.granted = False
+        # A thread that waits holds it (the room counts it); a coroutine holds none.
+        self.holds_thread = loop is None
         self._loop = loop
         self._event = threading.Event() if loop is None else None
         self._future: asyncio.Future[None] | None = loop.create_future() if loop else None
@@ -125,10 +129,13 @@ class TeamShares:
             entry.running += 1
             self._inside += 1
             return None
-        if waiter is None or (self.room is not None and self._inside + 1 > self.room):
+        if waiter is None:
             raise TeamBusy
+        if waiter.holds_thread:
+            if self.room is not None and self._inside + 1 > self.room:
+                raise TeamBusy
+            self._inside += 1
         entry.waiting.append(waiter)
-        self._inside += 1
         return waiter
 
     def _leave(self, team_id: int) -> None:
@@ -137,6 +144,8 @@ class TeamShares:
         if entry.waiting:
             waiter = entry.waiting.popleft()
             waiter.granted = True  # running stays the same: the turn changes hands
+            if not waiter.holds_thread:
+                self._inside += 1  # its call is about to run on a thread
             waiter.wake()
         else:
             entry.running -= 1
@@ -151,7 +160,8 @@ class TeamShares:
             return True
         entry = self._teams[team_id]
         entry.waiting.remove(waiter)
-        self._inside -= 1
+        if waiter.holds_thread:
+            self._inside -= 1
         if entry.running == 0 and not entry.waiting:
             del self._teams[team_id]
         return False
@@ -190,21 +200,26 @@ class TeamShares:
 
     # --- in an event loop -------------------------------------------------------------
 
-    @contextlib.asynccontextmanager
-    async def turn(self, team_id: int) -> AsyncIterator[None]:
-        """A turn for the block, waited for in the event loop for as long as it takes
-        (a cancelled wait takes its place out of the queue, or hands on a turn that
-        reached it meanwhile)."""
+    async def acquire_async(self, team_id: int) -> None:
+        """Take a turn, waited for in the event loop, holding no thread, for as long as
+        it takes: bound it with a timeout (a cancelled wait takes its place out of the
+        queue, or hands on a turn that reached it meanwhile). Needs one ``release``."""
         with self._lock:
             waiter = self._enter(team_id, _Waiter(asyncio.get_running_loop()))
-        if waiter is not None:
-            try:
-                await waiter.wait_async()
-            except BaseException:
-                with self._lock:
-                    if self._give_up(team_id, waiter):
-                        self._leave(team_id)
-                raise
+        if waiter is None:
+            return
+        try:
+            await waiter.wait_async()
+        except BaseException:
+            with self._lock:
+                if self._give_up(team_id, waiter):
+                    self._leave(team_id)
+            raise
+
+    @contextlib.asynccontextmanager
+    async def turn(self, team_id: int) -> AsyncIterator[None]:
+        """A turn for the block (``acquire_async``), given back however it ends."""
+        await self.acquire_async(team_id)
         try:
             yield
         finally:
