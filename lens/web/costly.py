@@ -106,7 +106,8 @@ def _shared(view: View, test: Callable[[HttpRequest], bool] | None) -> View:
         if team is None:  # not costly; or a page for a user in no team (nothing to do)
             return view(request, *args, **kwargs)
         if request.META.get(TURN_HELD_KEY) == str(team.pk):
-            # The server's event loop waited for this turn and holds it for the call.
+            # The server's event loop waited for this turn and holds it for the call (a
+            # client cannot set this key: its headers arrive as HTTP_* keys).
             return view(request, *args, **kwargs)
         loop_waits = bool(request.META.get(TURNS_KEY))
         shares = costly_shares()
