@@ -89,7 +89,8 @@ test-fast: $(STAMP)
 
 # In-process figures first, then the HTTP figures against etcd (bench-http), tracing's
 # cost (composition endpoint with OpenTelemetry on against off) and the audit append's
-# (memory_save and a key/value put with the event against without).
+# (memory_save and a key/value put with the event against without), and one team's
+# costly calls beside another team's cheap ones (bench/fairness.py).
 bench: $(STAMP) bench-http-tools
 	$(BIN)/python -m bench
 	$(BIN)/python -m bench.webhook_outage
@@ -97,6 +98,7 @@ bench: $(STAMP) bench-http-tools
 	$(BIN)/python -m bench.http
 	$(BIN)/python -m bench.tracing_http
 	$(BIN)/python -m bench.audit_http
+	$(BIN)/python -m bench.fairness
 
 # The production server before (gunicorn) and after (Granian) the change, then make serve
 # under load on loopback, SQLite then PostgreSQL (when it answers at BENCH_PG_URL), side

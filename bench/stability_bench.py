@@ -22,7 +22,7 @@ _RUN = uuid.uuid4().hex[:8]
 DELIVERIES = 51
 
 
-def _ticked(config: AgentConfig, tick: int) -> AgentConfig:
+def ticked(config: AgentConfig, tick: int) -> AgentConfig:
     first, *rest = config.background.sections
     entry = first.entries[0].model_copy(update={"value": f"tick {tick}"})
     first = first.model_copy(update={"entries": (entry, *first.entries[1:])})
@@ -37,7 +37,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     agent, _ = store_agent(team, "big", config)
     runtime = Actor(label="bench runtime")
     for tick in range(DELIVERIES):
-        store_config(team, "big", _ticked(config, tick))
+        store_config(team, "big", ticked(config, tick))
         deliver(Agent.objects.get(pk=agent.pk), runtime)
     agent = Agent.objects.get(pk=agent.pk)
     found = stability(agent, 50)

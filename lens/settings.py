@@ -294,6 +294,15 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": LOG_LEVEL},
 }
 
+# Costly calls (stability, diffs, export, search): how many of one team's a server process
+# runs at once (0: half its request threads, rounded up) and how long, in milliseconds,
+# one past that share may wait for a turn before it is refused (lens/web/costly.py).
+TEAM_COSTLY_SHARE = env_int("TEAM_COSTLY_SHARE", 0, minimum=1)
+TEAM_COSTLY_WAIT_MS = env_int("TEAM_COSTLY_WAIT_MS", 1000, minimum=0)
+# Under make serve such a call waits on the event loop, holding no request thread
+# (lens/serving/buffered.py): the web layer's turns, named here as API_FRONT is.
+REQUEST_TURNS = "lens.web.costly.loop_turn"
+
 # Webhooks (SPEC §16, docs/webhooks.md). Their tasks run on `python manage.py worker`.
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}
 # http:// URLs, and hosts on loopback, private, link-local or reserved addresses, are

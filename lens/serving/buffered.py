@@ -24,6 +24,7 @@ import json
 import sys
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import AbstractAsyncContextManager
 from typing import Any
 from urllib.parse import unquote_to_bytes
 
@@ -39,16 +40,39 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 # download); anything smaller is handed to the server whole.
 BUFFER_BYTES = 8 * 1024 * 1024
 
+# Turns (``turns``, lens/web/costly.py: a team's share of costly calls). A request's
+# environ says that this server waits for turns itself (TURNS_KEY), and which turn it
+# holds for a request sent again (TURN_HELD_KEY). An answer carrying TURN_HEADER could
+# not have its turn: the event loop waits for one, holding no thread, and sends the
+# request again with it; if none comes in time the answer goes out as it is (a 429),
+# without that header.
+TURNS_KEY = "lens.turns"
+TURN_HELD_KEY = "lens.turn"
+TURN_HEADER = "X-Lens-Turn"
+Turns = Callable[[str], AbstractAsyncContextManager[bool]]
+
 
 class ClientGone(Exception):
     """The client closed the connection before its request was whole."""
 
 
+Answer = tuple[int, list[tuple[bytes, bytes]], bytes]
+
+
 class BufferedWsgi:
-    def __init__(self, app: WsgiApp, *, threads: int, max_body: int, body_seconds: float) -> None:
+    def __init__(
+        self,
+        app: WsgiApp,
+        *,
+        threads: int,
+        max_body: int,
+        body_seconds: float,
+        turns: Turns | None = None,
+    ) -> None:
         self.app = app
         self.max_body = max_body
         self.body_seconds = body_seconds
+        self.turns = turns
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="request")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -62,9 +86,11 @@ class BufferedWsgi:
             return
         except ClientGone:
             return
-        environ = wsgi_environ(scope, body, length)
-        loop = asyncio.get_running_loop()
-        answer = await loop.run_in_executor(self.executor, self.respond, environ, loop, send)
+        answer = await self.dispatch(scope, body, length, send)
+        if answer is not None and self.turns is not None:
+            turn = _pop_header(answer[1], TURN_HEADER)
+            if turn is not None:
+                answer = await self.with_turn(turn, answer, scope, body, length, send)
         if answer is not None:
             status, headers, content = answer
             if length > self.max_body:
@@ -73,6 +99,32 @@ class BufferedWsgi:
                 headers.append((b"connection", b"close"))
             await send({"type": "http.response.start", "status": status, "headers": headers})
             await send({"type": "http.response.body", "body": content})
+
+    async def dispatch(
+        self, scope: Scope, body: bytes, length: int, send: Send, turn: str | None = None
+    ) -> Answer | None:
+        """The request, run on a thread of the pool (``respond``)."""
+        environ = wsgi_environ(scope, body, length)
+        if self.turns is not None:
+            environ[TURNS_KEY] = True
+        if turn is not None:
+            environ[TURN_HELD_KEY] = turn
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self.executor, self.respond, environ, loop, send)
+
+    async def with_turn(
+        self, turn: str, refused: Answer, scope: Scope, body: bytes, length: int, send: Send
+    ) -> Answer | None:
+        """Wait for ``turn`` here, holding no thread, and send the request again with
+        it; ``refused`` when no turn came in time."""
+        assert self.turns is not None
+        async with self.turns(turn) as got:
+            if not got:
+                return refused
+            answer = await self.dispatch(scope, body, length, send, turn)
+        if answer is not None:
+            _pop_header(answer[1], TURN_HEADER)  # refused again (another team's turn): as is
+        return answer
 
     def too_slow(self) -> str:
         return f"The request's body did not arrive within {self.body_seconds:g} seconds."
@@ -103,7 +155,7 @@ class BufferedWsgi:
 
     def respond(
         self, environ: dict[str, Any], loop: asyncio.AbstractEventLoop, send: Send
-    ) -> tuple[int, list[tuple[bytes, bytes]], bytes] | None:
+    ) -> Answer | None:
         """On a pool thread: the application's answer, whole; or None once a large
         answer has been streamed to the client from here."""
         started: list[Any] = []
@@ -150,6 +202,16 @@ class BufferedWsgi:
             if chunk:
                 put({"type": "http.response.body", "body": chunk, "more_body": True})
         put({"type": "http.response.body", "body": b""})
+
+
+def _pop_header(headers: list[tuple[bytes, bytes]], name: str) -> str | None:
+    """The value of header ``name``, taken out of ``headers``; None when absent."""
+    wanted = name.lower().encode("latin-1")
+    for index, (key, value) in enumerate(headers):
+        if key == wanted:
+            del headers[index]
+            return value.decode("latin-1")
+    return None
 
 
 def content_length(scope: Scope) -> int | None:

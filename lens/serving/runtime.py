@@ -5,11 +5,22 @@ from __future__ import annotations
 import gc
 
 from lens.core.token_counts import warm_up
+from lens.envconf import env_int
 
 # Collect the youngest generation after this many net allocations instead of 700:
 # a composition of an agent with thousands of memories allocates tens of thousands of
 # short-lived objects, none of them cyclic, and reference counting frees them all.
 YOUNG_THRESHOLD = 50_000
+
+
+# Threads per server process that run Django (``SERVER_THREADS``): a second one
+# overlaps waits on the database (lens/serving/server.py).
+DEFAULT_REQUEST_THREADS = 2
+
+
+def request_threads() -> int:
+    """How many threads of this server process run requests."""
+    return env_int("SERVER_THREADS", DEFAULT_REQUEST_THREADS, minimum=1)
 
 
 def tune_gc() -> None:

@@ -8,6 +8,7 @@ from ninja import Router
 
 from lens.agents import get_agent
 from lens.web.api.auth import ApiRequest, team_of
+from lens.web.costly import costly
 from memory.bundles.exporting import export_bundle
 
 router = Router(tags=["bundles"])
@@ -19,6 +20,7 @@ _BUNDLE = {
 
 
 @router.get("/{slug}/export", openapi_extra={"responses": {200: _BUNDLE}})
+@costly
 def export_agent(request: ApiRequest, slug: str) -> StreamingHttpResponse:
     """The token's team's agent ``slug`` as one bundle file, streamed. The database is
     read before the first byte is sent (one snapshot); the bundle then comes from a

@@ -17,6 +17,7 @@ from lens.core.counts import Counts
 from lens.web.api.auth import ApiRequest, team_of, token_of
 from lens.web.api.params import INT_MAX, iso_8601
 from lens.web.api.rendering import iso_utc
+from lens.web.costly import costly
 from memory.core.composition import Composition
 from memory.core.deliveries import DeliveryInput, label_problem
 from memory.deliveries.cache_figures import figures_of
@@ -252,6 +253,7 @@ class DiffOut(BaseModel):
 
 
 @deliveries.get("/{delivery_id}/diff", response=DiffOut, by_alias=True, exclude_unset=True)
+@costly
 def diff_deliveries(request: ApiRequest, delivery_id: str, params: Query[DiffParams]) -> DiffOut:
     """The prompt's unified diff from ``against`` (default: the same agent's previous
     delivery; none gives ``from: null`` and an empty old prompt) to this delivery, the

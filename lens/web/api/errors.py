@@ -45,12 +45,15 @@ def _in_body(error: dict[str, Any]) -> bool:
 
 
 def error_response(api: NinjaAPI, request: HttpRequest, error: ApiError) -> HttpResponse:
-    """``error`` as ``api`` answers it: the envelope, and the scheme a 401 asks for."""
+    """``error`` as ``api`` answers it: the envelope, the scheme a 401 asks for, and when
+    to ask again for a 429 (``retry_after``, also in the envelope)."""
     response = api.create_response(
         request, error_body(error.code, error.message, **error.details), status=error.status
     )
     if error.status == 401:
         response["WWW-Authenticate"] = "Bearer"
+    if error.status == 429 and "retry_after" in error.details:
+        response["Retry-After"] = str(error.details["retry_after"])
     return response
 
 

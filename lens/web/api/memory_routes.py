@@ -12,6 +12,7 @@ from lens.agents import get_agent
 from lens.models import Agent
 from lens.web.api.auth import ApiRequest, team_of, token_of
 from lens.web.api.params import INT_MAX
+from lens.web.costly import costly_when, searching
 from memory.core.records import MemoryInput, MemoryView
 from memory.preview import preview_save
 from memory.queries import memory_page, view_of
@@ -121,6 +122,7 @@ def preview(request: ApiRequest, slug: str, memory: MemoryInput) -> PreviewOut:
 
 
 @router.get("/{slug}/memories", response=MemoryList)
+@costly_when(searching)
 def list_memories(request: ApiRequest, slug: str, params: Query[ListParams]) -> MemoryList:
     """Newest first (ties by id). Rows that no longer parse are skipped and counted."""
     return memory_list(get_agent(team_of(request), slug, full=False), params)

@@ -18,6 +18,7 @@ from lens.revisions import get_revision, newest_revision, revision_page, stored_
 from lens.web.api.auth import ApiRequest, team_of, token_of
 from lens.web.api.params import INT_MAX
 from lens.web.api.proposal_routes import ProposedOut
+from lens.web.costly import costly
 from memory.configuring import restore_revision
 from memory.revision_diffs import revision_diff
 
@@ -107,6 +108,7 @@ def read_revision(request: ApiRequest, slug: str, n: int = Number) -> RevisionWi
 
 
 @router.get("/{slug}/revisions/{n}/diff", response=RevisionDiffOut, by_alias=True)
+@costly
 def diff_revisions(
     request: ApiRequest, slug: str, params: Query[DiffParams], n: int = Number
 ) -> RevisionDiffOut:

@@ -8,6 +8,7 @@ from pydantic import BaseModel, Field
 
 from lens.agents import get_agent
 from lens.web.api.auth import ApiRequest, team_of
+from lens.web.costly import costly
 from memory.stability import LAST_DEFAULT, LAST_MAX, stability
 
 router = Router(tags=["stability"])
@@ -44,6 +45,7 @@ class StabilityOut(BaseModel):
 
 
 @router.get("/{slug}/stability", response=StabilityOut)
+@costly
 def agent_stability(request: ApiRequest, slug: str, params: Query[StabilityParams]) -> StabilityOut:
     found = stability(get_agent(team_of(request), slug, full=False), params.last)
     return StabilityOut(

@@ -15,16 +15,14 @@ agents' composed prompts, as resources and a prompt, run on the same pool
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import inspect
 import json
 import logging
 import socket
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, TypeVar
 
@@ -68,6 +66,7 @@ from lens.web.mcp.calls import (
 )
 from lens.web.mcp.operations import Command, validation_failure
 from lens.web.mcp.stdio import AnsweringUnreadable
+from lens.web.team_shares import TeamShares, share_of
 
 NAME = "composition-lens"
 
@@ -116,39 +115,7 @@ def tool_threads() -> int:
 def team_threads(threads: int) -> int:
     """How many of ``threads`` one team's calls may hold at once: ``MCP_TEAM_THREADS``
     (default half, rounded up), at most all of them."""
-    return min(threads, env_int(TEAM_THREADS_VARIABLE, (threads + 1) // 2, minimum=1))
-
-
-class TeamShares:
-    """At most ``share`` calls of one team at once; its others wait here, in the event
-    loop, taking no thread. Only teams with calls in flight have an entry."""
-
-    def __init__(self, share: int) -> None:
-        self.share = share
-        self._teams: dict[int, _Share] = {}
-
-    @property
-    def busy_teams(self) -> int:
-        """How many teams have calls in flight (an entry each)."""
-        return len(self._teams)
-
-    @contextlib.asynccontextmanager
-    async def turn(self, team_id: int) -> AsyncIterator[None]:
-        entry = self._teams.setdefault(team_id, _Share(anyio.Semaphore(self.share)))
-        entry.calls += 1
-        try:
-            async with entry.semaphore:
-                yield
-        finally:
-            entry.calls -= 1
-            if entry.calls == 0:
-                del self._teams[team_id]
-
-
-@dataclass
-class _Share:
-    semaphore: anyio.Semaphore
-    calls: int = 0
+    return share_of(threads, env_int(TEAM_THREADS_VARIABLE, 0, minimum=1))
 
 
 def _with_connections(function: Callable[..., _T], *args: Any) -> _T:
@@ -274,6 +241,7 @@ class LensMCP(MCPServer[Any]):
         self._token_of_call = token_of_call
         size = tool_threads()
         self._threads = threads or DjangoThreads("tools", size)
+        # Waiting calls take no thread here (the event loop holds them): no room bound.
         self._shares = TeamShares(team_threads(size))
         self._parameters: dict[str, frozenset[str]] = {}
         _register_tools(self)

@@ -20,6 +20,7 @@ from lens.core.change_words import in_words
 from lens.core.diffs import diff_excerpt
 from lens.models import Agent, Team
 from lens.revisions import summaries_then
+from lens.web.costly import costly
 from lens.web.pages.cache_display import (
     CacheLine,
     authored_tokens,
@@ -290,6 +291,7 @@ def _download_url(name: str, delivery_id: str, against: str | None = None) -> st
 
 @require_GET
 @login_required
+@costly
 def delivery_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
     """``against`` (default: the previous delivery) → this delivery, and why. An
     ``against`` that is no delivery of the same agent (unknown, mistyped, another
@@ -341,6 +343,7 @@ def _causes(agent: Agent, causes: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 @require_GET
 @login_required
+@costly
 def delivery_diff_download(request: AppRequest, delivery_id: str) -> HttpResponse:
     """The diff page's whole unified diff, as a text file."""
     found, _against = _found_diff(request, delivery_id)
@@ -358,6 +361,7 @@ def _live(request: AppRequest, delivery_id: str) -> tuple[Agent, Delivery, Compa
 
 @require_GET
 @login_required
+@costly
 def live_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
     """This delivery → the agent's live prompt: what the next delivery would change."""
     agent, delivery, comparison = _live(request, delivery_id)
@@ -368,6 +372,7 @@ def live_diff_page(request: AppRequest, delivery_id: str) -> HttpResponse:
 
 @require_GET
 @login_required
+@costly
 def live_diff_download(request: AppRequest, delivery_id: str) -> HttpResponse:
     """The live diff page's whole unified diff, as a text file."""
     _agent, delivery, comparison = _live(request, delivery_id)

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET
 
 from lens.agents import with_config
 from lens.models import Agent
+from lens.web.costly import costly_when, searching
 from lens.web.pages.toolkit import (
     PAGE_SIZE,
     AppRequest,
@@ -38,6 +39,7 @@ from memory.queries import ERASED_WORDS, listed
 
 @require_GET
 @login_required
+@costly_when(searching)
 def memory_list(request: AppRequest) -> HttpResponse:
     """The team's memories, newest first; with ``q``, the ones that match, best first."""
     team = current_team(request)

@@ -33,6 +33,7 @@ from lens.revisions import (
     stored_config,
     summaries_then,
 )
+from lens.web.costly import costly
 from lens.web.pages.toolkit import (
     PAGE_SIZE,
     TEAM_FIELD,
@@ -181,6 +182,7 @@ def _diff(agent: Agent, number: int, against: int | None) -> RevisionDiff:
 
 @require_GET
 @login_required
+@costly
 def revision_detail(request: AppRequest, slug: str, number: int) -> HttpResponse:
     """Revision ``number``: its facts, what it changed, and the config and prompt diffs
     against ``?against=`` (by default the revision before; the first against nothing)."""
@@ -246,6 +248,7 @@ def _download_url(agent: Agent, number: int, part: str, query: dict[str, Any]) -
 
 @require_GET
 @login_required
+@costly
 def revision_diff_download(request: AppRequest, slug: str, number: int, part: str) -> HttpResponse:
     """The whole config or prompt diff of a revision's page, as a text file (the page
     draws its first lines only)."""

@@ -19,6 +19,7 @@ from lens.agents import config_of
 from lens.core.errors import DomainError
 from lens.core.provider_caches import ANTHROPIC_MINIMUM, OPENAI_MINIMUM
 from lens.revisions import current_number
+from lens.web.costly import costly
 from lens.web.pages.revision_pages import RESTORE_PERMISSION, may_restore
 from lens.web.pages.toolkit import AppRequest, WrongTeam, get_agent_for_user, use_form_team
 from memory.stability import LAST_DEFAULT, Stability, apply_order, stability
@@ -26,6 +27,7 @@ from memory.stability import LAST_DEFAULT, Stability, apply_order, stability
 
 @require_GET
 @login_required
+@costly
 def stability_page(request: AppRequest, slug: str) -> HttpResponse:
     agent = get_agent_for_user(request, slug)
     found = stability(agent, LAST_DEFAULT)

@@ -454,7 +454,10 @@ def test_every_setting_read_from_the_environment_is_in_the_configuration_table()
     # The settings, and what the production server reads for itself.
     sources = [
         ROOT / "lens" / "settings.py",
-        *(ROOT / "lens" / "serving" / n for n in ("served.py", "server.py", "telemetry.py")),
+        *(
+            ROOT / "lens" / "serving" / n
+            for n in ("served.py", "server.py", "runtime.py", "telemetry.py")
+        ),
     ]
     pattern = r'(?:env_\w+|_int|environ\.get)\(\s*"([A-Z][A-Z0-9_]*)"'
     names = {name for path in sources for name in re.findall(pattern, path.read_text())}

@@ -31,7 +31,8 @@ from mcp_types import CallToolResult
 
 from kvstore import store
 from lens.models import ApiToken, Team
-from lens.web.mcp.tools import TOKEN_THREADS, TeamShares
+from lens.web.mcp.tools import TOKEN_THREADS
+from lens.web.team_shares import TeamShares
 from tests.event_loops import run_async
 from tests.web.mcp.harness import (
     ROOT,
