@@ -23,7 +23,6 @@ from lens.actors import SYSTEM
 from lens.core.background import Background
 from lens.core.config import AgentConfig
 from lens.models import Agent, Membership, Team
-from lens.web.pages.toolkit import TEAM_FIELD
 from memory.configuring import store_agent
 from memory.models import (
     EventKind,
@@ -33,6 +32,7 @@ from memory.models import (
     PromotionStatus,
     new_event,
 )
+from web.pages.toolkit import TEAM_FIELD
 
 _RUN = uuid.uuid4().hex[:8]
 # The content limit: a memory of this many code points is the longest a save accepts.

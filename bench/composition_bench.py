@@ -22,9 +22,9 @@ from lens.agents import config_of, forget_validated, get_agent, load_entry_value
 from lens.models import Agent, ApiToken, Team
 from lens.rows import decode_values
 from lens.serving.compression import LEVEL, MIN_BYTES
-from lens.web.api.root import api
 from memory.composition import compose
 from memory.configuring import store_agent
+from web.api.root import api
 
 _RUN = uuid.uuid4().hex[:8]
 

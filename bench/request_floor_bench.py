@@ -3,7 +3,7 @@
 A key/value read and write go through Django's WSGI handler exactly as the server hands
 them over (no test client, no network), beside the same operation on the store alone:
 the difference is the request floor (token check, middleware, routing, JSON). Both
-are also timed through the key/value store's own route (``lens.web.api.kv_front``), as
+are also timed through the key/value store's own route (``web.api.kv_front``), as
 the production server serves them, against Django's handler alone.
 """
 
@@ -21,7 +21,7 @@ from django.test.utils import override_settings
 
 from kvstore import store
 from lens.models import ApiToken, Team
-from lens.web.api.kv_front import KvFront
+from web.api.kv_front import KvFront
 
 _RUN = uuid.uuid4().hex[:8]
 PAYLOAD = "Remember the user's time zone and units. " * 8

@@ -285,7 +285,7 @@ class ReadAs:
     @property
     def token(self) -> ApiToken:
         """The token, with its team (built when asked: the key/value read's own route,
-        ``lens.web.api.kv_front``, never needs it)."""
+        ``web.api.kv_front``, never needs it)."""
         return token_from_row(self._token_row)
 
     def value(self) -> Value:

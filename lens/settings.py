@@ -58,7 +58,7 @@ INSTALLED_APPS = [
     "django_tasks",
     "django_tasks_db",
     "webhooks",
-    "lens.web",  # every page, API router, admin class, MCP tool and command
+    "web",  # every page, API router, admin class, MCP tool and command
 ]
 
 MIDDLEWARE = [
@@ -83,7 +83,7 @@ MIDDLEWARE = [
     "lens.serving.middleware.RefusalMiddleware",
 ]
 
-ROOT_URLCONF = "lens.web.urls"
+ROOT_URLCONF = "web.urls"
 WSGI_APPLICATION = "lens.wsgi.application"
 ASGI_APPLICATION = "lens.asgi.application"
 
@@ -97,7 +97,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
-                "lens.web.pages.team_context.current_team",
+                "web.pages.team_context.current_team",
             ],
         },
     }
@@ -247,7 +247,7 @@ CSRF_TRUSTED_ORIGINS = env_list(
 )
 
 # Mail (password reset needs it): EMAIL_URL (smtp://, smtp+tls://, smtps://) or
-# EMAIL_HOST and friends. Without either, no password-reset pages exist (lens/web/urls.py).
+# EMAIL_HOST and friends. Without either, no password-reset pages exist (web/urls.py).
 _smtp = smtp_settings(env_str("EMAIL_URL"))
 EMAIL_CONFIGURED = _smtp is not None or env_str("EMAIL_HOST") is not None
 if _smtp is not None:
@@ -273,7 +273,7 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = API_MAX_BODY_BYTES
 # The WSGI application the production server puts in front of Django (lens/serving/served.py):
 # the key/value store's own route, answering GET and PUT /api/kv/{key} as the API does at
 # a fraction of the cost. API_FRONT=0 serves every request through Django alone.
-API_FRONT = "lens.web.api.kv_front.KvFront" if env_bool("API_FRONT", default=True) else ""
+API_FRONT = "web.api.kv_front.KvFront" if env_bool("API_FRONT", default=True) else ""
 
 # Routing specs the deployment offers, by import path (memory.core.routing).
 MEMORY_ROUTING_SPECS: list[str] = env_list(
@@ -296,12 +296,12 @@ LOGGING = {
 
 # Costly calls (stability, diffs, export, search): how many of one team's a server process
 # runs at once (0: half its request threads, rounded up) and how long, in milliseconds,
-# one past that share may wait for a turn before it is refused (lens/web/costly.py).
+# one past that share may wait for a turn before it is refused (web/costly.py).
 TEAM_COSTLY_SHARE = env_int("TEAM_COSTLY_SHARE", 0, minimum=1)
 TEAM_COSTLY_WAIT_MS = env_int("TEAM_COSTLY_WAIT_MS", 1000, minimum=0)
 # Under make serve such a call waits on the event loop, holding no request thread
 # (lens/serving/buffered.py): the web layer's turns, named here as API_FRONT is.
-REQUEST_TURNS = "lens.web.costly.loop_turn"
+REQUEST_TURNS = "web.costly.loop_turn"
 
 # Webhooks (SPEC §16, docs/webhooks.md). Their tasks run on `python manage.py worker`.
 TASKS = {"default": {"BACKEND": "django_tasks_db.DatabaseBackend"}}

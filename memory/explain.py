@@ -39,7 +39,7 @@ from memory.registry import get_spec
 
 # Up to this many ids, rows are looked up by id; past it, by agent and kept in Python
 # (one long ``IN`` list costs more than reading the agent's rows). A lens page explains
-# at most 100 drops of each reason (``lens.web.pages.drop_pages``): always by id.
+# at most 100 drops of each reason (``web.pages.drop_pages``): always by id.
 _BY_ID_UP_TO = 1_200
 _DECIDED = (PromotionStatus.REJECTED, PromotionStatus.REVOKED)
 

@@ -1,13 +1,14 @@
 """Imports point inward only (SPEC §2, docs/architecture.md), read from the folders alone:
 
-    lens/web  →  webhooks  →  memory, kvstore  →  lens (the base)  →  */core (pure)
+    web  →  webhooks  →  memory, kvstore  →  lens (the base)  →  */core (pure)
 
-- ``lens/web/`` is the outer layer: nothing outside it imports it.
+- ``web/`` is the outer layer: nothing outside it imports it.
 - ``memory/`` and ``kvstore/`` import their own package, ``lens``'s base and the cores
   (``lens/core`` and their own), never each other.
 - ``webhooks/`` (events out) sits above them: it may import ``memory`` (it composes
-  prompts for ``prompt.changed``), ``lens`` and the cores; only ``lens/web`` imports it.
-- ``lens/`` outside ``web/`` and ``core/`` is the base: it imports itself and ``lens/core``.
+  prompts for ``prompt.changed``), ``lens`` and the cores; only ``web`` imports it.
+- ``lens/`` outside ``core/`` is the base (settings, serving, teams, tokens, agents,
+  revisions, audit): it imports itself and ``lens/core``, never a package above it.
 - A core imports only cores: ``lens/core``, and its own package's.
 
 Every import counts, wherever it is in a file: top level, inside a function, or behind
@@ -24,7 +25,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("lens", "memory", "kvstore", "webhooks")
+PACKAGES = ("lens", "memory", "kvstore", "webhooks", "web")
 
 # What each layer may import. A core's layer names its package: ``core:memory``.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -62,8 +63,6 @@ def layer_of(parts: tuple[str, ...]) -> str:
     """The layer of a module, from its path's folders (``("memory", "core", "x")``)."""
     if len(parts) > 1 and parts[1] == "core":
         return f"core:{parts[0]}"
-    if parts[:2] == ("lens", "web"):
-        return "web"
     return parts[0]
 
 
@@ -155,12 +154,12 @@ def _pure_pair(holders: list[str]) -> bool:
         ("memory/deliveries/ledger.py", "memory"),
         ("memory/demo/sessions.py", "memory"),
         ("kvstore/store.py", "kvstore"),
-        ("lens/web/urls.py", "web"),
-        ("lens/web/api/root.py", "web"),
-        ("lens/web/pages/agent_pages.py", "web"),
-        ("lens/web/admin/agent_admin.py", "web"),
-        ("lens/web/mcp/tools.py", "web"),
-        ("lens/web/management/commands/doctor.py", "web"),
+        ("web/urls.py", "web"),
+        ("web/api/root.py", "web"),
+        ("web/pages/agent_pages.py", "web"),
+        ("web/admin/agent_admin.py", "web"),
+        ("web/mcp/tools.py", "web"),
+        ("web/management/commands/doctor.py", "web"),
     ],
 )
 def test_a_module_gets_its_layer_from_its_folder(path: str, expected: str) -> None:
@@ -170,9 +169,7 @@ def test_a_module_gets_its_layer_from_its_folder(path: str, expected: str) -> No
 
 def test_every_module_is_found_and_layered() -> None:
     found = modules(ROOT)
-    assert {"lens.core.render", "memory.core.overlay", "kvstore.store", "lens.web.urls"} <= set(
-        found
-    )
+    assert {"lens.core.render", "memory.core.overlay", "kvstore.store", "web.urls"} <= set(found)
     assert {layer_of(tuple(name.split("."))) for name in found} == set(ALLOWED)
 
 
@@ -194,15 +191,23 @@ def _plant(root: Path, files: dict[str, str]) -> None:
 @pytest.mark.parametrize(
     ("importer", "source"),
     [
-        ("memory/leaky.py", "from lens.web.api.root import api\n"),
+        ("memory/leaky.py", "from web.api.root import api\n"),
         ("kvstore/leaky.py", "def f():\n    import memory.saving\n"),
         ("lens/leaky.py", "from memory import saving\n"),
-        ("lens/serving/leaky.py", "from lens.web import urls\n"),
+        ("lens/serving/leaky.py", "from web import urls\n"),
         ("lens/core/leaky.py", "from lens.models import Team\n"),
+        ("lens/leaky.py", "from web import urls\n"),
+        ("lens/leaky.py", "import webhooks.outbox\n"),
+        ("lens/leaky.py", "from kvstore import store\n"),
+        ("memory/leaky.py", "from kvstore import store\n"),
+        ("memory/leaky.py", "from webhooks import outbox\n"),
+        ("kvstore/leaky.py", "from web.api import root\n"),
+        ("webhooks/leaky.py", "from web.api import root\n"),
+        ("webhooks/core/leaky.py", "from memory import saving\n"),
         ("memory/core/leaky.py", "from kvstore.core.keys import x\n"),
         (
             "memory/leaky.py",
-            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from lens.web.api import root\n",
+            "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from web.api import root\n",
         ),
     ],
 )
@@ -213,10 +218,14 @@ def test_a_planted_violation_is_found(tmp_path: Path, importer: str, source: str
             "lens/__init__.py": "",
             "lens/models.py": "",
             "lens/core/__init__.py": "",
-            "lens/web/__init__.py": "",
-            "lens/web/urls.py": "",
-            "lens/web/api/__init__.py": "",
-            "lens/web/api/root.py": "from memory import saving\n",  # outer → inner: fine
+            "web/__init__.py": "",
+            "web/urls.py": "",
+            "web/api/__init__.py": "",
+            "web/api/root.py": "from memory import saving\n",  # outer → inner: fine
+            "webhooks/__init__.py": "",
+            "webhooks/outbox.py": "from memory import saving\n",  # events out → memory: fine
+            "webhooks/core/__init__.py": "",
+            "kvstore/store.py": "",
             "memory/__init__.py": "",
             "memory/saving.py": "from lens.models import Team\n",
             "memory/core/__init__.py": "",
@@ -242,5 +251,5 @@ def test_a_planted_shared_name_is_found(tmp_path: Path) -> None:
         },
     )
     assert shared_names(tmp_path) == {}
-    _plant(tmp_path, {"lens/web/api/agents.py": ""})
-    assert shared_names(tmp_path) == {"agents": ["lens.agents", "lens.web.api.agents"]}
+    _plant(tmp_path, {"web/api/agents.py": ""})
+    assert shared_names(tmp_path) == {"agents": ["lens.agents", "web.api.agents"]}

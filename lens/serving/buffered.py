@@ -40,7 +40,7 @@ WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 # download); anything smaller is handed to the server whole.
 BUFFER_BYTES = 8 * 1024 * 1024
 
-# Turns (``turns``, lens/web/costly.py: a team's share of costly calls). A request's
+# Turns (``turns``, web/costly.py: a team's share of costly calls). A request's
 # environ says that this server waits for turns itself (TURNS_KEY), and which turn it
 # holds for a request sent again (TURN_HELD_KEY). An answer carrying TURN_HEADER could
 # not have its turn: the event loop waits for one, holding no thread, and sends the

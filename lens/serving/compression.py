@@ -60,7 +60,7 @@ class ApiCompressionMiddleware:
 
 def compress_api_answer(request: HttpRequest, response: HttpResponse) -> HttpResponse:
     """``response`` gzipped when it is a large API answer and the client accepts gzip
-    (the key/value read's own route, ``lens.web.api.kv_front``, calls this too)."""
+    (the key/value read's own route, ``web.api.kv_front``, calls this too)."""
     if not is_api(request) or not _compressible(response):
         return response
     # The answer differs with the header from here on, whether or not this client

@@ -1,6 +1,6 @@
 """How an error answers over HTTP: the status of every domain error code, and the
 error that carries it to the §8 envelope. The middleware answers with it before any view
-runs; the API (``lens/web/api/errors.py``) for everything its views raise.
+runs; the API (``web/api/errors.py``) for everything its views raise.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "webhook_message_not_found": 404,
     "webhook_url_refused": 422,
     "too_many_webhooks": 409,
-    # An MCP call over stdio whose token was revoked (lens/web/mcp/calls.py): the API's
+    # An MCP call over stdio whose token was revoked (web/mcp/calls.py): the API's
     # own 401 code, should it ever be raised where a status is needed.
     "unauthorized": 401,
     # Bundles (SPEC §15): a file that does not read, and one this instance cannot take.

@@ -71,7 +71,7 @@ class InputGuardMiddleware:
     refuse NUL with a server error; SQLite would keep it).
 
     API bodies are JSON whatever their Content-Type, so the API's JSON parser checks
-    them (``lens.web.api.root``); page forms are checked here, on their raw bytes.
+    them (``web.api.root``); page forms are checked here, on their raw bytes.
     """
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
@@ -260,7 +260,7 @@ class SecurityHeadersMiddleware:
 
 def add_security_headers(request: HttpRequest, response: HttpResponse) -> None:
     """What ``SecurityHeadersMiddleware`` adds to an answer (the key/value read's own
-    route, ``lens.web.api.kv_front``, adds it too)."""
+    route, ``web.api.kv_front``, adds it too)."""
     for header, value in SECURITY_HEADERS.items():
         if header not in response:
             response[header] = value

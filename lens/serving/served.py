@@ -3,7 +3,7 @@ the proxy check (``X-Forwarded-*`` only from ``FORWARDED_ALLOW_IPS``), served th
 ASGI with each request's body read before a thread is taken (``lens/serving/buffered.py``).
 
 In front of Django sits ``settings.API_FRONT``: the key/value store's own route
-(``lens.web.api.kv_front``), which answers what it can answer exactly as the API does
+(``web.api.kv_front``), which answers what it can answer exactly as the API does
 and hands everything else to Django. It is named in the settings, as middleware is,
 because it belongs to the web layer that this module does not import. With tracing on
 it is left out, so that every request has its span."""

@@ -1,8 +1,8 @@
 // The admin's inline rows, on every admin page.
-// Ordering (lens/web/admin/ordering.py): without this script each arrow submits the form and
+// Ordering (web/admin/ordering.py): without this script each arrow submits the form and
 // the server swaps the row with its neighbour; with it, the row moves on the page at once
 // and the positions are renumbered, saved with the form.
-// Names (lens/web/admin/row_names.py): each control of a tabular row is named "<column>, row
+// Names (web/admin/row_names.py): each control of a tabular row is named "<column>, row
 // <n>"; rows added, removed or moved here are numbered again.
 (() => {
   "use strict";

@@ -24,11 +24,11 @@ from lens.core.background import Background
 from lens.core.config import AgentConfig
 from lens.models import Agent, AuthoredEntry, Capability, SectionDeclaration, Team
 from lens.rows import decode_values
-from lens.web.api.rendering import ApiRenderer
 from memory.configuring import store_agent
 from tests.api_calls import ApiClient, without_revision
 from tests.factories import composed, create_agent, with_background
 from tests.samples import GRINNING
+from web.api.rendering import ApiRenderer
 
 # Values that must come back exactly: type (True is not 1, 1.0 is not 1), every digit of
 # an integer beyond 64 bits, escapes, quotes, astral and combining characters.

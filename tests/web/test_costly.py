@@ -1,4 +1,4 @@
-"""Costly calls take turns per team (``lens/web/costly.py``): past its share a team's
+"""Costly calls take turns per team (``web/costly.py``): past its share a team's
 costly call gets 429 ``team_busy`` with ``Retry-After`` (the API's envelope, or the
 product's 429 page), runs nothing and changes nothing, while another team's calls and
 the team's cheap ones are served; a call waits for a turn only while a request thread
@@ -22,14 +22,14 @@ from django.test import Client
 
 from lens.actors import Actor
 from lens.models import Agent, ApiToken, Team
-from lens.web.api import stability_routes
-from lens.web.costly import costly_shares
-from lens.web.team_shares import TeamShares
 from memory.deliveries.ledger import deliver
 from memory.stability import stability as measure
 from tests.api_calls import ApiClient, assert_error, db_snapshot
 from tests.factories import create_agent, logged_in, make_user
 from tests.pages import dom
+from web.api import stability_routes
+from web.costly import costly_shares
+from web.team_shares import TeamShares
 
 pytestmark = pytest.mark.django_db
 

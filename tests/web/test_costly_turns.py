@@ -1,5 +1,5 @@
 """Under the production server's front (``lens/serving/buffered.py`` with the turns of
-``lens.web.costly``), a costly call past its team's share waits on the event loop,
+``web.costly``), a costly call past its team's share waits on the event loop,
 holding no request thread: with a pool of ONE thread, another team is answered while
 it waits; it runs once its team's turn is free, or is refused with the 429 as usual
 when none comes in time; the loop's marker never reaches the client.
@@ -19,10 +19,10 @@ from django.db import connections
 from lens.actors import Actor
 from lens.models import ApiToken, Team
 from lens.serving.buffered import TURN_HEADER, BufferedWsgi, Message
-from lens.web.costly import costly_shares, loop_turn
-from lens.web.team_shares import TeamShares
 from memory.deliveries.ledger import deliver
 from tests.factories import create_agent
+from web.costly import costly_shares, loop_turn
+from web.team_shares import TeamShares
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -23,12 +23,12 @@ from django.test import Client
 from lens.actors import Actor
 from lens.audit import verify_all
 from lens.models import ApiToken, Team
-from lens.web.mcp import operations
 from memory.decisions import decide
 from memory.erasure import erase_memory
 from memory.models import Delivery, MemoryRecord, StoredComposition
 from tests.api_calls import ApiClient, db_snapshot
 from tests.factories import create_agent, logged_in, make_user, memory_config
+from web.mcp import operations
 
 pytestmark = pytest.mark.django_db
 

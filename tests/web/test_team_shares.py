@@ -1,4 +1,4 @@
-"""TeamShares (``lens/web/team_shares.py``), alone: per team at most its share at once,
+"""TeamShares (``web/team_shares.py``), alone: per team at most its share at once,
 turns handed on first come first served, given back however a call ends, a wait that
 ends in ``TeamBusy`` when no turn came, the room that keeps one thread free, and state
 only for the teams with calls in flight, however many teams call."""
@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
-from lens.web.team_shares import TeamBusy, TeamShares, share_of
+from web.team_shares import TeamBusy, TeamShares, share_of
 
 LONG = 10.0  # a wait that never runs out in these tests: a turn comes first
 

@@ -1,5 +1,5 @@
 """Domain errors (``lens.core.errors``) and the one table that turns their codes into
-HTTP statuses (``lens.web.api.errors.STATUS_BY_CODE``, SPEC §8).
+HTTP statuses (``web.api.errors.STATUS_BY_CODE``, SPEC §8).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 # Every module that defines a domain error: importing them registers the subclasses.
 import kvstore.store
 import lens.agents
-import lens.web.mcp.calls
 import memory.bundles.importing
 import memory.core.bundle_format
 import memory.decisions
@@ -22,6 +21,7 @@ import memory.queries
 import memory.registry
 import memory.saving
 import memory.search
+import web.mcp.calls  # noqa: F401  (its domain errors register on import)
 from lens.core.errors import SPECIFIC_CODES, DomainError, InvalidInput, invalid_input
 from lens.models import Agent
 from lens.serving.envelope import STATUS_BY_CODE, from_domain

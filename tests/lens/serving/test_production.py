@@ -21,7 +21,6 @@ from django.core.exceptions import ImproperlyConfigured
 from django.db import connection as db_connection
 
 from lens.envconf import Smtp, https_origins, smtp_settings
-from lens.web.pages.accounts import account_urlpatterns
 from tests.serving import (
     ROOT,
     SESSION_DATABASE_URL,
@@ -33,6 +32,7 @@ from tests.serving import (
     strong_key,
     with_database,
 )
+from web.pages.accounts import account_urlpatterns
 
 
 def run_django(code: str, **env: str) -> subprocess.CompletedProcess[str]:

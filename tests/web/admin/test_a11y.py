@@ -9,9 +9,9 @@ import pytest
 from django.test import Client
 
 from lens.models import Agent, ApiToken, SectionDeclaration, Team
-from lens.web.admin.row_names import row_name
 from tests.factories import Story
 from tests.pages import Dom, Element, admin_agent_url, admin_section_url, dom
+from web.admin.row_names import row_name
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The API's JSON renderer (lens/web/api/rendering.py): orjson where it can, the same JSON as the
+"""The API's JSON renderer (web/api/rendering.py): orjson where it can, the same JSON as the
 standard-library encoder it replaced, and times always ISO 8601 UTC with microseconds.
 """
 
@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from lens.web.api.rendering import ApiRenderer
 from tests.samples import GRINNING
+from web.api.rendering import ApiRenderer
 
 renderer = ApiRenderer()
 

@@ -408,7 +408,7 @@ def test_doctor_is_healthy_when_the_database_cannot_tell_table_sizes(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setattr(
-        "lens.web.management.commands.doctor.storage",
+        "web.management.commands.doctor.storage",
         lambda: Storage(deliveries=3, compositions=2, body_bytes=18432, table_bytes=None),
     )
     out = run("doctor")

@@ -86,7 +86,7 @@ def legacy_tools(
     portal: BlockingPortal, raws: Raws, http_url: str, django_db_blocker: Any
 ) -> Iterator[McpTools]:
     """The same, speaking the handshake era's protocol: each call is one POST that the
-    server's front answers (``lens.web.mcp.call_front``)."""
+    server's front answers (``web.mcp.call_front``)."""
     with django_db_blocker.unblock():
         ensure_world(raws)
     session = http_session(http_url, raws.ours, mode="legacy")

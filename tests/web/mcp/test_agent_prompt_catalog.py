@@ -16,7 +16,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, INVALID_PARAMS, ReadResourceRequestParams
 
 from lens.core.config import is_agent_slug
-from lens.web.mcp.agent_prompts import (
+from tests.event_loops import run_async
+from tests.web.mcp.harness import ROOT
+from web.mcp.agent_prompts import (
     PROMPT,
     TEMPLATES,
     VIEWS,
@@ -27,9 +29,7 @@ from lens.web.mcp.agent_prompts import (
     cursor_after,
     named_by,
 )
-from lens.web.mcp.tools import LensMCP
-from tests.event_loops import run_async
-from tests.web.mcp.harness import ROOT
+from web.mcp.tools import LensMCP
 
 MCP_PAGE = ROOT / "docs" / "mcp.md"
 
@@ -87,11 +87,11 @@ def test_a_crash_while_reading_is_logged_and_answered_with_no_detail(
     def crash(*args: object) -> None:
         raise RuntimeError("secret detail")
 
-    monkeypatch.setattr("lens.web.mcp.agent_prompts._as_token", crash)
+    monkeypatch.setattr("web.mcp.agent_prompts._as_token", crash)
     reads = AgentPrompts(LensMCP(lambda: "cl_unused"))
     params = ReadResourceRequestParams(uri="lens://agents/wren/prompt")
     with (
-        caplog.at_level(logging.ERROR, logger="lens.web.mcp.agent_prompts"),
+        caplog.at_level(logging.ERROR, logger="web.mcp.agent_prompts"),
         pytest.raises(MCPError) as failed,
     ):
         run_async(reads.read_resource, cast(Context, None), params)

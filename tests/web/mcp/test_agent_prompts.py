@@ -21,13 +21,13 @@ from mcp_types import INVALID_PARAMS, INVALID_REQUEST
 
 from lens.agents import get_agent
 from lens.models import Agent, ApiToken, AuditEvent
-from lens.web.mcp.agent_prompts import PAGE_AGENTS, VIEWS
-from lens.web.mcp.operations import agent_page
 from memory.composition import compose
 from memory.models import Delivery, MemoryEvent
 from tests.api_calls import ApiClient, db_snapshot
 from tests.factories import create_agent
 from tests.web.mcp.harness import ROOT, TIMEOUT, McpTools, Raws, World, http_session
+from web.mcp.agent_prompts import PAGE_AGENTS, VIEWS
+from web.mcp.operations import agent_page
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -1,4 +1,4 @@
-"""A single tool call over streamable HTTP (``lens.web.mcp.call_front``) is answered as
+"""A single tool call over streamable HTTP (``web.mcp.call_front``) is answered as
 the SDK's own session answers it: for every request below, the server with the front
 and the server without it (``MCP_FRONT=0``) give the same status, headers and bytes (for
 a write, the same answer but for its time and id, and the same rows), and the front
@@ -27,11 +27,11 @@ from kvstore import store
 from kvstore.core.keys import PAYLOAD_MAX_RUNES
 from kvstore.models import Key
 from lens.models import AuditEvent
-from lens.web.mcp import MCP_PATH, operations
-from lens.web.mcp.call_front import CallFront
-from lens.web.mcp.tools import http_app
 from memory.models import MemoryRecord
 from tests.web.mcp.harness import Raws, World, row_counts, tools_call
+from web.mcp import MCP_PATH, operations
+from web.mcp.call_front import CallFront
+from web.mcp.tools import http_app
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

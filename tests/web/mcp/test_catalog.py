@@ -12,11 +12,11 @@ import re
 import pytest
 from mcp_types import CallToolResult, Tool
 
-from lens.web.mcp import descriptions
-from lens.web.mcp.calls import refused_arguments
-from lens.web.mcp.tools import LensMCP
 from tests.event_loops import run_async
 from tests.web.mcp.harness import ROOT, TOOL_NAMES
+from web.mcp import descriptions
+from web.mcp.calls import refused_arguments
+from web.mcp.tools import LensMCP
 
 MCP_PAGE = ROOT / "docs" / "mcp.md"
 
@@ -140,8 +140,8 @@ def test_a_crash_is_logged_and_answered_with_the_envelope_and_no_detail(
     def crash(*args: object) -> None:
         raise RuntimeError("secret detail")
 
-    monkeypatch.setattr("lens.web.mcp.tools.run_operation", crash)
-    with caplog.at_level(logging.ERROR, logger="lens.web.mcp.tools"):
+    monkeypatch.setattr("web.mcp.tools.run_operation", crash)
+    with caplog.at_level(logging.ERROR, logger="web.mcp.tools"):
         body = call_in_process("kv_bootstrap", {})
     assert body == {"error": {"code": "internal_error", "message": "An unexpected error occurred."}}
     assert "MCP tool 'kv_bootstrap' failed" in caplog.text

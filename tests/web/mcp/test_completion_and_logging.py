@@ -27,9 +27,6 @@ from mcp_types import (
 )
 
 from lens.models import Agent
-from lens.web.mcp import client_log
-from lens.web.mcp.agent_prompts import COMPLETION_VALUES
-from lens.web.mcp.operations import agent_slugs
 from tests.event_loops import run_async
 from tests.factories import create_agent
 from tests.web.mcp.harness import (
@@ -42,6 +39,9 @@ from tests.web.mcp.harness import (
     stdio_params,
     stdio_session,
 )
+from web.mcp import client_log
+from web.mcp.agent_prompts import COMPLETION_VALUES
+from web.mcp.operations import agent_slugs
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

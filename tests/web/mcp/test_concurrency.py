@@ -31,8 +31,6 @@ from mcp_types import CallToolResult
 
 from kvstore import store
 from lens.models import ApiToken, Team
-from lens.web.mcp.tools import TOKEN_THREADS
-from lens.web.team_shares import TeamShares
 from tests.event_loops import run_async
 from tests.web.mcp.harness import (
     ROOT,
@@ -48,6 +46,8 @@ from tests.web.mcp.harness import (
     text_of,
     tools_call,
 )
+from web.mcp.tools import TOKEN_THREADS
+from web.team_shares import TeamShares
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

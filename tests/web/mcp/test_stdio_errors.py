@@ -19,8 +19,8 @@ from mcp_types import jsonrpc_message_adapter
 from pydantic import ValidationError
 
 from kvstore.models import Key
-from lens.web.mcp.stdio import error_for
 from tests.web.mcp.harness import ROOT, Raws, World, server_env
+from web.mcp.stdio import error_for
 
 STARTUP = 30  # seconds: the first answer also waits for Django and the SDK to load
 ANSWER = 5  # seconds any later answer may take

@@ -8,9 +8,9 @@ from django.test import Client
 
 from lens.actors import LABEL_MAX, Actor
 from lens.models import Agent, ApiToken, Team
-from lens.web.templatetags.lens_text import actor
 from tests.factories import remember
 from tests.pages import Dom, dom, with_class
+from web.templatetags.lens_text import actor
 
 pytestmark = pytest.mark.django_db
 

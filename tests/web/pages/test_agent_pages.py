@@ -13,11 +13,11 @@ from django.test import Client
 
 from lens.agents import with_config
 from lens.models import Agent, Membership, Team
-from lens.web.pages.toolkit import SESSION_KEY
 from memory.composition import compose
 from memory.core.composition import Composition
 from tests.factories import create_agent, make_user
 from tests.samples import SAMPLE_CONFIG
+from web.pages.toolkit import SESSION_KEY
 
 pytestmark = pytest.mark.django_db
 

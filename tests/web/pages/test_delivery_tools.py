@@ -17,12 +17,12 @@ from django.test.utils import CaptureQueriesContext
 
 from lens.actors import SYSTEM
 from lens.models import Agent, Team
-from lens.web.pages.delivery_pages import COMPARE_SUGGESTIONS
 from memory.core.deliveries import DeliveryInput
 from memory.deliveries.ledger import composition_data, deliver
 from memory.models import Delivery
 from tests.factories import create_agent, memory_config, remember
 from tests.pages import Dom, dom
+from web.pages.delivery_pages import COMPARE_SUGGESTIONS
 
 pytestmark = pytest.mark.django_db
 

@@ -18,9 +18,9 @@ from django.test import Client, override_settings
 from django.urls import path
 
 from lens.models import Team
-from lens.web import urls as product_urls
 from tests.factories import create_agent, logged_in, make_user
 from tests.pages import Dom, dom
+from web import urls as product_urls
 
 pytestmark = pytest.mark.django_db
 

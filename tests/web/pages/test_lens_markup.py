@@ -1,4 +1,4 @@
-"""Hostile text through ``lens.web.pages.lens_markup``, read back by an HTML parser.
+"""Hostile text through ``web.pages.lens_markup``, read back by an HTML parser.
 
 The module builds HTML with f-strings, so nothing but its own escaping stands between
 user text and the page. For every piece of text it puts in HTML (fragment text, memory
@@ -36,7 +36,10 @@ from lens.core.config import PROSE_MAX
 from lens.core.fragments import PromptFragment, PromptSection, authored, memory
 from lens.core.outline import ContextBlock
 from lens.core.token_counts import count_tokens
-from lens.web.pages.lens_markup import (
+from memory.core.explain import Explanation, Facts, Link, Piece
+from memory.core.records import LABEL_MAX
+from memory.queries import SNIPPET_CHARS
+from web.pages.lens_markup import (
     CONTEXT,
     drop_items,
     esc,
@@ -44,9 +47,6 @@ from lens.web.pages.lens_markup import (
     fragments_html,
     prompt_section_items,
 )
-from memory.core.explain import Explanation, Facts, Link, Piece
-from memory.core.records import LABEL_MAX
-from memory.queries import SNIPPET_CHARS
 
 # Modest: the whole file runs in under ten seconds.
 PROPERTY = settings(max_examples=200, deadline=None)

@@ -13,7 +13,6 @@ from django.core.management.base import CommandError
 from django.test import Client
 
 from lens.models import Agent, Membership, Role, Team
-from lens.web.pages.toolkit import can_review
 from memory.models import PromotionStatus
 from tests.factories import (
     approvals_config,
@@ -27,6 +26,7 @@ from tests.factories import (
     promotion_of,
 )
 from tests.pages import FormData, dom, form_data, put, row_of
+from web.pages.toolkit import can_review
 
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 

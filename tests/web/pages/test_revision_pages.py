@@ -18,11 +18,11 @@ from lens.core.config import AgentConfig
 from lens.core.diffs import PAGE_LINES
 from lens.models import Agent, Revision, Team, Via
 from lens.revisions import current_number
-from lens.web.pages.toolkit import SESSION_KEY
 from memory.configuring import store_agent
 from memory.revision_diffs import revision_diff
 from tests.factories import create_agent, logged_in, make_user, many_sections, memory_config
 from tests.pages import Dom, alert_text, assert_refusal_logged, buttons, dom
+from web.pages.toolkit import SESSION_KEY
 
 pytestmark = pytest.mark.django_db
 

@@ -10,7 +10,6 @@ from django.test import Client
 
 from kvstore import store
 from lens.models import Agent, Team
-from lens.web.pages.toolkit import SESSION_KEY
 from memory.models import PromotionStatus
 from tests.factories import (
     HTMX,
@@ -26,6 +25,7 @@ from tests.factories import (
     versions_of,
 )
 from tests.pages import Dom, alerts, dom, draft
+from web.pages.toolkit import SESSION_KEY
 
 SAME_SITE = {"Sec-Fetch-Site": "same-origin"}
 KEY = "shared.cfg"

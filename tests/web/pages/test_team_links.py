@@ -16,12 +16,12 @@ from kvstore import store
 from lens.actors import SYSTEM
 from lens.core.config import AgentConfig
 from lens.models import Membership, Team
-from lens.web.pages.toolkit import SESSION_KEY
 from memory.configuring import store_config
 from memory.core.deliveries import DeliveryInput
 from memory.deliveries.ledger import deliver
 from tests.factories import HTMX, create_agent, make_user, memory_config, remember, write_versions
 from tests.pages import Dom, alert_text, dom
+from web.pages.toolkit import SESSION_KEY
 
 pytestmark = pytest.mark.django_db
 

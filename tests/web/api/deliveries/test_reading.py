@@ -14,7 +14,6 @@ from django.db import IntegrityError, transaction
 from lens.actors import Actor
 from lens.agents import get_agent
 from lens.models import Agent, Team
-from lens.web.api.rendering import iso_utc
 from memory.deliveries.ledger import deliver
 from memory.models import Delivery
 from tests.api_calls import (
@@ -24,6 +23,7 @@ from tests.api_calls import (
     assert_error,
 )
 from tests.factories import create_agent, memory_config, remember
+from web.api.rendering import iso_utc
 
 pytestmark = pytest.mark.django_db
 

@@ -1,4 +1,4 @@
-"""The key/value store's own route (``lens.web.api.kv_front``) answers exactly as the API
+"""The key/value store's own route (``web.api.kv_front``) answers exactly as the API
 behind it: for every request below, the served client (the front first, as the
 production server runs) and Django alone give the same status, headers and bytes (and,
 for a write, the same rows and audit event), and the front answers the ones it is meant

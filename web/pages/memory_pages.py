@@ -1,0 +1,149 @@
+"""Memory pages: a team's memories, and one record's full story."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.urls import reverse
+from django.utils.text import Truncator
+from django.views.decorators.http import require_GET
+
+from lens.agents import with_config
+from lens.models import Agent
+from memory import search
+from memory.composition import compose
+from memory.core.explain import Link, short_words, tone_of
+from memory.core.records import stored_problem
+from memory.core.tokens import highlight
+from memory.deliveries.ledger import shaped_by
+from memory.explain import explain_memory, prompt_reasons
+from memory.models import MemoryRecord
+from memory.queries import ERASED_WORDS, listed
+from web.costly import costly_when, searching
+from web.pages.toolkit import (
+    PAGE_SIZE,
+    AppRequest,
+    can_review,
+    current_team,
+    get_record_for_user,
+    no_team_page,
+    render_list,
+    require_team,
+)
+
+
+@require_GET
+@login_required
+@costly_when(searching)
+def memory_list(request: AppRequest) -> HttpResponse:
+    """The team's memories, newest first; with ``q``, the ones that match, best first."""
+    team = current_team(request)
+    if team is None:
+        return no_team_page(request, "Memories", "memories")
+    # Sections prefetched: each agent on the page is folded to tell whether a memory is
+    # in its prompt now (``prompt_reasons``).
+    agents = list(Agent.objects.filter(team=team).prefetch_related("sections").order_by("name"))
+    agent_slug = request.GET.get("agent", "")
+    kind = request.GET.get("kind", "")
+    query = request.GET.get("q", "")
+    error = None
+    records: Any = MemoryRecord.objects.none()
+    wanted: set[str] = set()
+    broad = False
+    if query.strip():
+        chosen = [a.pk for a in agents if not agent_slug or a.slug == agent_slug]
+        try:
+            records = search.Results(chosen, query, kind)
+            wanted = set(records.terms)
+            broad = records.broad
+        except search.InvalidQuery as exc:
+            error = exc.message
+    else:
+        records = MemoryRecord.objects.filter(agent__team=team).select_related("agent", "promotion")
+        if agent_slug:
+            records = records.filter(agent__slug=agent_slug)
+        records = listed(records, kind)
+    page = Paginator(records, PAGE_SIZE).get_page(request.GET.get("page"))
+    shown = list(page.object_list)
+    # Each agent on the page composed once: the status says whether a memory is in its
+    # prompt now, never the promotion row's status alone.
+    reasons = prompt_reasons(shown, agents)
+    rows = [
+        {
+            "record": record,
+            "reason": reasons[record.pk],
+            "short": short_words(reasons[record.pk]),
+            "tone": tone_of(reasons[record.pk]),
+            # An erased record is blank on purpose: it says so, and is no unreadable row.
+            "parts": [(ERASED_WORDS, False)]
+            if record.erased
+            else highlight(Truncator(record.content).chars(160), wanted),
+            "label_parts": highlight(record.label or "", wanted),
+            "problem": None
+            if record.erased
+            else stored_problem(record.kind, len(record.content), record.tags or [], record.label),
+        }
+        for record in shown
+    ]
+    context = {
+        "page": page,
+        "rows": rows,
+        "unreadable": sum(1 for row in rows if row["problem"]),
+        "agents": agents,
+        "agent_slug": agent_slug,
+        "kind": kind,
+        "q": query,
+        "searching": bool(query.strip()),
+        "broad": broad,
+        "ranked_max": search.RANKED_MAX,
+        "search_error": error,
+        "nav": "memories",
+    }
+    return render_list(request, "memory/memory_list.html", context)
+
+
+# The memory page lists this many of the deliveries a memory shaped; the timeline,
+# filtered by the memory, has them all.
+DELIVERED_IN_SHOWN = 10
+
+
+@require_GET
+@login_required
+def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
+    record = get_record_for_user(request, record_id)
+    agent = with_config(Agent.objects.filter(pk=record.agent_id)).get()
+    composition = compose(agent)
+    explanation = explain_memory(agent, composition, record.pk)
+    section_titles = {s.id: s.title for s in composition.background.sections}
+    promotion = getattr(record, "promotion", None)
+    delivered = shaped_by(agent, record.pk, DELIVERED_IN_SHOWN)
+    context = {
+        "record": record,
+        "agent": agent,
+        "promotion": promotion,
+        "section_title": section_titles.get(promotion.section or "") if promotion else None,
+        "composed": explanation.in_prompt,
+        "explanation": explanation,
+        "why": [(piece.text, _href(piece.link)) for piece in explanation.pieces],
+        "superseded_by": list(record.superseded_by.order_by("created_at")),
+        "events": list(record.events.select_related("actor_user").order_by("at", "id")),
+        "can_decide": can_review(request.user, require_team(request)),
+        "deliveries": delivered[0],
+        "delivery_total": delivered[1],
+        "nav": "memories",
+    }
+    return render(request, "memory/memory_detail.html", context)
+
+
+def _href(link: Link | None) -> str:
+    """The page a link of an explanation leads to ("" for none)."""
+    if link is None:
+        return ""
+    if link.kind == "memory":
+        return reverse("memory-detail", args=[link.target])
+    return f"{reverse('approvals')}?{urlencode({'agent': link.target})}"
