@@ -25,13 +25,7 @@ from kvstore.core.keys import (
 )
 from kvstore.models import Key, Version
 from lens.actors import Actor
-from lens.audit import Entry, append_one
-from lens.core.diffs import unified_diff
-from lens.core.errors import DomainError
-from lens.models import ApiToken, Team, hash_token
-from lens.rows import aware
-from lens.sql import statement_cursor
-from lens.tokens import (
+from lens.api_tokens import (
     TOKEN_FROM,
     TOKEN_SELECT,
     TOKEN_WHERE,
@@ -39,6 +33,12 @@ from lens.tokens import (
     find_token,
     token_from_row,
 )
+from lens.audit import Entry, append_one
+from lens.core.diffs import unified_diff
+from lens.core.errors import DomainError
+from lens.models import ApiToken, Team, hash_token
+from lens.rows import aware
+from lens.sql import statement_cursor
 
 
 class StoreError(DomainError):
@@ -240,7 +240,7 @@ _KEY_TABLE = f"{Key._meta.db_table} k"
 _READ_WHERE = ' WHERE k.team_id = %s AND k."key" = %s'
 _LATEST = f"SELECT {_READ_COLUMNS} FROM {_KEY_TABLE}{_LATEST_JOIN}{_READ_WHERE}"
 _PINNED = f"SELECT {_READ_COLUMNS} FROM {_KEY_TABLE}{_PINNED_JOIN}{_READ_WHERE}"
-# The same read joined to the API token's check (``lens.tokens``): one statement, one
+# The same read joined to the API token's check (``lens.api_tokens``): one statement, one
 # round trip, for an API read. No row: no live token. A row: the token, and the read.
 _TOKEN_KEY_JOIN = f' LEFT JOIN {_KEY_TABLE} ON k.team_id = t.team_id AND k."key" = %s'
 _LATEST_AS = (

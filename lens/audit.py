@@ -33,6 +33,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from lens.actors import Actor
+from lens.core.audit_actions import ACTIONS
 from lens.models import Agent, AuditEvent, AuditHead, AuditPurge, Team
 from lens.sql import statement_cursor
 
@@ -51,41 +52,6 @@ def listen(listener: Listener) -> None:
         _listeners.append(listener)
 
 
-# Every action an event can name (SPEC §15).
-ACTIONS = frozenset(
-    {
-        "agent.created",
-        "agent.revised",
-        "agent.deleted",
-        "proposal.created",
-        "proposal.published",
-        "proposal.rejected",
-        "proposal.stale",
-        "proposal.withdrawn",
-        "memory.saved",
-        "memory.approved",
-        "memory.rejected",
-        "memory.revoked",
-        "memory.reopened",
-        "memory.superseded",
-        "memory.erased",
-        "delivery.recorded",
-        # Retention: the deliveries recorded before a time were removed (not in SPEC
-        # §15's list, which names changes a person or an agent makes; pruning is the
-        # operator's, and an auditor must see it).
-        "delivery.pruned",
-        "kv.written",
-        "kv.deleted",
-        "token.issued",
-        "token.revoked",
-        "member.added",
-        "member.removed",
-        "webhook.created",
-        "webhook.deleted",
-        # A webhook's signing secret replaced (the old one signs too for a day).
-        "webhook.rotated",
-    }
-)
 # Events read at a time when the whole log is checked: memory stays flat however long.
 _VERIFY_CHUNK = 2000
 

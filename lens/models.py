@@ -99,7 +99,7 @@ class ApiToken(models.Model):
     # The person the token belongs to; NULL: a service token (SPEC §14 "Whose token").
     # PROTECT, not SET_NULL: a person's token must never turn into a service token, whose
     # proposals its holder could then decide. A person who holds tokens is deactivated
-    # (their tokens stop working: ``lens.tokens``), not deleted.
+    # (their tokens stop working: ``lens.api_tokens``), not deleted.
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL,
         on_delete=models.PROTECT,

@@ -1,7 +1,7 @@
 """Everything a reviewer reads before deciding a proposal (SPEC §14): what it changes in
 words, the config diff, the diff of the prompts the two configs compose with the agent's
 memories as they are now, the prompt's size in tokens before and after, and every memory
-whose fate changes (``memory.core.fates``).
+whose fate changes (``memory.core.fate_changes``).
 
 A pending proposal is compared with the agent's newest revision, the one publishing
 would replace (it is the proposal's base revision: a newer revision marks older
@@ -30,7 +30,7 @@ from lens.proposals import proposed_config
 from lens.revisions import stored_config
 from memory.composition import Memories, memories_of
 from memory.core.composition import Composition
-from memory.core.fates import Fates, Side, fate_changes
+from memory.core.fate_changes import Fates, Side, fate_changes
 from memory.registry import get_spec
 
 # Fate changes put in words for one proposal; past this many they are only counted.

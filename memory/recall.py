@@ -17,7 +17,7 @@ from memory import search
 from memory.composition import composed_memory_ids
 from memory.core.recall import Candidate, Recall, assemble_recall
 from memory.core.records import stored_problem
-from memory.core.tokens import terms
+from memory.core.tokenizer import terms
 from memory.models import MemoryRecord, PromotionStatus
 
 MESSAGE_MAX_CHARS = 4000

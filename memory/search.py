@@ -1,6 +1,6 @@
 """Memory search (SPEC §6.2): one meaning on SQLite and PostgreSQL.
 
-Both backends index the same pre-tokenised terms (``memory.core.tokens``) and match a
+Both backends index the same pre-tokenised terms (``memory.core.tokenizer``) and match a
 query's terms exactly, any of them (OR): SQLite's FTS5 with its ``ascii`` tokenizer
 (which splits on ASCII non-alphanumerics only, and terms are alphanumeric runs joined by
 spaces, so it finds exactly our terms), PostgreSQL's ``array_to_tsvector`` (lexemes
@@ -29,7 +29,7 @@ from django.db import connection
 
 from lens.core.errors import DomainError
 from lens.core.text import unstorable
-from memory.core.tokens import record_terms, terms
+from memory.core.tokenizer import record_terms, terms
 from memory.models import MemoryRecord, SearchDoc
 
 QUERY_MAX_CHARS = 4000

@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CORES = [ROOT / package / "core" for package in ("lens", "memory", "kvstore", "webhooks")]
 CORE_MODULES = {
     "lens.core": {
+        "audit_actions",
         "background",
         "cache_prefix",
         "config",
@@ -45,7 +46,7 @@ CORE_MODULES = {
         "report",
         "routing",
         "stability",
-        "tokens",
+        "tokenizer",
     },
     "kvstore.core": {"keys"},
     "webhooks.core": {"addresses", "schedule", "signing", "topics"},

@@ -13,7 +13,7 @@
 
 Every import counts, wherever it is in a file: top level, inside a function, or behind
 ``TYPE_CHECKING``. No module names the same thing twice either, unless one of the two is
-the other's pure half in a ``core/`` folder.
+the other's pure half: ``pkg/x.py`` and ``pkg/core/x.py`` of one package.
 """
 
 from __future__ import annotations
@@ -135,7 +135,14 @@ def shared_names(root: Path) -> dict[str, list[str]]:
 
 
 def _pure_pair(holders: list[str]) -> bool:
-    return len(holders) == 2 and sum(".core." in f"{m}." for m in holders) == 1
+    """``pkg.x`` and ``pkg.core.x`` of one package: a module and its pure half. Two
+    modules of different packages, or of one package's other folders, that share a name
+    hold different things under one word."""
+    if len(holders) != 2:
+        return False
+    shell, core = sorted(holders, key=lambda m: ".core." in f"{m}.")
+    package, _, name = shell.rpartition(".")
+    return "." not in package and core == f"{package}.core.{name}"
 
 
 @pytest.mark.parametrize(
@@ -253,3 +260,19 @@ def test_a_planted_shared_name_is_found(tmp_path: Path) -> None:
     assert shared_names(tmp_path) == {}
     _plant(tmp_path, {"web/api/agents.py": ""})
     assert shared_names(tmp_path) == {"agents": ["lens.agents", "web.api.agents"]}
+
+
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("lens/tokens.py", "memory/core/tokens.py"),  # another package's core
+        ("memory/deliveries/fates.py", "memory/core/fates.py"),  # not the package's own
+        ("web/api/errors.py", "lens/core/errors.py"),
+    ],
+)
+def test_a_name_shared_beyond_a_module_and_its_pure_half_is_found(
+    tmp_path: Path, first: str, second: str
+) -> None:
+    _plant(tmp_path, {first: "", second: ""})
+    name = Path(first).stem
+    assert list(shared_names(tmp_path)) == [name]

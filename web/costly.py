@@ -163,7 +163,7 @@ def _page_team(request: AppRequest) -> Team | None:
 def _refused(request: HttpRequest, busy: TeamBusy) -> HttpResponse:
     if _is_api(request):
         # Imported here: the API's modules import this one.
-        from web.api.errors import error_response
+        from web.api.error_envelope import error_response
         from web.api.root import api
 
         error = ApiError(429, CODE, busy_message(busy), retry_after=busy.retry_after)

@@ -19,7 +19,8 @@ from django.db.models import Count
 from django.utils import timezone
 
 from lens.actors import Actor
-from lens.audit import ACTIONS, Entry, append
+from lens.audit import Entry, append
+from lens.core.audit_actions import ACTIONS
 from lens.core.errors import DomainError, InvalidInput
 from lens.models import Team
 from webhooks.core.addresses import Refused

@@ -1,7 +1,7 @@
 """Domain errors: a refused operation, named by a stable code (SPEC §8), with no HTTP.
 
 Operations raise these; each caller translates them once: the API maps ``code`` to a
-status in one table (``web.api.errors.STATUS_BY_CODE``), pages show ``message`` as a
+status in one table (``web.api.error_envelope.STATUS_BY_CODE``), pages show ``message`` as a
 form error, the MCP server returns the envelope as a tool error.
 """
 

@@ -1,6 +1,6 @@
 """How an error answers over HTTP: the status of every domain error code, and the
 error that carries it to the §8 envelope. The middleware answers with it before any view
-runs; the API (``web/api/errors.py``) for everything its views raise.
+runs; the API (``web/api/error_envelope.py``) for everything its views raise.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from memory.core.routing import (
     RoutingContext,
     RoutingSpec,
 )
-from memory.core.tokens import tokenize
+from memory.core.tokenizer import tokenize
 
 
 def slug(text: str) -> str:

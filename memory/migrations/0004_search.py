@@ -18,7 +18,7 @@ def drop_index(apps, schema_editor):
 
 
 def index_existing(apps, schema_editor):
-    from memory.core.tokens import record_terms
+    from memory.core.tokenizer import record_terms
 
     records = apps.get_model("memory", "MemoryRecord")
     docs = apps.get_model("memory", "SearchDoc")

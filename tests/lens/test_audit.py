@@ -23,8 +23,9 @@ from django.test import Client
 
 from kvstore import store
 from lens.actors import Actor
-from lens.audit import ACTIONS, GENESIS, Entry, append, canonical, event_data, seal, verify
+from lens.audit import GENESIS, Entry, append, canonical, event_data, seal, verify
 from lens.audit_guard import install, uninstall
+from lens.core.audit_actions import ACTIONS
 from lens.models import Agent, ApiToken, AuditEvent, Membership, Team
 from lens.proposals import reject_proposal, withdraw_proposal
 from memory.configuring import publish_proposal

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory.core.tokens import record_terms, tokenize
+from memory.core.tokenizer import record_terms, tokenize
 from memory.search import (
     POSTGRESQL,
     QUERY_MAX_TERMS,

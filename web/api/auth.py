@@ -8,8 +8,8 @@ from typing import cast
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
+from lens.api_tokens import find_token
 from lens.models import ApiToken, Team
-from lens.tokens import find_token
 
 
 class ApiRequest(HttpRequest):

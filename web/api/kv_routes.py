@@ -13,8 +13,8 @@ from kvstore import store
 from kvstore.bootstrap import bootstrap
 from kvstore.core.keys import key_problem
 from lens.actors import Actor
+from lens.api_tokens import find_token
 from lens.models import ApiToken, Team
-from lens.tokens import find_token
 from web.api.auth import ApiRequest, TeamToken, team_of, token_of
 from web.api.params import INT_MAX
 

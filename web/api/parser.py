@@ -11,7 +11,7 @@ from ninja.parser import Parser
 from lens.core import nesting
 from lens.core.text import unstorable_path
 from lens.serving.envelope import ApiError
-from web.api import errors
+from web.api import error_envelope
 
 
 class _DuplicateKey(Exception):
@@ -42,7 +42,7 @@ class JsonParser(Parser):
             raise ApiError(422, "invalid_request", f"Request body {exc}.") from None
         except _DuplicateKey as exc:
             loc = ("body", "", *exc.args)
-            raise errors.validation_error(
+            raise error_envelope.validation_error(
                 [{"loc": loc, "msg": "duplicate key in a JSON object"}]
             ) from None
         except ValueError as exc:
@@ -54,5 +54,5 @@ class JsonParser(Parser):
             path, why = found
             # validation_error strips ninja's ("body", <parameter>) prefix from a loc.
             loc = ("body", "", *path)
-            raise errors.validation_error([{"loc": loc, "msg": why}])
+            raise error_envelope.validation_error([{"loc": loc, "msg": why}])
         return data

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ninja import NinjaAPI
 
-from web.api import errors
+from web.api import error_envelope
 from web.api.agent_routes import agents
 from web.api.audit_routes import router as audit_router
 from web.api.auth import TeamToken
@@ -33,7 +33,7 @@ api = NinjaAPI(
     docs_url="/docs",
     openapi_url="/openapi.json",
 )
-errors.install(api)
+error_envelope.install(api)
 
 
 # The key/value routes first: agents read keys every session, and URL resolution tries

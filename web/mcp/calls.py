@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from lens.api_tokens import find_token
 from lens.core.errors import DomainError, error_body, invalid_input
 from lens.core.text import unstorable_path
 from lens.models import ApiToken
-from lens.tokens import find_token
 
 
 class Unauthorized(DomainError):

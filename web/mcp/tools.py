@@ -47,10 +47,10 @@ from mcp_types import (
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.applications import Starlette
 
+from lens.api_tokens import find_token
 from lens.core.errors import DomainError, error_body
 from lens.envconf import env_bool, env_int
 from lens.models import ApiToken
-from lens.tokens import find_token
 from web.api.kv_routes import Page, ReadParams, WriteIn
 from web.api.memory_routes import ListParams
 from web.api.rendering import iso_utc

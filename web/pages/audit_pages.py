@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
 
-from lens.audit import ACTIONS
+from lens.core.audit_actions import ACTIONS
 from lens.models import Agent, AuditEvent, Team
 from web.pages.toolkit import PAGE_SIZE, AppRequest, current_team, no_team_page, render_list
 

@@ -19,7 +19,7 @@ from memory import search
 from memory.composition import compose
 from memory.core.explain import Link, short_words, tone_of
 from memory.core.records import stored_problem
-from memory.core.tokens import highlight
+from memory.core.tokenizer import highlight
 from memory.deliveries.ledger import shaped_by
 from memory.explain import explain_memory, prompt_reasons
 from memory.models import MemoryRecord

@@ -17,7 +17,7 @@ from lens.core.diffs import DiffExcerpt, diff_excerpt
 from lens.models import Proposal, Team
 from lens.proposals import is_proposer, pending_proposals
 from memory.core.explain import Explanation, Link
-from memory.core.fates import FateChange
+from memory.core.fate_changes import FateChange
 from memory.proposal_review import ProposalReview, review_proposals
 from web.pages.toolkit import AppRequest
 

@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
+from lens.core.audit_actions import unknown_actions
+
 APPROVAL_PENDING = "approval.pending"
 PROMPT_CHANGED = "prompt.changed"
 DERIVED = (APPROVAL_PENDING, PROMPT_CHANGED)
@@ -28,6 +30,11 @@ RECOMPOSING = frozenset(
         "memory.erased",
     }
 )
+# The other actions named below. Every name here is the audit log's own (checked at import,
+# so a renamed action fails at start-up, not by silently never matching).
+_NAMED = frozenset({"memory.saved", "proposal.created", "memory.reopened"})
+if _misnamed := unknown_actions(sorted(RECOMPOSING | _NAMED)):
+    raise ImportError(f"Not audit actions: {', '.join(_misnamed)}")
 
 
 def wants(subscribed: Collection[str], event_type: str) -> bool:

@@ -1,5 +1,5 @@
 """Domain errors (``lens.core.errors``) and the one table that turns their codes into
-HTTP statuses (``web.api.errors.STATUS_BY_CODE``, SPEC §8).
+HTTP statuses (``web.api.error_envelope.STATUS_BY_CODE``, SPEC §8).
 """
 
 from __future__ import annotations

@@ -265,7 +265,7 @@ def test_the_pool_checks_a_busy_connection_without_a_round_trip() -> None:
     # tables exist (DATABASE_URL's own database may never have been migrated).
     code = (
         "from django.db import connection; "
-        "from lens.tokens import find_token\n"
+        "from lens.api_tokens import find_token\n"
         "for _ in range(40):\n"
         "    find_token('cl_none'); connection.close()\n"
         "c = connection.cursor(); c.execute('SELECT count(*) FROM pg_prepared_statements'); "

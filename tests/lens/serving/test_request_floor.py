@@ -15,8 +15,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from kvstore import store
+from lens.api_tokens import find_token
 from lens.models import ApiToken, Team
-from lens.tokens import find_token
 from tests.api_calls import ApiClient
 from tests.lens.serving.test_production import run_django
 from tests.serving import run_python

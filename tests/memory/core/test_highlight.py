@@ -1,4 +1,4 @@
-"""Highlighting what a search matched (``memory.core.tokens.highlight``): pure."""
+"""Highlighting what a search matched (``memory.core.tokenizer.highlight``): pure."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.core.tokens import highlight, terms
+from memory.core.tokenizer import highlight, terms
 
 
 def marked(text: str, query: str) -> list[str]:

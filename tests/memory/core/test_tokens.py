@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from lens.core.identity import ascii_lookalikes, without_format
 from memory.core.presets import slug
-from memory.core.tokens import tokenize
+from memory.core.tokenizer import tokenize
 from tests.samples import fastest
 
 # --- whole tokens ----------------------------------------------------------------------

@@ -9,8 +9,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import connections
 
+from lens.api_tokens import find_token
 from lens.serving.telemetry import start_tracing
-from lens.tokens import find_token
 from web.mcp import MCP_PATH
 
 # web.mcp.tools (and with it the SDK, slow to import) loads only to serve.

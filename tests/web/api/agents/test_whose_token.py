@@ -245,7 +245,7 @@ def test_a_person_s_token_is_for_a_team_they_belong_to(other_team: Team, reviewe
 
 
 def test_writes_with_a_person_s_token_are_theirs(mira_api: ApiClient, laptop: Issued) -> None:
-    """The token's lookup (``lens.tokens``, plain SQL joined into the key/value writes)
+    """The token's lookup (``lens.api_tokens``, plain SQL joined into the key/value writes)
     carries its person: what they write is attributed to them."""
     assert mira_api.put("/api/kv/notes.a", {"payload": "x"}).status_code == 201
     assert mira_api.get("/api/kv/notes.a").status_code == 200
