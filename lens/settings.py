@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "django_tasks_db",
     "webhooks",
     "web",  # every page, API router, admin class, MCP tool and command
+    "demo",  # the demo's data and seed_demo, beside the product
 ]
 
 MIDDLEWARE = [

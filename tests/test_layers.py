@@ -1,8 +1,10 @@
 """Imports point inward only (SPEC §2, docs/architecture.md), read from the folders alone:
 
-    web  →  webhooks  →  memory, kvstore  →  lens (the base)  →  */core (pure)
+    web, demo  →  webhooks  →  memory, kvstore  →  lens (the base)  →  */core (pure)
 
-- ``web/`` is the outer layer: nothing outside it imports it.
+- ``web/`` is the outer layer: nothing outside it imports it. ``demo/`` (the demo's data
+  and ``seed_demo``) sits beside it: it imports what ``web`` may but ``web`` itself, and
+  nothing imports it.
 - ``memory/`` and ``kvstore/`` import their own package, ``lens``'s base and the cores
   (``lens/core`` and their own), never each other.
 - ``webhooks/`` (events out) sits above them: it may import ``memory`` (it composes
@@ -25,7 +27,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-PACKAGES = ("lens", "memory", "kvstore", "webhooks", "web")
+PACKAGES = ("lens", "memory", "kvstore", "webhooks", "web", "demo")
 
 # What each layer may import. A core's layer names its package: ``core:memory``.
 ALLOWED: dict[str, frozenset[str]] = {
@@ -38,6 +40,21 @@ ALLOWED: dict[str, frozenset[str]] = {
     "core:webhooks": frozenset({"core:lens", "core:webhooks"}),
     "webhooks": frozenset(
         {"webhooks", "memory", "lens", "core:lens", "core:memory", "core:webhooks"}
+    ),
+    # The demo's data beside the product: it writes through the product's operations,
+    # and no product module imports it.
+    "demo": frozenset(
+        {
+            "demo",
+            "webhooks",
+            "memory",
+            "kvstore",
+            "lens",
+            "core:lens",
+            "core:memory",
+            "core:kvstore",
+            "core:webhooks",
+        }
     ),
     "web": frozenset(
         {
@@ -56,7 +73,9 @@ ALLOWED: dict[str, frozenset[str]] = {
 
 # Names Django gives every app or project, and ``core``, the pure layer's folder in each
 # package; the command files are named by their command, which is a contract (SPEC §10).
-CONVENTIONAL = frozenset({"apps", "models", "urls", "settings", "wsgi", "asgi", "core"})
+CONVENTIONAL = frozenset(
+    {"apps", "models", "urls", "settings", "wsgi", "asgi", "core", "management"}
+)
 
 
 def layer_of(parts: tuple[str, ...]) -> str:
@@ -159,7 +178,7 @@ def _pure_pair(holders: list[str]) -> bool:
         ("lens/settings.py", "lens"),
         ("memory/saving.py", "memory"),
         ("memory/deliveries/ledger.py", "memory"),
-        ("memory/demo/sessions.py", "memory"),
+        ("demo/sessions.py", "demo"),
         ("kvstore/store.py", "kvstore"),
         ("web/urls.py", "web"),
         ("web/api/root.py", "web"),
@@ -211,6 +230,9 @@ def _plant(root: Path, files: dict[str, str]) -> None:
         ("kvstore/leaky.py", "from web.api import root\n"),
         ("webhooks/leaky.py", "from web.api import root\n"),
         ("webhooks/core/leaky.py", "from memory import saving\n"),
+        ("memory/leaky.py", "from demo import configs\n"),
+        ("web/leaky.py", "from demo import configs\n"),
+        ("demo/leaky.py", "from web.api import root\n"),
         ("memory/core/leaky.py", "from kvstore.core.keys import x\n"),
         (
             "memory/leaky.py",
@@ -229,6 +251,8 @@ def test_a_planted_violation_is_found(tmp_path: Path, importer: str, source: str
             "web/urls.py": "",
             "web/api/__init__.py": "",
             "web/api/root.py": "from memory import saving\n",  # outer → inner: fine
+            "demo/__init__.py": "",
+            "demo/configs.py": "from memory import saving\n",  # the demo → memory: fine
             "webhooks/__init__.py": "",
             "webhooks/outbox.py": "from memory import saving\n",  # events out → memory: fine
             "webhooks/core/__init__.py": "",

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
-CHECKED = ("lens", "memory", "kvstore", "webhooks", "web", "bench", "tools", "tests")
+CHECKED = ("lens", "memory", "kvstore", "webhooks", "web", "demo", "bench", "tools", "tests")
 
 # Anything that reads as an ignore, at a comment's start or after another comment (mypy
 # also takes it without the spaces).

@@ -25,6 +25,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from bench.data import big_memory_config, memory_plan
+from demo.configs import COMPANION
 from kvstore.models import Key
 from lens.actors import SYSTEM, Actor
 from lens.core.config import AgentConfig
@@ -34,7 +35,6 @@ from memory.core.deliveries import DeliveryInput
 from memory.core.records import MemoryInput
 from memory.decisions import decide
 from memory.deliveries.ledger import deliver
-from memory.demo.configs import COMPANION
 from memory.models import Delivery, MemoryRecord, PromotionStatus
 from memory.saving import Saved, save_memory
 from webhooks.endpoints import create_endpoint
@@ -113,7 +113,7 @@ def seed_revisions() -> None:
 
 
 def seed_proposal() -> int:
-    """The demo's change waiting on protected Sentinel (``memory.demo.edits``): maya's,
+    """The demo's change waiting on protected Sentinel (``demo.edits``): maya's,
     which retitles Project State, locks Conventions and changes the tone. Its id."""
     sentinel = Agent.objects.get(team__slug=DEMO_TEAM, slug="sentinel")
     return Proposal.objects.filter(agent=sentinel).order_by("pk").values_list("pk", flat=True)[0]

@@ -7,10 +7,10 @@ from typing import Any
 
 import pytest
 
+from demo.configs import COMPANION
 from lens.agents import config_of
 from lens.models import Agent, Team
 from memory.composition import compose
-from memory.demo.configs import COMPANION
 from tests.factories import create_agent, login, make_user, sample_config
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

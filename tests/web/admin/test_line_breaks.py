@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from demo.configs import COMPANION
 from lens.agents import config_of
 from lens.core.text import normalise_line_breaks
 from lens.models import Agent, AuthoredEntry, Capability, Team
 from memory.composition import compose
-from memory.demo.configs import COMPANION
 from tests.factories import create_agent
 from tests.pages import FormData, admin_agent_url, admin_section_url, form_data, put
 

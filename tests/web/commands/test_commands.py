@@ -14,6 +14,7 @@ from django.core.management.base import CommandError
 from django.db import transaction
 from django.test import Client
 
+from demo.configs import DEMO_AGENTS
 from lens.actors import Actor
 from lens.models import (
     Agent,
@@ -33,7 +34,6 @@ from lens.proposals import is_proposer
 from lens.revisions import current_number, record_revision
 from memory.as_of import compose_as_of
 from memory.deliveries.ledger import composition_data
-from memory.demo.configs import DEMO_AGENTS
 from memory.models import Delivery
 from tests.factories import make_user
 

@@ -13,6 +13,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.utils import timezone
 
+from demo.memories import DEMO_MEMORIES
+from demo.sessions import DEMO_HISTORY, Save, Session
 from lens.actors import Actor
 from lens.audit import verify
 from lens.models import Agent, ApiToken, AuditEvent, Team
@@ -24,8 +26,6 @@ from memory.deliveries.ledger import (
     memory_ids_of,
 )
 from memory.deliveries.retention import Storage, storage
-from memory.demo.memories import DEMO_MEMORIES
-from memory.demo.sessions import DEMO_HISTORY, Save, Session
 from memory.models import (
     CompositionMemory,
     Delivery,
@@ -214,7 +214,7 @@ def test_an_agent_seeded_before_the_history_existed_gets_one(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with monkeypatch.context() as patched:
-        patched.setattr("memory.demo.sessions.DEMO_HISTORY", {})
+        patched.setattr("demo.sessions.DEMO_HISTORY", {})
         run("seed_demo", "--force")
     assert not Delivery.objects.exists()
     run("seed_demo", "--force")
@@ -352,7 +352,7 @@ def test_rerunning_seed_demo_moves_no_time() -> None:
 def test_an_agent_without_a_history_has_its_memories_in_the_past(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr("memory.demo.sessions.DEMO_HISTORY", {})
+    monkeypatch.setattr("demo.sessions.DEMO_HISTORY", {})
     run("seed_demo", "--force")
     now = timezone.now()
     assert not Delivery.objects.exists()
@@ -368,7 +368,7 @@ def test_an_agent_seeded_before_the_history_existed_gets_coherent_times(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     with monkeypatch.context() as patched:
-        patched.setattr("memory.demo.sessions.DEMO_HISTORY", {})
+        patched.setattr("demo.sessions.DEMO_HISTORY", {})
         run("seed_demo", "--force")
     run("seed_demo", "--force")
     now = timezone.now()

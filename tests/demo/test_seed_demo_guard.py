@@ -20,7 +20,7 @@ from lens.models import Team
 
 pytestmark = pytest.mark.django_db
 
-ROOT = Path(__file__).resolve().parents[3]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_seed_demo_refuses_with_debug_off_and_writes_nothing(settings: Any) -> None:

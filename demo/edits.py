@@ -27,7 +27,7 @@ SECOND_PERSON = "maya"
 
 Edit = tuple[str, Callable[[dict[str, Any]], None]]
 # The first revision comes this long before the first delivery; edits follow the newest
-# delivery (an hour old, ``memory.demo.backdating``) this far apart.
+# delivery (an hour old, ``demo.backdating``) this far apart.
 FIRST_REVISION_LEAD = timedelta(hours=2)
 EDIT_STEP = timedelta(minutes=15)
 

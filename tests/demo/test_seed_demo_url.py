@@ -10,7 +10,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from web.management.commands.seed_demo import base_url
+from demo.management.commands.seed_demo import base_url
 
 pytestmark = pytest.mark.django_db
 

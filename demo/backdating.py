@@ -3,7 +3,7 @@
 The demo is the only place that rewrites history: the product never changes when a
 memory was saved, decided or superseded, nor when a delivery was made. The demo tells
 its story in a few seconds, though, and then moves each delivery back to its session's
-hour in the past week (``memory.demo.sessions``). Left as they were, the memories would
+hour in the past week (``demo.sessions``). Left as they were, the memories would
 all say "saved 0 minutes ago" beside deliveries from last week that hold them. So, once
 an agent's story is told, every moment of its memories (saved, promoted, queued,
 decided, superseded: ``MemoryRecord.created_at``, ``SearchDoc.created_at``,

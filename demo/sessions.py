@@ -3,11 +3,11 @@ memories saved, approved, superseded and revoked between them, so the timeline, 
 delivered prompts and their diffs have a story to show after ``make run``.
 
 Every step is the real operation (``save_memory``, ``decide``, ``revoke``, ``deliver``).
-Sessions open between the memories of ``memory.demo.memories`` (``History.during``), so
+Sessions open between the memories of ``demo.memories`` (``History.during``), so
 those appear and disappear from one delivery to the next; ``History.after`` then goes
 on with memories of its own. The one liberty is time: ``deliver`` records a delivery as
 of now, and the demo moves it back to its session's hour in the past week; once the story
-is told, its memories follow (``memory.demo.backdating``), each saved and decided shortly
+is told, its memories follow (``demo.backdating``), each saved and decided shortly
 before the session after it.
 """
 
@@ -18,6 +18,8 @@ from datetime import UTC, date, datetime, time, timedelta
 
 from django.utils import timezone
 
+from demo.backdating import Moved, backdate
+from demo.memories import Demo, seed_memories
 from lens.actors import Actor
 from lens.agents import with_config
 from lens.models import Agent, ApiToken
@@ -25,8 +27,6 @@ from memory.core.deliveries import DeliveryInput
 from memory.core.records import MemoryInput
 from memory.decisions import decide, revoke
 from memory.deliveries.ledger import deliver
-from memory.demo.backdating import Moved, backdate
-from memory.demo.memories import Demo, seed_memories
 from memory.models import HOLDING, Delivery, MemoryRecord
 from memory.saving import Saved, save_memory
 
@@ -36,7 +36,7 @@ class Session:
     """A runtime session opening: one delivery, ``days_ago`` days back at ``at`` (UTC).
 
     In ``History.during``, ``before`` is the start of the demo memory (of
-    ``memory.demo.memories``) just before which the session opens.
+    ``demo.memories``) just before which the session opens.
     """
 
     days_ago: int

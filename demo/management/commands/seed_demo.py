@@ -12,14 +12,14 @@ from django.contrib.auth.models import AbstractUser, Permission
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db import transaction
 
-from kvstore.demo_keys import seed_kv
+from demo.configs import DEMO_AGENTS
+from demo.edits import SECOND_PERSON, tell_edits
+from demo.kv_keys import seed_kv
+from demo.sessions import seed_history
 from lens.actors import Actor
 from lens.core.config import AgentConfig
 from lens.models import Agent, ApiToken, Membership, Proposal, Revision, Role, Team
 from memory.configuring import store_agent
-from memory.demo.configs import DEMO_AGENTS
-from memory.demo.edits import SECOND_PERSON, tell_edits
-from memory.demo.sessions import seed_history
 
 DEMO_TEAM = "demo"
 DEMO_USER = "demo"

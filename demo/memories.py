@@ -203,7 +203,7 @@ def seed_memories(
     """Save the agent's demo memories through the real service, once.
 
     ``before_each`` is called before each one is saved (the delivery history opens its
-    sessions there, ``memory.demo.sessions``).
+    sessions there, ``demo.sessions``).
     """
     if agent.memories.exists():
         return 0
