@@ -19,9 +19,9 @@ name, not as part of a path (``memory/core/redaction.py`` names nothing in the b
 is written in), in the block of its folder: ``web/costly.py`` in the lines of ``web/``
 outside its sub-folders' blocks, ``web/api/kv_front.py`` in the block that starts
 ``  api/`` inside ``web/``'s section. A sub-folder block runs from its line to the next
-line indented like it (two spaces); sub-folders of a sub-folder (``lens/serving/``) are
-blocks of their own only when the map gives them a line; otherwise their modules are
-looked for in the nearest block the map does give.
+line indented like it (two spaces). A folder the map gives no block of its own (a new
+``memory/deliveries/archive/``, say) has its modules looked for in the nearest enclosing
+block that it does give.
 """
 
 from __future__ import annotations
