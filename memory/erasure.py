@@ -44,7 +44,7 @@ from memory.core.deliveries import sha256_hex
 from memory.core.records import forbidden_char, is_record_id
 from memory.core.redaction import holds_any, redact
 from memory.deliveries.erasure_lock import exclude_deliveries
-from memory.deliveries.ledger import canonical_json, composition_of, packed
+from memory.deliveries.ledger import composition_of, packed
 from memory.events import write_events
 from memory.models import (
     CompositionMemory,
@@ -241,7 +241,7 @@ def _redact_compositions(record_id: str, at: datetime) -> tuple[int, int]:
             composition = composition_of(stored)
             if not holds_any(composition, erased):
                 continue
-            body = packed(canonical_json(redact(composition, erased)))
+            body = packed(redact(composition, erased).canonical_json())
             redacted += StoredComposition.objects.filter(pk=stored.pk).update(
                 body=body, redacted_at=at
             )

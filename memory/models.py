@@ -223,7 +223,8 @@ class StoredComposition(models.Model):
     """A composition exactly as it was delivered, stored once however often it was.
 
     Content-addressed: ``digest`` is the SHA-256 of the composition's canonical JSON
-    (``memory.deliveries.ledger.canonical_json``), which is kept zlib-compressed in ``body``.
+    (``Composition.canonical_json``, in ``memory/core/composition.py``), which is kept
+    zlib-compressed in ``body``.
     The sizes are copied out so listings never read it. One agent's identical
     deliveries share a row; rows belong to one agent, so the deliveries of a stored
     composition are always that agent's.

@@ -34,7 +34,7 @@ from memory.configuring import store_agent, store_config
 from memory.core.composition import Composition
 from memory.core.records import MemoryInput
 from memory.decisions import decide, reopen, revoke
-from memory.deliveries.ledger import canonical_json, composition_json
+from memory.deliveries.ledger import composition_json
 from memory.models import (
     CompositionMemory,
     Delivery,
@@ -621,7 +621,7 @@ def agent_state(agent: Agent) -> dict[str, Any]:
                 "memory_id", "composition__digest"
             )
         ),
-        "composition": canonical_json(compose(agent)),
+        "composition": compose(agent).canonical_json(),
         "found": sorted(search.search([agent.pk], "cafe zoe ночь douglas", None, 50, 0)),
     }
 

@@ -3,9 +3,8 @@ configuration, and compose its prompt."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Annotated
 
 from django.http import HttpResponse
 from ninja import Query, Router, Status
@@ -13,19 +12,16 @@ from pydantic import BaseModel, BeforeValidator, Field, StrictInt
 
 from lens.actors import Actor
 from lens.agents import get_agent, with_config
-from lens.context_windows import context_of
 from lens.core.config import AgentConfig
 from lens.core.counts import Counts
 from lens.models import Agent, Via
 from lens.revisions import revised_config
-from memory.as_of import compose_as_of, config_at
-from memory.composition import compose, compose_many
+from memory.composition import compose_many
 from memory.configuring import store_config
-from memory.core.composition import Composition
-from memory.deliveries.ledger import canonical_json
+from web.answers.composition_answers import CompositionOut, composition_answer
+from web.answers.proposal_answers import ProposedOut
 from web.api.auth import ApiRequest, team_of, token_of
 from web.api.params import INT_MAX, iso_8601
-from web.api.proposal_routes import ProposedOut
 
 CONFIG_FIELDS = tuple(AgentConfig.model_fields)
 
@@ -115,44 +111,11 @@ class CompositionParams(BaseModel):
     as_of: Annotated[datetime | None, BeforeValidator(iso_8601)] = None
 
 
-class ContextOut(BaseModel):
-    """The prompt's tokens against the context window of the agent's declared model:
-    ``window`` null when no model is declared or its window is not known (then
-    ``share`` and ``level`` are null too); ``share`` above 1 when it does not fit."""
-
-    model: str | None
-    window: int | None
-    share: float | None
-    level: Literal["ok", "warning", "alarm"] | None
-
-
-class CompositionOut(Composition):
-    context: ContextOut
-
-
 @agents.get("/{slug}/composition", response=CompositionOut)
 def get_composition(
     request: ApiRequest, slug: str, params: Query[CompositionParams]
 ) -> HttpResponse:
     """The agent's composed prompt as it would be delivered now, or as it stood at
     ``as_of``. Records nothing."""
-    body = composition_json(get_agent(team_of(request), slug), params.as_of)
+    body = composition_answer(get_agent(team_of(request), slug), params.as_of)
     return HttpResponse(body, content_type="application/json")
-
-
-def composition_json(agent: Agent, as_of: datetime | None = None) -> str:
-    """The composition endpoint's body: ``agent`` composed now, or as it stood at
-    ``as_of``, with ``context``: its tokens against the context window of the model the
-    agent declared (then). The MCP resource ``lens://agents/{slug}/composition`` is this
-    text too."""
-    if as_of is None:
-        composition, model = compose(agent), agent.model
-    else:
-        composition, model = compose_as_of(agent, as_of), config_at(agent, as_of).model
-    context = context_of(composition.tokens.total, model)
-    # Written by pydantic in one call, as a delivery's stored JSON is: for a large agent
-    # that is several times faster than dumping to Python values and encoding those.
-    # ``context`` is spliced in after it: it is about the model, not the prompt, so a
-    # stored composition (a delivery's) never holds it.
-    body = canonical_json(composition)
-    return body[:-1] + ',"context":' + json.dumps(context.as_json()) + "}"

@@ -44,8 +44,8 @@ from lens.core.errors import DomainError
 from lens.serving.compression import compress_api_answer
 from lens.serving.envelope import from_domain
 from lens.serving.middleware import add_security_headers, request_problem
+from web.answers.kv_answers import WriteIn, asked_version, value_out, written_out
 from web.api.error_envelope import error_response, unauthorized, unexpected
-from web.api.kv_routes import WriteIn, asked_version, value_out, written_out
 from web.api.parser import JsonParser
 from web.api.root import api
 

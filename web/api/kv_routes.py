@@ -2,85 +2,40 @@
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Literal
-
 from django.http import HttpRequest
 from ninja import Query, Router, Status
-from pydantic import BaseModel, ConfigDict, Field, StrictInt, StrictStr
+from pydantic import BaseModel, Field
 
 from kvstore import store
 from kvstore.bootstrap import bootstrap
 from kvstore.core.keys import key_problem
 from lens.actors import Actor
 from lens.api_tokens import find_token
-from lens.models import ApiToken, Team
+from lens.models import ApiToken
+from web.answers.kv_answers import (
+    BootstrapOut,
+    DeletedOut,
+    HistoryOut,
+    KeyList,
+    KeyOut,
+    Page,
+    ReadParams,
+    ValueOut,
+    WriteIn,
+    asked_version,
+    history_out,
+    key_list,
+    value_out,
+    written_out,
+)
 from web.api.auth import ApiRequest, TeamToken, team_of, token_of
 from web.api.params import INT_MAX
 
 router = Router(tags=["key/value store"])
 
 
-class Page(BaseModel):
-    limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0, le=INT_MAX)
-
-
 class ListParams(Page):
     prefix: str = ""
-
-
-class KeyOut(BaseModel):
-    id: str
-    version: int
-    written_at: datetime
-    runes: int
-
-
-class KeyList(BaseModel):
-    keys: list[KeyOut]
-    total: int
-    limit: int
-    offset: int
-    next_offset: int | None
-
-
-class ValueOut(KeyOut):
-    payload: str
-
-
-class WriteIn(BaseModel):
-    # An unknown field is a client's mistake (a misspelt ``if_version`` would silently
-    # drop the compare-and-swap), so it is refused, as the memory body refuses it.
-    model_config = ConfigDict(extra="forbid")
-
-    payload: StrictStr
-    if_version: StrictInt | None = Field(None, ge=0, le=INT_MAX)
-
-
-class VersionMeta(BaseModel):
-    version: int
-    written_at: datetime
-    runes: int
-    first_line: str
-
-
-class HistoryOut(BaseModel):
-    id: str
-    versions: list[VersionMeta]
-    total_versions: int
-    limit: int
-    offset: int
-    next_offset: int | None
-
-
-class DeletedOut(BaseModel):
-    id: str
-    deleted_versions: int
-
-
-class ReadParams(BaseModel):
-    version: int | None = Field(None, ge=1, le=INT_MAX)
 
 
 class DiffParams(BaseModel):
@@ -93,53 +48,6 @@ class DiffOut(BaseModel):
     from_: int = Field(serialization_alias="from")
     to: int
     diff: str
-
-
-def _next(offset: int, limit: int, total: int) -> int | None:
-    return offset + limit if offset + limit < total else None
-
-
-def key_list(team: Team, prefix: str, page: Page) -> KeyList:
-    """A page of keys as this API answers it (the MCP ``kv_store list`` too)."""
-    found = store.list_keys(team, prefix, page.limit, page.offset)
-    return KeyList(
-        keys=[
-            KeyOut(id=k.key, version=k.version, written_at=k.written_at, runes=k.runes)
-            for k in found.keys
-        ],
-        total=found.total,
-        limit=page.limit,
-        offset=page.offset,
-        next_offset=_next(page.offset, page.limit, found.total),
-    )
-
-
-def history_out(team: Team, key: str, page: Page) -> HistoryOut:
-    found = store.history(team, key, page.limit, page.offset)
-    return HistoryOut(
-        id=found.key,
-        versions=[VersionMeta.model_validate(v, from_attributes=True) for v in found.versions],
-        total_versions=found.total_versions,
-        limit=page.limit,
-        offset=page.offset,
-        next_offset=_next(page.offset, page.limit, found.total_versions),
-    )
-
-
-def value_out(key: str, found: store.Value) -> ValueOut:
-    return ValueOut(
-        id=key,
-        version=found.version,
-        written_at=found.written_at,
-        runes=found.runes,
-        payload=found.payload,
-    )
-
-
-def written_out(key: str, written: store.Written) -> KeyOut:
-    return KeyOut(
-        id=key, version=written.version, written_at=written.written_at, runes=written.runes
-    )
 
 
 @router.get("", response=KeyList)
@@ -182,18 +90,6 @@ def _token_with_read(request: HttpRequest, raw: str) -> ApiToken | None:
 _READ = "kv_read_as"
 
 
-def asked_version(values: list[str]) -> int | None | Literal[False]:
-    """``?version=N`` as ``ReadParams`` takes it when it is plainly a valid number; None
-    when absent; False for anything else (left to the operation to refuse or accept)."""
-    if not values:
-        return None
-    text = values[-1]
-    if not (text.isascii() and text.isdigit()):
-        return False
-    number = int(text)
-    return number if 1 <= number <= INT_MAX and len(values) == 1 else False
-
-
 @router.get("/{path:key}", response=ValueOut, auth=TeamToken(lookup=_token_with_read))
 def read_key(request: ApiRequest, key: str, params: Query[ReadParams]) -> ValueOut:
     """The latest version, or ``?version=N``. A missing key is an error, never empty."""
@@ -224,29 +120,6 @@ def delete_key(request: ApiRequest, key: str) -> DeletedOut:
 
 
 bootstrap_router = Router(tags=["key/value store"])
-
-
-class FullOut(BaseModel):
-    id: str
-    version: int
-    payload: str
-    runes: int
-
-
-class PointerOut(BaseModel):
-    id: str
-    version: int
-    runes: int
-    first_line: str
-
-
-class BootstrapOut(BaseModel):
-    root: FullOut
-    must: list[FullOut]
-    ref: list[PointerOut]
-    omitted: list[str] = Field(description="must keys left out, in key order")
-    budget: int
-    used: int
 
 
 @bootstrap_router.get("", response=BootstrapOut)

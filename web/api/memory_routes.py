@@ -9,48 +9,23 @@ from pydantic import BaseModel, Field
 
 from lens.actors import Actor
 from lens.agents import get_agent
-from lens.models import Agent
 from memory.core.records import MemoryInput, MemoryView
 from memory.preview import preview_save
-from memory.queries import memory_page, view_of
-from memory.recall import recall
-from memory.saving import Conflict, save_memory
+from memory.queries import view_of
+from web.answers.memory_answers import (
+    ConflictOut,
+    ListParams,
+    MemoryList,
+    RecallOut,
+    SavedOut,
+    memory_list,
+    recall_answer,
+    save_answer,
+)
 from web.api.auth import ApiRequest, team_of, token_of
-from web.api.params import INT_MAX
 from web.costly import costly_when, searching
 
 router = Router(tags=["memories"])
-
-
-class SavedOut(BaseModel):
-    status: Literal["saved"] = "saved"
-    id: str
-
-
-class ConflictOut(BaseModel):
-    status: Literal["conflict"] = "conflict"
-    existing: MemoryView
-    message: str
-
-
-class MemoryList(BaseModel):
-    memories: list[MemoryView]
-    skipped: int = Field(description="Stored rows that no longer parse and were left out")
-    limit: int
-    offset: int
-    next_offset: int | None
-
-
-# Offsets are bounded like the database's integers: a larger one would overflow the
-# query instead of finding nothing, so it is refused as invalid (422).
-OFFSET_MAX = INT_MAX
-
-
-class ListParams(BaseModel):
-    q: str | None = None
-    kind: str | None = None
-    limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0, le=OFFSET_MAX)
 
 
 @router.post("/{slug}/memories", response={201: SavedOut, 409: ConflictOut})
@@ -61,25 +36,6 @@ def save(request: ApiRequest, slug: str, memory: MemoryInput) -> Status[SavedOut
     agent = get_agent(team_of(request), slug, full=False)
     answer = save_answer(agent, memory, Actor.for_token(token_of(request)))
     return Status(409 if isinstance(answer, ConflictOut) else 201, answer)
-
-
-def save_answer(agent: Agent, memory: MemoryInput, actor: Actor) -> SavedOut | ConflictOut:
-    """``memory_save`` as this API answers it (the MCP tool too): saved, or a conflict."""
-    result = save_memory(agent, memory, actor)
-    if isinstance(result, Conflict):
-        return ConflictOut(existing=view_of(result.existing), message=result.message)
-    return SavedOut(id=result.id)
-
-
-def memory_list(agent: Agent, params: ListParams) -> MemoryList:
-    page = memory_page(agent, params.kind, params.limit, params.offset, query=params.q)
-    return MemoryList(
-        memories=page.memories,
-        skipped=page.skipped,
-        limit=params.limit,
-        offset=params.offset,
-        next_offset=page.next_offset,
-    )
 
 
 class PlacementOut(BaseModel):
@@ -132,11 +88,6 @@ class RecallParams(BaseModel):
     message: str
 
 
-class RecallOut(BaseModel):
-    text: str
-    memory_ids: list[str]
-
-
 @router.get("/{slug}/recall", response=RecallOut)
 def recall_for(request: ApiRequest, slug: str, params: Query[RecallParams]) -> RecallOut:
     """The ``### Recalled Memories`` block for a message: profile memories, pinned
@@ -144,8 +95,3 @@ def recall_for(request: ApiRequest, slug: str, params: Query[RecallParams]) -> R
     memory already in the prompt, never a superseded one.
     """
     return recall_answer(get_agent(team_of(request), slug), params.message)
-
-
-def recall_answer(agent: Agent, message: str) -> RecallOut:
-    found = recall(agent, message)
-    return RecallOut(text=found.text, memory_ids=list(found.memory_ids))

@@ -5,7 +5,7 @@ token never decides one)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any
 
 from ninja import Query, Router
 from ninja.params.functions import Path
@@ -17,18 +17,6 @@ from lens.models import Proposal, ProposalStatus
 from lens.proposals import get_proposal, proposals_of, proposed_config
 from web.api.auth import ApiRequest, team_of
 from web.api.params import INT_MAX
-
-
-class ProposedOut(BaseModel):
-    """The 202 answer of a change to a protected agent: nothing changed yet."""
-
-    status: Literal["proposed"] = "proposed"
-    proposal_id: int
-    base_revision: int
-
-    @classmethod
-    def of(cls, proposal: Proposal) -> ProposedOut:
-        return cls(proposal_id=proposal.pk, base_revision=proposal.base_revision)
 
 
 class ProposalOut(BaseModel):

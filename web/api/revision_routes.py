@@ -17,9 +17,9 @@ from lens.models import Revision
 from lens.revisions import get_revision, newest_revision, revision_page, stored_config
 from memory.configuring import restore_revision
 from memory.revision_diffs import revision_diff
+from web.answers.proposal_answers import ProposedOut
 from web.api.auth import ApiRequest, team_of, token_of
 from web.api.params import INT_MAX
-from web.api.proposal_routes import ProposedOut
 from web.costly import costly
 
 router = Router(tags=["revisions"])

@@ -1,9 +1,10 @@
 """What each MCP tool and read does, synchronously, for the team of the calling token.
 
 Every tool calls the operations the JSON API calls and answers with the API's own
-answer models, so a tool answers exactly what the API answers; input is validated by
-the same schemas (``MemoryInput``, the store's ``WriteIn`` / ``ReadParams`` / ``Page``),
-and refusals are the same domain errors with the same codes.
+answer models and builders (``web/answers``), so a tool answers exactly what the API
+answers; input is validated by the same schemas (``MemoryInput``, the store's
+``WriteIn`` / ``ReadParams`` / ``Page``), and refusals are the same domain errors with
+the same codes.
 """
 
 from __future__ import annotations
@@ -23,8 +24,8 @@ from lens.core.errors import InvalidInput, invalid_input, pydantic_problems
 from lens.models import Agent, ApiToken
 from memory.composition import compose
 from memory.core.records import MemoryInput
-from web.api.agent_routes import composition_json
-from web.api.kv_routes import (
+from web.answers.composition_answers import composition_answer
+from web.answers.kv_answers import (
     BootstrapOut,
     DeletedOut,
     Page,
@@ -35,7 +36,7 @@ from web.api.kv_routes import (
     value_out,
     written_out,
 )
-from web.api.memory_routes import (
+from web.answers.memory_answers import (
     ConflictOut,
     ListParams,
     MemoryList,
@@ -207,4 +208,4 @@ def agent_prompt(token: ApiToken, slug: str) -> str:
 def agent_composition(token: ApiToken, slug: str) -> str:
     """The agent's composition, exactly the body ``GET /api/agents/{slug}/composition``
     answers."""
-    return composition_json(get_agent(token.team, slug))
+    return composition_answer(get_agent(token.team, slug))

@@ -51,8 +51,8 @@ from lens.api_tokens import find_token
 from lens.core.errors import DomainError, error_body
 from lens.envconf import env_bool, env_int
 from lens.models import ApiToken
-from web.api.kv_routes import Page, ReadParams, WriteIn
-from web.api.memory_routes import ListParams
+from web.answers.kv_answers import Page, ReadParams, WriteIn
+from web.answers.memory_answers import ListParams
 from web.api.rendering import iso_utc
 from web.mcp import MCP_PATH, client_log, descriptions, operations
 from web.mcp.agent_prompts import AgentPrompts

@@ -16,7 +16,7 @@ from lens.actors import Actor
 from lens.agents import get_agent
 from memory.core.composition import Composition
 from memory.core.deliveries import sha256_hex
-from memory.deliveries.ledger import canonical_json, composition_json, deliver
+from memory.deliveries.ledger import composition_json, deliver
 from tests.api_calls import ApiClient, api_composition
 from tests.factories import Story, composed
 
@@ -40,7 +40,7 @@ def shuffled(data: Any, rng: random.Random) -> Any:
 
 def test_the_canonical_text_is_compact_json_with_characters_as_they_are(story: Story) -> None:
     composition = composed(story.agent)
-    text = canonical_json(composition)
+    text = composition.canonical_json()
     data = json.loads(text)
     assert data == composition.model_dump(mode="json")
     assert text == json.dumps(data, separators=(",", ":"), ensure_ascii=False)
@@ -56,24 +56,24 @@ def test_the_canonical_text_is_compact_json_with_characters_as_they_are(story: S
 @given(seed=st.integers(min_value=0, max_value=2**32))
 def test_the_canonical_text_does_not_depend_on_key_order(story: Story, seed: int) -> None:
     composition = composed(story.agent)
-    text = canonical_json(composition)
+    text = composition.canonical_json()
     reordered = shuffled(json.loads(text), random.Random(seed))
-    assert canonical_json(Composition.model_validate(reordered)) == text
+    assert Composition.model_validate(reordered).canonical_json() == text
 
 
 def test_the_canonical_text_reads_back_to_itself(story: Story) -> None:
-    text = canonical_json(composed(story.agent))
-    assert canonical_json(Composition.model_validate_json(text)) == text
+    text = composed(story.agent).canonical_json()
+    assert Composition.model_validate_json(text).canonical_json() == text
 
 
 def test_composing_twice_gives_one_text(story: Story) -> None:
-    assert canonical_json(composed(story.agent)) == canonical_json(composed(story.agent))
+    assert composed(story.agent).canonical_json() == composed(story.agent).canonical_json()
 
 
 def test_a_delivery_stores_and_answers_the_canonical_text(api: ApiClient, story: Story) -> None:
     agent = get_agent(story.agent.team, story.agent.slug)
     delivered = deliver(agent, Actor(label="test"))
-    text = canonical_json(composed(story.agent))
+    text = composed(story.agent).canonical_json()
 
     assert delivered.composition_json == text
     stored = delivered.delivery.composition

@@ -20,7 +20,6 @@ from lens.models import Agent, ApiToken, Team
 from memory.configuring import store_agent
 from memory.core.deliveries import DeliveryInput, sha256_hex
 from memory.deliveries.ledger import (
-    canonical_json,
     composition_json,
     composition_of,
     deliver,
@@ -92,7 +91,7 @@ def test_a_stored_composition_is_addressed_by_its_canonical_json(
 
     assert text == zlib.decompress(bytes(stored.body)).decode("utf-8")
     assert stored.digest == sha256_hex(text)
-    assert text == canonical_json(composition_of(stored))
+    assert text == composition_of(stored).canonical_json()
     assert json.loads(text) == api_composition(api)
     assert len(bytes(stored.body)) < len(text.encode("utf-8"))  # kept compressed
 
