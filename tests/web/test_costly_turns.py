@@ -20,6 +20,7 @@ from lens.actors import Actor
 from lens.models import ApiToken, Team
 from lens.serving.buffered import TURN_HEADER, BufferedWsgi, Message
 from memory.deliveries.ledger import deliver
+from tests.event_loops import run_async
 from tests.factories import create_agent
 from web.costly import costly_shares, loop_turn
 from web.team_shares import TeamShares
@@ -96,7 +97,7 @@ def test_a_call_waits_for_its_turn_on_the_loop_while_another_team_has_the_one_th
         shares.release(acme.pk)
         return other, await waiting
 
-    other, answered = asyncio.run(scenario())
+    other, answered = run_async(scenario)
 
     assert other[0] == 200
     status, headers, _body = answered
@@ -112,7 +113,7 @@ def test_a_call_whose_turn_never_comes_is_refused_as_usual_without_the_marker(
     acme, ours, _globex, _theirs = teams()
     shares.acquire(acme.pk, 0)
 
-    status, headers, body = asyncio.run(get(served, "/api/agents/wren/stability", ours))
+    status, headers, body = run_async(get, served, "/api/agents/wren/stability", ours)
 
     assert status == 429
     assert headers["retry-after"] == "1"

@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 import pytest
 
+from tests.event_loops import run_async
 from web.team_shares import TeamBusy, TeamShares, share_of
 
 LONG = 10.0  # a wait that never runs out in these tests: a turn comes first
@@ -208,7 +209,7 @@ def test_turns_in_the_event_loop_are_shared_the_same_way() -> None:
         assert shares.busy_teams == 0
         return done
 
-    assert asyncio.run(scenario()) == ["first", "third"]
+    assert run_async(scenario) == ["first", "third"]
 
 
 @pytest.mark.parametrize(

@@ -336,7 +336,7 @@ def _reversed_configs(count: int) -> tuple[AgentConfig, AgentConfig]:
 def _fastest_summary(count: int) -> float:
     old, new = _reversed_configs(count)
     timings = []
-    for _ in range(5):
+    for _ in range(9):
         began = time.perf_counter()
         summary = summarise(old, new)
         timings.append(time.perf_counter() - began)
@@ -345,9 +345,10 @@ def _fastest_summary(count: int) -> float:
 
 
 def test_a_summary_of_thousands_of_sections_takes_linearithmic_time() -> None:
-    # Measured as a ratio in one run (the fastest of five each), so a busy machine slows
-    # both sizes alike: four times the sections take about four and a half times as long
-    # (n log n); a quadratic summary would take sixteen times.
+    # Measured as a ratio in one run (the fastest of nine each), so a busy machine slows
+    # both sizes alike: four times the sections take about five times as long (n log n;
+    # 4.9-5.0x measured idle); a quadratic summary would take sixteen times. The bound
+    # leaves room for the other test worker taking a core during the larger run.
     small, large = _fastest_summary(2_000), _fastest_summary(8_000)
-    assert large / small < 8.0, (small, large)
+    assert large / small < 10.0, (small, large)
     assert large < 10.0, large  # and never pathological
