@@ -21,11 +21,9 @@ imports Django: the server is a separate process, as in production.
 from __future__ import annotations
 
 import http.client
-import json
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import threading
@@ -35,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bench.http import ROOT, scratch_database, serve, server_env
+from bench.http import scratch_database, seed, serve, server_env
 
 QUIET_SECONDS = float(os.environ.get("BENCH_FAIRNESS_QUIET", "6"))
 LOAD_SECONDS = float(os.environ.get("BENCH_FAIRNESS_LOAD", "12"))
@@ -218,21 +216,6 @@ def measure(port: int, info: dict[str, str]) -> Figures:
     return Figures(quiet, loaded, hogs.close(), seconds)
 
 
-def seed(env: dict[str, str]) -> dict[str, str]:
-    result = subprocess.run(
-        [sys.executable, "-m", "bench.fairness_seed"],
-        cwd=ROOT,
-        env={**env, "DEBUG": "1"},
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if result.returncode != 0:
-        raise RuntimeError(f"seeding failed:\n{result.stdout}\n{result.stderr}")
-    info: dict[str, str] = json.loads(result.stdout.strip().splitlines()[-1])
-    return info
-
-
 def report(title: str, figures: Figures) -> None:
     quiet, loaded, busy = figures.quiet.answered(), figures.loaded.answered(), figures.busy
     print(f"  {title}")
@@ -271,7 +254,7 @@ def main() -> int:
         with scratch_database(KIND, scratch) as url:
             env = server_env(url, scratch)
             began = time.perf_counter()
-            info = seed(env)
+            info = seed(env, "bench.fairness_seed")
             print(f"  seeded in {time.perf_counter() - began:.0f} s")
             runs = [
                 ("default shares (TEAM_COSTLY_SHARE unset)", {}),

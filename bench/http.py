@@ -151,9 +151,10 @@ def server_env(database_url: str, scratch: Path) -> dict[str, str]:
     return env
 
 
-def seed(env: dict[str, str]) -> dict[str, str]:
+def seed(env: dict[str, str], module: str = "bench.http_seed") -> dict[str, str]:
+    """Run a seeding module in a process of its own; its last line is its JSON facts."""
     result = subprocess.run(
-        [sys.executable, "-m", "bench.http_seed"],
+        [sys.executable, "-m", module],
         cwd=ROOT,
         env={**env, "DEBUG": "1"},
         capture_output=True,
