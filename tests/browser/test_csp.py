@@ -136,14 +136,19 @@ def test_htmx_updates_run_under_the_policy_and_keep_no_copies(
     assert tab.violations() == []
 
 
+def the_queue(live_server: Any, watched: Any) -> tuple[Watched, Any]:
+    """The demo's approvals queue in a watched tab, logged in as the demo's reviewer."""
+    seed()
+    tab = watched()
+    log_in(tab.page, live_server.url, "demo")
+    tab.page.goto(f"{live_server.url}/approvals/")
+    return tab, tab.page
+
+
 def test_publishing_a_proposal_from_the_queue_runs_under_the_policy(
     live_server: Any, watched: Any
 ) -> None:
-    seed()
-    tab = watched()
-    page = tab.page
-    log_in(page, live_server.url, "demo")
-    page.goto(f"{live_server.url}/approvals/")
+    tab, page = the_queue(live_server, watched)
     row = page.locator("li[data-proposal-id]").first
     # Details, then the config diff inside it, open in place.
     row.locator("details > summary").first.click()
@@ -158,11 +163,7 @@ def test_publishing_a_proposal_from_the_queue_runs_under_the_policy(
 def test_deciding_memories_in_the_queue_logs_no_console_error(
     live_server: Any, watched: Any
 ) -> None:
-    seed()
-    tab = watched()
-    page = tab.page
-    log_in(page, live_server.url, "demo")
-    page.goto(f"{live_server.url}/approvals/")
+    tab, page = the_queue(live_server, watched)
     for decision in ("Approve", "Reject"):
         row = page.locator("li[data-promotion-id]:not([data-decision])").first
         record = row.get_attribute("data-promotion-id")
