@@ -5,6 +5,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+# What happens to a saved memory after its save: each can move it into or out of a prompt.
+MEMORY_AFTER_SAVE = (
+    "memory.approved",
+    "memory.rejected",
+    "memory.revoked",
+    "memory.reopened",
+    "memory.superseded",
+    "memory.erased",
+)
+
 # Every action an event can name (SPEC §15).
 ACTIONS = frozenset(
     {
@@ -17,12 +27,7 @@ ACTIONS = frozenset(
         "proposal.stale",
         "proposal.withdrawn",
         "memory.saved",
-        "memory.approved",
-        "memory.rejected",
-        "memory.revoked",
-        "memory.reopened",
-        "memory.superseded",
-        "memory.erased",
+        *MEMORY_AFTER_SAVE,
         "delivery.recorded",
         # Retention: the deliveries recorded before a time were removed (not in SPEC
         # §15's list, which names changes a person or an agent makes; pruning is the

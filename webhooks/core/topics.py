@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
-from lens.core.audit_actions import unknown_actions
+from lens.core.audit_actions import MEMORY_AFTER_SAVE, unknown_actions
 
 APPROVAL_PENDING = "approval.pending"
 PROMPT_CHANGED = "prompt.changed"
@@ -19,17 +19,7 @@ EVERYTHING = "*"
 
 # The audit actions after which an agent's composed prompt may differ (a save only when
 # it was promoted at once: one that waits, or is declined, changes no prompt).
-RECOMPOSING = frozenset(
-    {
-        "agent.revised",
-        "memory.approved",
-        "memory.rejected",
-        "memory.revoked",
-        "memory.reopened",
-        "memory.superseded",
-        "memory.erased",
-    }
-)
+RECOMPOSING = frozenset({"agent.revised", *MEMORY_AFTER_SAVE})
 # The other actions named below. Every name here is the audit log's own (checked at import,
 # so a renamed action fails at start-up, not by silently never matching).
 _NAMED = frozenset({"memory.saved", "proposal.created", "memory.reopened"})
