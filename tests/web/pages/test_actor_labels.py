@@ -8,6 +8,7 @@ from django.test import Client
 
 from lens.actors import LABEL_MAX, Actor
 from lens.models import Agent, ApiToken, Team
+from tests.api_calls import ApiClient
 from tests.factories import remember
 from tests.pages import Dom, dom, with_class
 from web.templatetags.lens_text import actor
@@ -64,3 +65,15 @@ def dom_of(markup: str) -> tuple[str, str | None]:
     page.feed(f"<div>{markup}</div>")
     span = with_class(page, "actor-token")[0]
     return span.squashed, span.get("title")
+
+
+def test_revisions_show_the_token_that_made_them_by_name(member_client: Client, team: Team) -> None:
+    token, raw = ApiToken.objects.issue(team, "deploy pipeline")
+    made = ApiClient(raw).put("/api/agents/helper", {"name": "Helper", "persona": "You help."})
+    assert made.status_code in (200, 201), made.content
+    label = Actor.for_token(token).label
+    for path in ("/agents/helper/", "/agents/helper/revisions/", "/agents/helper/revisions/1/"):
+        marks = with_class(dom(member_client.get(path)), "actor-token")
+        assert [(m.squashed, m.get("title")) for m in marks][:1] == [
+            ("token deploy pipeline", label)
+        ], path
