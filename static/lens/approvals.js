@@ -399,6 +399,22 @@
     }
   }
 
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    // The refreshed budget notes arrive out of band, one per row asked about. A row decided
+    // while they were on their way has no note any more; htmx would report its missing
+    // target as an error, so the notes of rows gone from the page are left out first.
+    const queue = document.getElementById("queue");
+    const url = queue && queue.dataset.impactsUrl;
+    const path = (event.detail.requestConfig && event.detail.requestConfig.path) || "";
+    if (!url || !path.startsWith(url)) return;
+    const answer = document.createElement("template");
+    answer.innerHTML = event.detail.serverResponse;
+    for (const note of answer.content.querySelectorAll("[hx-swap-oob][id]")) {
+      if (!document.getElementById(note.id)) note.remove();
+    }
+    event.detail.serverResponse = answer.innerHTML;
+  });
+
   document.addEventListener("htmx:load", (event) => arrived(event.target));
 
   function start() {

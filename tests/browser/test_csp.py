@@ -174,6 +174,42 @@ def test_deciding_memories_in_the_queue_logs_no_console_error(
     assert tab.errors == []
 
 
+def test_a_row_decided_while_the_notes_refresh_logs_no_console_error(
+    live_server: Any, watched: Any
+) -> None:
+    """Approving a row asks for the other rows' budget notes again; a row decided while
+    that answer is on its way has no note left to replace, and nothing complains."""
+    tab, page = the_queue(live_server, watched)
+    held: list[Any] = []
+    # The server answers at once; the answer reaches the page only once the second row
+    # has been decided (as on a slow network).
+    page.route("**/approvals/impacts/**", lambda route: held.append((route, route.fetch())))
+    pending = "li[data-promotion-id]:not([data-decision])"
+    agent = page.locator(pending).first.get_attribute("data-agent")
+    same_agent = page.locator(f'{pending}[data-agent="{agent}"]')
+    assert same_agent.count() >= 2
+    first = same_agent.nth(0).get_attribute("data-promotion-id")
+    second = same_agent.nth(1).get_attribute("data-promotion-id")
+    page.locator(f'li[data-promotion-id="{first}"]').get_by_role(
+        "button", name="Approve", exact=True
+    ).click()
+    page.locator(f'li[data-promotion-id="{first}"][data-decision]').wait_for()
+    for _ in range(50):  # the refresh is asked for once the first row has landed
+        if held:
+            break
+        page.wait_for_timeout(100)
+    assert held, "no refresh of the budget notes was asked for"
+    page.locator(f'li[data-promotion-id="{second}"]').get_by_role(
+        "button", name="Reject", exact=True
+    ).click()
+    page.locator(f'li[data-promotion-id="{second}"][data-decision]').wait_for()
+    route, answer = held[0]
+    route.fulfill(response=answer)
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(300)
+    assert tab.errors == []
+
+
 def test_logging_out_leaves_no_copy_of_a_page_behind(live_server: Any, watched: Any) -> None:
     seed()
     tab = watched()
