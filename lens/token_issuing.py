@@ -27,8 +27,8 @@ from lens.models import ApiToken, Membership, Team
 TOKENS_PER_PERSON = 20
 # Revoked tokens the page still lists, newest first.
 REVOKED_SHOWN = 10
-# A token's label, in characters (the column's length).
-NAME_MAX = 200
+# A token's label, in characters: the column's own length.
+NAME_MAX = ApiToken._meta.get_field("name").max_length or 0
 
 
 class InvalidTokenName(DomainError):
