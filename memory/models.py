@@ -347,3 +347,54 @@ class Delivery(models.Model):
     def actor(self) -> str:
         """Who asked, as events name actors (reads the token: select it with the row)."""
         return SYSTEM.label if self.actor_token is None else Actor.for_token(self.actor_token).label
+
+
+class RoutingCase(models.Model):
+    """A memory as the model might save it, with the section a person expects it to land
+    in (SPEC §18.1): the agent's routing eval. Written only by
+    ``memory.routing_cases`` (replace them all, or add one), audited."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="routing_cases")
+    position = models.PositiveIntegerField()
+    name = models.CharField(max_length=64)
+    kind = models.CharField(max_length=32)
+    content = models.TextField()
+    tags = models.JSONField(default=list, blank=True)
+    label = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    # NULL: the spec should decline it.
+    expect_section = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+
+    class Meta:
+        ordering = ["agent", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["agent", "name"], name="routing_case_unique_name"),
+            models.UniqueConstraint(fields=["agent", "position"], name="routing_case_position"),
+        ]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class RoutingScore(models.Model):
+    """A routing eval's score as recorded when the cases changed or ``eval_routing`` ran:
+    the spec and version it measured and which cases, so a page can show a spec's score
+    before and after its version changed (specs are code: their versions change with a
+    deployment, never in the database)."""
+
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    spec_key = models.CharField(max_length=100)
+    spec_version = models.CharField(max_length=100)
+    cases_sha256 = models.CharField(max_length=64)
+    correct = models.PositiveIntegerField()
+    cases = models.PositiveIntegerField()
+    recorded_at = models.DateTimeField()
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["agent", "spec_key", "recorded_at"], name="routing_score_agent_spec"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.spec_key}@{self.spec_version}: {self.correct}/{self.cases}"

@@ -29,6 +29,8 @@ ACTIONS = frozenset(
         "memory.saved",
         *MEMORY_AFTER_SAVE,
         "delivery.recorded",
+        # An agent's routing cases replaced or added to (SPEC §18.1).
+        "routing_cases.changed",
         # Retention: the deliveries recorded before a time were removed (not in SPEC
         # §15's list, which names changes a person or an agent makes; pruning is the
         # operator's, and an auditor must see it).

@@ -80,6 +80,9 @@ STATUS_BY_CODE: dict[str, int] = {
     # Bundles (SPEC §15): a file that does not read, and one this instance cannot take.
     "invalid_bundle": 422,
     "bundle_conflict": 409,
+    # Routing cases (SPEC §18.1): more than an agent holds, two with one name.
+    "too_many_routing_cases": 422,
+    "duplicate_case_name": 422,
 }
 
 
