@@ -20,6 +20,7 @@ from web.api.proposal_routes import agent_proposals
 from web.api.proposal_routes import proposals as proposals_router
 from web.api.rendering import ApiRenderer
 from web.api.revision_routes import router as revision_router
+from web.api.routing_case_routes import router as routing_case_router
 from web.api.stability_routes import router as stability_router
 from web.api.webhook_routes import router as webhook_router
 
@@ -47,6 +48,7 @@ api.add_router("/agents", revision_router)
 api.add_router("/agents", agent_proposals)
 api.add_router("/agents", bundle_router)
 api.add_router("/agents", stability_router)
+api.add_router("/agents", routing_case_router)
 api.add_router("/proposals", proposals_router)
 api.add_router("/deliveries", deliveries_router)
 api.add_router("/audit", audit_router)
