@@ -225,3 +225,22 @@ def score_before(agent: Agent, cases_digest: str) -> Before | None:
         return None
     version, correct, total, digest = row
     return Before(version, correct, total, digest == cases_digest)
+
+
+@dataclass(frozen=True)
+class Scored:
+    """What the lens and the routing page show: the eval now, the cases it scored, and
+    the spec's score before its version changed (when one was recorded)."""
+
+    found: RoutingEval
+    cases: list[Case]
+    before: Before | None
+
+
+def scored(agent: Agent) -> Scored | None:
+    """The agent's routing score now, or None when it has no cases: one query without
+    cases, two with (an agent read with its config has its declarations loaded)."""
+    cases = stored_cases(agent)
+    if not cases:
+        return None
+    return Scored(eval_agent(agent, cases), cases, score_before(agent, cases_sha256(cases)))

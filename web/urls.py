@@ -18,6 +18,7 @@ from web.pages import (
     memory_pages,
     proposal_pages,
     revision_pages,
+    routing_pages,
     stability_pages,
     token_pages,
     webhook_pages,
@@ -37,6 +38,7 @@ urlpatterns = [
     path("agents/<str:slug>/deliveries/", delivery_pages.timeline, name="delivery-timeline"),
     path("agents/<str:slug>/revisions/", revision_pages.revision_list, name="agent-revisions"),
     path("agents/<str:slug>/stability/", stability_pages.stability_page, name="agent-stability"),
+    path("agents/<str:slug>/routing/", routing_pages.routing_page, name="agent-routing"),
     path(
         "agents/<str:slug>/stability/apply/",
         stability_pages.stability_apply,
@@ -115,6 +117,11 @@ urlpatterns = [
     path("memories/<str:record_id>/revoke/", approval_pages.revoke_one, name="memory-revoke"),
     path("memories/<str:record_id>/reopen/", approval_pages.reopen_one, name="memory-reopen"),
     path("memories/<str:record_id>/erase/", erasure_pages.erase_one, name="memory-erase"),
+    path(
+        "memories/<str:record_id>/routing-case/",
+        routing_pages.add_routing_case,
+        name="memory-routing-case",
+    ),
     path("memories/<str:record_id>/", memory_pages.memory_detail, name="memory-detail"),
     path("audit/", audit_pages.audit_log, name="audit-log"),
     path("settings/webhooks/", webhook_pages.webhook_list, name="webhook-list"),

@@ -38,6 +38,7 @@ from memory.recall import InvalidMessage, recall
 from web.pages.drop_pages import drop_groups, drops_by_reason, shown_drops
 from web.pages.lens_markup import CONTEXT, prompt_section_items
 from web.pages.memory_forms import TryMemoryForm
+from web.pages.routing_pages import lens_routing
 from web.pages.toolkit import AppRequest, current_team, get_agent_for_user
 
 # How much of an unreadable ``?as_of=`` the lens says back.
@@ -251,6 +252,8 @@ def _lens_context(
         "memory_total": memories,
         # A protected agent's changes wait as proposals: the lens says how many wait.
         "pending_proposals": pending_counts([agent]).get(agent.pk, 0) if agent.protected else 0,
+        # "Routing: 47 of 50 cases (94%)": about now, so not on the lens of a past moment.
+        "routing": lens_routing(agent) if moment is None else None,
         "nav": "agents",
     }
 

@@ -25,6 +25,7 @@ from memory.explain import explain_memory, prompt_reasons
 from memory.models import MemoryRecord
 from memory.queries import ERASED_WORDS, listed
 from web.costly import costly_when, searching
+from web.pages.routing_case_forms import case_form_for
 from web.pages.toolkit import (
     PAGE_SIZE,
     AppRequest,
@@ -117,12 +118,17 @@ DELIVERED_IN_SHOWN = 10
 def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
     record = get_record_for_user(request, record_id)
     agent = with_config(Agent.objects.filter(pk=record.agent_id)).get()
+    return render(request, "memory/memory_detail.html", detail_context(request, record, agent))
+
+
+def detail_context(request: AppRequest, record: MemoryRecord, agent: Agent) -> dict[str, Any]:
+    """Everything a memory's page shows (its "Add as a routing case" form unbound)."""
     composition = compose(agent)
     explanation = explain_memory(agent, composition, record.pk)
     section_titles = {s.id: s.title for s in composition.background.sections}
     promotion = getattr(record, "promotion", None)
     delivered = shaped_by(agent, record.pk, DELIVERED_IN_SHOWN)
-    context = {
+    return {
         "record": record,
         "agent": agent,
         "promotion": promotion,
@@ -135,9 +141,9 @@ def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
         "can_decide": can_review(request.user, require_team(request)),
         "deliveries": delivered[0],
         "delivery_total": delivered[1],
+        "case_form": None if record.erased else case_form_for(record, agent, promotion),
         "nav": "memories",
     }
-    return render(request, "memory/memory_detail.html", context)
 
 
 def _href(link: Link | None) -> str:

@@ -72,9 +72,7 @@ def test_a_change_is_audited_once_and_scored(wren: Agent, api: ApiClient) -> Non
     )
 
 
-def test_the_eval_scores_the_current_spec_and_writes_nothing(
-    wren: Agent, api: ApiClient
-) -> None:
+def test_the_eval_scores_the_current_spec_and_writes_nothing(wren: Agent, api: ApiClient) -> None:
     api.put(URL, {"cases": story()})
     before = db_snapshot()
     answer = api.get(EVAL).json()
