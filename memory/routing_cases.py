@@ -100,6 +100,15 @@ def replace_cases(agent: Agent, cases: Sequence[CaseInput], actor: Actor) -> int
     return len(checked)
 
 
+def import_cases(agent: Agent, cases: Sequence[CaseInput]) -> None:
+    """A bundle's cases for the agent it creates, in the import's transaction. No event
+    of their own: the import's one event (``agent.created``) counts them."""
+    checked = _checked([case.case() for case in cases])
+    _write(agent, checked, start=0)
+    found = evaluate_cases(get_spec(agent.routing_spec), declared(agent), checked)
+    record_score(agent, found, cases_sha256(checked))
+
+
 def add_case(agent: Agent, case: CaseInput, actor: Actor) -> int:
     """Append one case after the agent's others (a memory's page, the admin), with the
     same checks and event as a replacement. Returns the number of cases now."""

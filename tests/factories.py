@@ -43,6 +43,7 @@ from memory.models import (
     MemoryRecord,
     Promotion,
     PromotionStatus,
+    RoutingCase,
     SearchDoc,
 )
 from memory.saving import Saved, save_memory
@@ -539,6 +540,13 @@ def bundle_story(team: Team, api: ApiClient, reviewer: User) -> dict[str, str]:
     edited["tone"] = "Plain."
     store_agent(team, "wren", AgentConfig.model_validate(edited), actor=decider, via=Via.ADMIN)
     deliver_through(api, model="claude")
+    cases = [
+        {"name": "the name", "kind": "profile", "content": "Name: Doug.", "label": "name",
+         "expect": {"section": "user_profile"}},
+        {"name": "ночь 🦊", "kind": "fact", "content": "A fox at night.", "tags": ["ночь"],
+         "expect": {"section": None}},
+    ]  # fmt: skip
+    assert api.put("/api/agents/wren/routing-cases", {"cases": cases}).status_code == 200
     return ids
 
 
@@ -566,6 +574,11 @@ def agent_state(agent: Agent) -> dict[str, Any]:
             .values_list(
                 "number", "created_at", "actor", "via", "approved_by", "config_id", "summary"
             )
+        ),
+        "routing_cases": list(
+            RoutingCase.objects.filter(agent=agent)
+            .order_by("position")
+            .values_list("position", "name", "kind", "content", "tags", "label", "expect_section")
         ),
         "memories": list(
             MemoryRecord.objects.filter(agent=agent)

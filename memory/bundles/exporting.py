@@ -35,6 +35,7 @@ from lens.models import Agent, AuditEvent, Revision
 from memory.core.bundle_format import Body, BodyWriter, framing, manifest
 from memory.core.bundle_lines import stamp
 from memory.models import Delivery, MemoryEvent, MemoryRecord, Promotion, StoredComposition
+from memory.routing_cases import stored_cases
 
 # Rows read per round trip. Memories hold up to 10,000 characters, compositions and
 # revisions' configs up to a few hundred kilobytes (large agents): fewer of those.
@@ -141,6 +142,7 @@ def bundle_lines(agent: Agent) -> Iterator[dict[str, Any]]:
     fixed order of its own."""
     yield _agent_line(agent)
     yield from _revisions(agent)
+    yield from _routing_cases(agent)
     yield from _memories(agent)
     yield from _promotions(agent)
     yield from _events(agent)
@@ -190,6 +192,12 @@ def _revisions(agent: Agent) -> Iterator[dict[str, Any]]:
             # (keys sorted, no spaces) and checks it against ``config_sha256``.
             "config": json.loads(text),
         }
+
+
+def _routing_cases(agent: Agent) -> Iterator[dict[str, Any]]:
+    # At most CASES_MAX, in their order.
+    for case in stored_cases(agent):
+        yield {"type": "routing_case", **case.answer()}
 
 
 def _memories(agent: Agent) -> Iterator[dict[str, Any]]:

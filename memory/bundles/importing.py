@@ -53,7 +53,9 @@ from memory.core.bundle_lines import (
     MemoryLine,
     PromotionLine,
     RevisionLine,
+    RoutingCaseLine,
 )
+from memory.core.routing_eval import CASES_MAX
 from memory.deliveries.ledger import packed
 from memory.models import (
     HOLDING,
@@ -66,6 +68,7 @@ from memory.models import (
     StoredComposition,
 )
 from memory.registry import UnknownRoutingSpec, check_spec_key
+from memory.routing_cases import import_cases
 
 # Lines written per batch: a few hundred rows a statement, and at most this many bytes
 # of lines held at once (compositions are large).
@@ -185,11 +188,13 @@ class _Import:
         self.agent: Agent | None = None
         self.config: AgentConfig | None = None
         self.users: dict[str, int | None] = {}
+        self.cases: list[tuple[int, RoutingCaseLine]] = []
 
     def run(self, lines: Iterable[Numbered]) -> Imported:
         writers: dict[str, Callable[[Sequence[Numbered]], None]] = {
             "agent": self._agent,
             "revision": self._revisions,
+            "routing_case": self._routing_cases,
             "memory": self._memories,
             "promotion": self._promotions,
             "event": self._events,
@@ -204,6 +209,7 @@ class _Import:
         # The manifest counts exactly one agent line (the reader checks).
         assert agent is not None
         assert config is not None
+        self._write_cases(agent)
         number, digest, recorded = self._declarations_revision(agent, config)
         append_one(
             self.team.pk,
@@ -283,6 +289,24 @@ class _Import:
             )
             for _number, line in items
         )
+
+    def _routing_cases(self, batch: Sequence[Numbered]) -> None:
+        self.cases += _typed(batch, RoutingCaseLine)
+        if len(self.cases) > CASES_MAX:
+            raise InvalidBundle(
+                self.cases[CASES_MAX][0], f"an agent holds at most {CASES_MAX:,} routing cases"
+            )
+
+    def _write_cases(self, agent: Agent) -> None:
+        """The cases, after every line was read (the import's event counts them)."""
+        if not self.cases:
+            return
+        seen: set[str] = set()
+        for number, line in self.cases:
+            if line.name in seen:
+                raise InvalidBundle(number, f"a second routing case named {line.name!r}")
+            seen.add(line.name)
+        import_cases(agent, [line for _number, line in self.cases])
 
     def _memories(self, batch: Sequence[Numbered]) -> None:
         agent = self._agent_row

@@ -32,10 +32,21 @@ from lens.core.config import AGENT_SLUG_PATTERN, AgentConfig
 from lens.core.fragments import SECTION_SEPARATOR
 from lens.core.revisions import Change
 from memory.core.records import is_record_id
+from memory.core.routing_eval import CaseInput
 
 # The types in the order their lines come: each line refers only to lines before it
 # (a promotion to its memory, a delivery to its composition), so an import is one pass.
-TYPES = ("agent", "revision", "memory", "promotion", "event", "composition", "delivery", "audit")
+TYPES = (
+    "agent",
+    "revision",
+    "routing_case",
+    "memory",
+    "promotion",
+    "event",
+    "composition",
+    "delivery",
+    "audit",
+)
 
 # The values the models' columns take (``lens.models.Via``, ``memory.models``; a test
 # checks they are the same).
@@ -152,6 +163,13 @@ class RevisionLine(_Line):
     @property
     def config_text(self) -> str:
         return canonical_text(self.config)
+
+
+class RoutingCaseLine(_Line, CaseInput):
+    """One of the agent's routing cases (SPEC §18.1), in their order: validated exactly
+    as the API validates a case."""
+
+    type: Literal["routing_case"]
 
 
 class MemoryLine(_Line):
@@ -352,6 +370,7 @@ class AuditLine(_Line):
 Line = (
     AgentLine
     | RevisionLine
+    | RoutingCaseLine
     | MemoryLine
     | PromotionLine
     | EventLine
@@ -362,6 +381,7 @@ Line = (
 SCHEMAS: dict[str, type[_Line]] = {
     "agent": AgentLine,
     "revision": RevisionLine,
+    "routing_case": RoutingCaseLine,
     "memory": MemoryLine,
     "promotion": PromotionLine,
     "event": EventLine,

@@ -43,6 +43,7 @@ from memory.core.bundle_lines import (
 )
 from memory.erasure import erase_memory
 from memory.models import Delivery, EventKind, MemoryRecord, PromotionStatus
+from memory.routing_cases import stored_cases
 from tests.api_calls import ApiClient
 from tests.factories import (
     Unchanged,
@@ -272,7 +273,8 @@ def test_the_manifest_comes_first_and_hashes_every_line_after_it(
     types = [json.loads(line)["type"] for line in rest.splitlines()]
     assert manifest["counts"] == {kind: types.count(kind) for kind in TYPES}
     assert TYPES == (
-        "agent", "revision", "memory", "promotion", "event", "composition", "delivery", "audit",
+        "agent", "revision", "routing_case", "memory", "promotion", "event", "composition",
+        "delivery", "audit",
     )  # fmt: skip
     assert types == sorted(types, key=TYPES.index)
     assert manifest["counts"]["delivery"] == 4
@@ -876,7 +878,7 @@ def test_lines_out_of_order_are_refused(wren: Agent, other_team: Team, tmp_path:
     path.write_bytes(rebundle(lines))
     assert refused(path, other_team, "order").message == (
         f"line {len(lines)}: a memory line after the audit lines: lines come in the order "
-        "agent, revision, memory, promotion, event, composition, delivery, audit"
+        "agent, revision, routing_case, memory, promotion, event, composition, delivery, audit"
     )
 
 
@@ -1155,7 +1157,7 @@ def test_a_bundle_goes_to_the_other_database_and_back_unchanged(
         again = manage(url, "import_agent", str(there), "--team", "far", "--slug", "again")
         assert again.returncode == 1
         (problem,) = again.stderr.strip().splitlines()
-        assert " line 6: memory " in problem
+        assert " line 8: memory " in problem
         assert problem.endswith("already exists in this instance")
         remote = json.loads(managed(url, "shell", "-c", STATE).splitlines()[-1])
         managed(url, "export_agent", "wren", "--team", "far", "-o", str(back))
@@ -1177,3 +1179,22 @@ def test_the_line_schemas_take_every_value_the_columns_hold() -> None:
     assert set(get_args(ViaName)) == set(Via.values)
     assert set(get_args(PromotionStatusName)) == set(PromotionStatus.values)
     assert set(get_args(EventKindName)) == set(EventKind.values)
+
+
+def test_routing_cases_travel_in_the_bundle_in_their_order(
+    team: Team, api: ApiClient, reviewer: User, other_team: Team, tmp_path: Path
+) -> None:
+    bundle_story(team, api, reviewer)
+    wren = get_agent(team, "wren")
+    sent = api.get("/api/agents/wren/routing-cases").json()
+    path = tmp_path / "w.gz"
+    exported(wren, path)
+    lines = [json.loads(line) for line in bundle_text(path.read_bytes())]
+    cases = [line for line in lines if line.get("type") == "routing_case"]
+    assert [{k: v for k, v in line.items() if k != "type"} for line in cases] == sent["cases"]
+    wren.delete()  # its memories' ids are free again
+    imported = import_bundle(path, other_team).agent
+    assert [c.answer() for c in stored_cases(imported)] == sent["cases"]
+    # The import is its one event: the cases have none of their own.
+    actions = list(AuditEvent.objects.filter(team=other_team).values_list("action", flat=True))
+    assert actions == ["agent.created"]
