@@ -14,6 +14,7 @@ from django.db import transaction
 
 from demo.configs import DEMO_AGENTS
 from demo.edits import SECOND_PERSON, tell_edits
+from demo.eval_cases import seed_cases
 from demo.kv_keys import seed_kv
 from demo.sessions import seed_history
 from lens.actors import Actor
@@ -53,6 +54,7 @@ class Seeded:
     revisions: int = 0
     proposals: int = 0
     versions: int = 0
+    cases: int = 0
 
     def words(self) -> str:
         said = [f"new agents {', '.join(self.made)}"] if self.made else []
@@ -63,6 +65,7 @@ class Seeded:
             f"{agents} ({self.memories} new demo memories, {self.deliveries} new deliveries,"
             f" {_counted(self.revisions, 'new revision')},"
             f" {_counted(self.proposals, 'new proposal')},"
+            f" {_counted(self.cases, 'new routing case')},"
             f" {self.versions} new key/value versions)"
         )
 
@@ -136,6 +139,7 @@ class Command(BaseCommand):
                 tell_edits(agent, raw, people)
             seeded.memories += memories
             seeded.deliveries += deliveries
+            seeded.cases += seed_cases(agent, seeder)
         seeded.versions = seed_kv(team)
         seeded.revisions = revisions.count() - revisions_before
         seeded.proposals = proposals.count() - proposals_before
