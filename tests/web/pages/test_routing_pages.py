@@ -58,7 +58,8 @@ def test_a_member_sees_the_score_failures_and_confusion(
     assert response.status_code == 200
     text = response.content.decode()
     assert 'data-routing-score="3/5"' in text
-    assert "3 of 5 cases (60%)" in text
+    assert "3 of 5 cases land where expected" in text
+    assert ">60%<" in text
     assert "user-background@1" in text
     assert "Expected in “About the User”, but the spec declines it." in text
     assert "Expected in “User Preferences”; the spec places it in “About the User”." in text
