@@ -48,6 +48,7 @@ def main() -> int:
         memory_bench,
         request_floor_bench,
         revision_bench,
+        routing_eval_bench,
         search_bench,
         stability_bench,
         webhook_bench,
@@ -74,6 +75,7 @@ def main() -> int:
         audit_bench,
         webhook_bench,
         stability_bench,
+        routing_eval_bench,
     )
     for module in modules:
         if only and module.__name__.removeprefix("bench.") not in only:
