@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Subquery
 from django.utils import timezone
 from pydantic import ValidationError
 
@@ -171,7 +172,7 @@ def declared(agent: Agent) -> RoutingContext:
     the agent was read with its config, else one query."""
     return RoutingContext(
         sections=tuple(
-            DeclaredSection(id=row.section_id, title=row.title, promotion=row.promotion)  # type: ignore[arg-type]  # a stored tier is one of TIERS (the column's choices)
+            DeclaredSection(id=row.section_id, title=row.title, promotion=row.promotion)
             for row in agent.sections.all()
         )
     )
@@ -217,25 +218,6 @@ class Before:
     same_cases: bool  # recorded on the cases the agent holds now
 
 
-def score_before(agent: Agent, cases_digest: str) -> Before | None:
-    """The newest score recorded for the agent's spec at a version other than the
-    current one: what the spec scored before its version changed. One query."""
-    spec = get_spec(agent.routing_spec)
-    if spec is None:
-        return None
-    row = (
-        RoutingScore.objects.filter(agent=agent, spec_key=spec.key)
-        .exclude(spec_version=spec.version)
-        .order_by("-recorded_at", "-id")
-        .values_list("spec_version", "correct", "cases", "cases_sha256")
-        .first()
-    )
-    if row is None:
-        return None
-    version, correct, total, digest = row
-    return Before(version, correct, total, digest == cases_digest)
-
-
 @dataclass(frozen=True)
 class Scored:
     """What the lens and the routing page show: the eval now, the cases it scored, and
@@ -247,9 +229,27 @@ class Scored:
 
 
 def scored(agent: Agent) -> Scored | None:
-    """The agent's routing score now, or None when it has no cases: one query without
-    cases, two with (an agent read with its config has its declarations loaded)."""
-    cases = stored_cases(agent)
-    if not cases:
+    """The agent's routing score now, or None when it has no cases: one query (the
+    cases, each row carrying the spec's earlier score as subqueries the database runs
+    once). An agent read with its config has its declarations loaded already."""
+    spec = get_spec(agent.routing_spec)
+    rows = RoutingCase.objects.filter(agent=agent).order_by("position")
+    fields = ["name", "kind", "content", "tags", "label", "expect_section"]
+    if spec is not None:
+        earlier = (
+            RoutingScore.objects.filter(agent=agent, spec_key=spec.key)
+            .exclude(spec_version=spec.version)
+            .order_by("-recorded_at", "-id")
+        )
+        columns = ("spec_version", "correct", "cases", "cases_sha256")
+        rows = rows.annotate(**{f"before_{c}": Subquery(earlier.values(c)[:1]) for c in columns})
+        fields += [f"before_{c}" for c in columns]
+    found = list(rows.values_list(*fields)[:CASES_MAX])
+    if not found:
         return None
-    return Scored(eval_agent(agent, cases), cases, score_before(agent, cases_sha256(cases)))
+    cases = [Case(n, k, c, tuple(t or ()), lb, e) for n, k, c, t, lb, e, *_ in found]
+    before = None
+    if spec is not None and found[0][6] is not None:
+        version, correct, total, digest = found[0][6:10]
+        before = Before(version, correct, total, digest == cases_sha256(cases))
+    return Scored(eval_agent(agent, cases), cases, before)

@@ -86,6 +86,9 @@ def story(api: ApiClient, team: Team, member: User, rhea: User, admin: Client) -
     reopen(newer, reviewer, NOTE)
     decide(newer, False, reviewer)
     assert api.post("/api/agents/wren/deliveries", {"session": "s-1"}).status_code == 201
+    case = {"name": "a case", "kind": "fact", "content": SECRETS[0], "label": SECRETS[1],
+            "tags": [SECRETS[2]], "expect": {"section": None}}  # fmt: skip
+    assert api.put("/api/agents/wren/routing-cases", {"cases": [case]}).status_code == 200
     assert api.put("/api/kv/notes.secret", {"payload": SECRETS[3]}).status_code == 201
     assert api.delete("/api/kv/notes.secret").status_code == 200
     api.put("/api/agents/wren", memory_config(preferences="guarded", protected=True))
@@ -150,6 +153,13 @@ def test_every_change_appends_its_event(told: Team) -> None:
     assert by_action["agent.revised"]["details"]["via"] in ("api", "proposal")
     assert by_action["proposal.published"]["actor"] == "rhea"
     assert by_action["delivery.recorded"]["details"]["session"] == "s-1"
+    cases = by_action["routing_cases.changed"]
+    assert (cases["object"], cases["agent"]) == ({"type": "agent", "id": "wren"}, "wren")
+    assert {k: v for k, v in cases["details"].items() if k != "cases_sha256"} == {
+        "how": "replaced",
+        "before": 0,
+        "cases": 1,
+    }
     withdrawn = by_action["proposal.withdrawn"]
     assert (withdrawn["object"]["type"], withdrawn["actor"], withdrawn["agent"]) == (
         "proposal",

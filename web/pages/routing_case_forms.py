@@ -38,7 +38,9 @@ class RoutingCaseForm(forms.Form):
         choices = [
             (section_id, f"{title} ({section_id})") for section_id, title in sections.items()
         ]
-        self.fields["expect"].choices = [
+        expect = self.fields["expect"]
+        assert isinstance(expect, forms.ChoiceField)
+        expect.choices = [
             *choices,
             (DECLINED, "Declined: the spec should decline it"),
         ]
