@@ -27,8 +27,10 @@ from lens.models import Agent, Team
 from memory.configuring import store_agent, store_config
 from memory.core.deliveries import DeliveryInput
 from memory.core.records import CONTENT_MAX, LABEL_MAX, MemoryInput
+from memory.core.routing_eval import CaseInput
 from memory.decisions import decide
 from memory.deliveries.ledger import deliver
+from memory.routing_cases import replace_cases
 from memory.saving import Saved, save_memory
 from webhooks.core.addresses import URL_MAX
 from webhooks.endpoints import DESCRIPTION_MAX, create_endpoint
@@ -92,6 +94,7 @@ class LongStrings:
             "/",
             f"/agents/{slug}/",
             f"/agents/{slug}/?only=memory",
+            f"/agents/{slug}/routing/",
             "/approvals/",
             f"/approvals/?agent={slug}",
             "/memories/",
@@ -195,6 +198,17 @@ def seed_long_strings() -> LongStrings:
         team, SLUG, AgentConfig.model_validate(revised), actor=Actor(label=ACTOR)
     ).proposal
     assert proposal is not None
+    # Routing cases named as long as a name may be, expecting the longest section id
+    # and one the agent does not declare.
+    cases = [
+        {"name": _fill(f"Case{i}{WORD}", 64), "kind": kind, "content": f"{WORD} {BLOB} {URL}",
+         "label": LABEL, "tags": [_fill(BLOB, 64)], "expect": {"section": expect}}
+        for i, (kind, expect) in enumerate(
+            [("profile", SECTION_ID), ("preference", _fill("undeclared_", SECTION_ID_MAX)),
+             ("profile", "user_profile"), ("fact", None)]
+        )
+    ]  # fmt: skip
+    replace_cases(agent, [CaseInput.model_validate(case) for case in cases], SYSTEM)
     store.write(team, KV_KEY, f"{URL}\n{SHA256}\n")
     store.write(team, KV_KEY, f"{URL}&page=2\n{BLOB}\n{WORD}\n")
     webhook = _webhook(team, reviewer)

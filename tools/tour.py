@@ -35,7 +35,7 @@ from memory.core.deliveries import DeliveryInput
 from memory.core.records import MemoryInput
 from memory.decisions import decide
 from memory.deliveries.ledger import deliver
-from memory.models import Delivery, MemoryRecord, PromotionStatus
+from memory.models import Delivery, MemoryRecord, PromotionStatus, RoutingCase
 from memory.saving import Saved, save_memory
 from webhooks.endpoints import create_endpoint
 from webhooks.models import Dispatch, Endpoint
@@ -283,6 +283,9 @@ def stops() -> list[Stop]:
         # The lens as it stood when Wren's first prompt was delivered: the past view.
         first = Delivery.objects.get(pk=deliveries[0]).delivered_at.astimezone(UTC).isoformat()
         found.append(Stop("lens-past", f"/agents/{wren.slug}/?{urlencode({'as_of': first})}"))
+    # Wren's routing: its cases, the score, failures and the confusion between sections.
+    if RoutingCase.objects.filter(agent=wren).exists():
+        found.append(Stop("routing", f"/agents/{wren.slug}/routing/"))
     # Wren's history of revisions, and one that added a section and says so in words.
     found += [
         Stop("revisions", f"/agents/{wren.slug}/revisions/"),

@@ -89,6 +89,7 @@ def test_the_tour_visits_every_kind_of_page(db: None) -> None:
         "kv",
         "kv-key",
         "deliveries",
+        "routing",
         "delivery",
         "delivery-diff",
         "delivery-live",

@@ -38,6 +38,8 @@ def demo_pages() -> list[str]:
         "/agents/wren/try/?recall=coffee",
         "/agents/wren/drops/awaiting-approval/",
         "/agents/sentinel/",
+        "/agents/wren/routing/",
+        "/agents/sentinel/routing/",
         "/approvals/",
         f"/proposals/{proposal}/",
         "/memories/",
