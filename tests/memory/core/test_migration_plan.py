@@ -25,7 +25,9 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 def ctx(**tiers: Tier) -> RoutingContext:
     return RoutingContext(
-        sections=tuple(DeclaredSection(id=s, title=s.title(), promotion=t) for s, t in tiers.items())
+        sections=tuple(
+            DeclaredSection(id=s, title=s.title(), promotion=t) for s, t in tiers.items()
+        )
     )
 
 
