@@ -16,8 +16,8 @@ from lens.core.config import AgentConfig
 from lens.core.fragments import SECTION_SEPARATOR, PromptSection, prompt_text
 from lens.core.render import AWARENESS_HEADING, entry_line
 from lens.core.text import collapse
-from memory.core.report import RoutingReport
 from memory.core.presets import PresetSpec
+from memory.core.report import RoutingReport
 from memory.core.routing import DeclaredSection, OverlayPlan, PlacedRecord, RoutableRecord
 
 GRINNING = "\U0001f600"  # one astral code point, two UTF-16 units, four UTF-8 bytes

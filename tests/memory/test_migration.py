@@ -126,7 +126,8 @@ def test_a_migration_writes_its_events_and_one_audit_event_per_move(
     name = details[ids["name"]]
     assert name["from"]["section"] == "user_profile"
     assert name["to"]["section"] == "about_user"
-    assert len(name["to"]["key_sha256"]) == 64 and "name" not in str(name["to"])
+    assert len(name["to"]["key_sha256"]) == 64
+    assert "name" not in str(name["to"])
     assert (name["spec_version"], name["outcome"]) == ("2", "approved")
     event = MemoryEvent.objects.get(record_id=ids["name"], kind=EventKind.MIGRATED)
     assert event.detail["to"] == {"section": "about_user", "key": "name"}
@@ -219,7 +220,8 @@ def test_a_move_into_a_held_address_is_a_conflict_and_never_moves(
     with pytest.raises(PlanChanged):
         apply_migration(agent, "0" * 64, actor=TOKEN)
     applied = apply_migration(agent, found.sha256, [first], actor=TOKEN)
-    assert applied.moved == [] and Promotion.objects.get(pk=second).section == "about_user"
+    assert applied.moved == []
+    assert Promotion.objects.get(pk=second).section == "about_user"
 
 
 def test_a_chosen_move_into_an_unchosen_movers_address_is_refused(
@@ -289,7 +291,8 @@ def test_a_declined_memory_whose_section_is_declared_later_is_promoted(
     assert Promotion.objects.get(pk=tea).reason == "undeclared-section"
     store_config(team, "solo", AgentConfig.model_validate(memory_config(preferences="auto")))
     (move,) = migration_plan(agent).moves
-    assert move.as_json()["from"] == move.as_json()["to"] and move.outcome == "approved"
+    assert move.as_json()["from"] == move.as_json()["to"]
+    assert move.outcome == "approved"
     apply_migration(agent, migration_plan(agent).sha256, actor=TOKEN)
     row = Promotion.objects.get(pk=tea)
     assert (row.status, row.reason, row.tier) == ("approved", "", "auto")

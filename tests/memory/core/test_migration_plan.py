@@ -91,7 +91,8 @@ def test_a_declined_memory_the_spec_now_places_moves_into_an_auto_section() -> N
 def test_a_declined_memory_whose_section_is_now_declared_moves_in_place() -> None:
     rows = [row(1, "note", "notes", status="declined")]
     (move,) = plan(rows, spec(note="notes"), ctx(notes="auto")).moves
-    assert move.source == move.target and move.outcome == "approved"
+    assert move.source == move.target
+    assert move.outcome == "approved"
 
 
 def test_a_declined_memory_that_would_be_declined_again_stays() -> None:
