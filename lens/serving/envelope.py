@@ -80,6 +80,12 @@ STATUS_BY_CODE: dict[str, int] = {
     # Bundles (SPEC §15): a file that does not read, and one this instance cannot take.
     "invalid_bundle": 422,
     "bundle_conflict": 409,
+    # Migrating placements (SPEC §18.3).
+    "plan_changed": 409,
+    "not_in_plan": 422,
+    "move_needs_another": 422,
+    "too_many_moves": 422,
+    "migration_needs_reviewer": 403,
 }
 
 
