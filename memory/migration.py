@@ -34,6 +34,7 @@ from memory.core.migration import (
     Plan,
     plan,
 )
+from memory.core.routing import RoutingContext
 from memory.events import write_events
 from memory.models import (
     EventKind,
@@ -162,9 +163,11 @@ def committed_rows(agent: Agent) -> list[CommittedRow]:
     return found
 
 
-def migration_plan(agent: Agent) -> Plan:
-    """What re-promotion against the current spec and declarations would move now."""
-    return plan(committed_rows(agent), get_spec(agent.routing_spec), routing_context(agent))
+def migration_plan(agent: Agent, ctx: RoutingContext | None = None) -> Plan:
+    """What re-promotion against the current spec and declarations would move now.
+    ``ctx``: the declarations, when the caller has read them already (the lens)."""
+    declared = routing_context(agent) if ctx is None else ctx
+    return plan(committed_rows(agent), get_spec(agent.routing_spec), declared)
 
 
 def may_review(user: object) -> bool:

@@ -24,7 +24,9 @@ from memory.composition import compose, compose_many, summarise
 from memory.core.composition import Composition, counts_words
 from memory.core.deliveries import parse_moment, sha256_hex
 from memory.core.report import DROP_REASON_HELP
+from memory.core.routing import DeclaredSection, RoutingContext
 from memory.deliveries.ledger import last_delivery
+from memory.migration import migration_plan
 from memory.preview import preview_save
 from memory.queries import (
     Provenance,
@@ -219,8 +221,11 @@ def _lens_context(
         last = last_delivery(agent)
         declared_model = agent.model
         memories = len(states)  # every memory saved until now
+        # SPEC §18.3: "N memories would move" (one query; the declarations are read).
+        moving = sum(1 for move in migration_plan(agent, _declared(agent)).moves if move.moves)
     else:
         composition = compose_as_of(agent, moment)
+        moving = 0  # the plan is about now
         revision = revision_at(agent, moment)
         last = None  # the deliveries line is about now
         # The model declared then: the prompt of then against that model's window.
@@ -249,10 +254,21 @@ def _lens_context(
         "drop_groups": drop_groups(agent, composition, grouped, briefs, moment),
         "drop_stats": _drop_stats(composition, memories),
         "memory_total": memories,
+        "migration_moves": moving,
         # A protected agent's changes wait as proposals: the lens says how many wait.
         "pending_proposals": pending_counts([agent]).get(agent.pk, 0) if agent.protected else 0,
         "nav": "agents",
     }
+
+
+def _declared(agent: Agent) -> RoutingContext:
+    """The agent's section declarations as routing reads them, from its loaded config."""
+    sections = config_of(agent).background.sections
+    return RoutingContext(
+        sections=tuple(
+            DeclaredSection(id=s.id, title=s.title, promotion=s.promotion) for s in sections
+        )
+    )
 
 
 def _newest_revision(agent: Agent) -> Revision | None:
