@@ -41,6 +41,7 @@ from memory.models import (
     EventKind,
     MemoryEvent,
     MemoryRecord,
+    MigratedPromotion,
     Promotion,
     PromotionStatus,
     SearchDoc,
@@ -620,6 +621,31 @@ def agent_state(agent: Agent) -> dict[str, Any]:
                 "decided_by__username",
                 "decided_at",
                 "decision_note",
+            )
+        ),
+        "migrated_promotions": list(
+            MigratedPromotion.objects.filter(agent=agent)
+            .order_by("migrated_at", "id")
+            .values_list(
+                "record_id",
+                "section",
+                "key",
+                "placement_key",
+                "key_source",
+                "spec_key",
+                "spec_version",
+                "tier",
+                "status",
+                "previous_status",
+                "reason",
+                "promoted_at",
+                "decided_by__username",
+                "decided_at",
+                "decision_note",
+                "migrated_at",
+                "migrated_by",
+                "new_section",
+                "new_key",
             )
         ),
         "events": list(

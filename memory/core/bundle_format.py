@@ -349,7 +349,12 @@ class _Sequence:
                 )
 
 
-_PLURALS = {"memory": "memories", "delivery": "deliveries", "audit": "audit events"}
+_PLURALS = {
+    "memory": "memories",
+    "delivery": "deliveries",
+    "audit": "audit events",
+    "migrated_promotion": "migrated promotions",
+}
 
 
 def counts_in_words(counts: Mapping[str, int]) -> str:
@@ -357,6 +362,6 @@ def counts_in_words(counts: Mapping[str, int]) -> str:
     words = []
     for kind in TYPES:
         count = counts.get(kind, 0)
-        name = "audit event" if kind == "audit" else kind
+        name = {"audit": "audit event", "migrated_promotion": "migrated promotion"}.get(kind, kind)
         words.append(f"{count:,} {name if count == 1 else _PLURALS.get(kind, kind + 's')}")
     return ", ".join(words)

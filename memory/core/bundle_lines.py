@@ -35,13 +35,23 @@ from memory.core.records import is_record_id
 
 # The types in the order their lines come: each line refers only to lines before it
 # (a promotion to its memory, a delivery to its composition), so an import is one pass.
-TYPES = ("agent", "revision", "memory", "promotion", "event", "composition", "delivery", "audit")
+TYPES = (
+    "agent",
+    "revision",
+    "memory",
+    "promotion",
+    "migrated_promotion",
+    "event",
+    "composition",
+    "delivery",
+    "audit",
+)
 
 # The values the models' columns take (``lens.models.Via``, ``memory.models``; a test
 # checks they are the same).
 ViaName = Literal["api", "admin", "restore", "proposal", "import"]
 PromotionStatusName = Literal[
-    "pending", "approved", "rejected", "revoked", "declined", "superseded", "erased"
+    "pending", "approved", "rejected", "revoked", "declined", "superseded", "erased", "migrated"
 ]
 EventKindName = Literal[
     "saved",
@@ -54,6 +64,7 @@ EventKindName = Literal[
     "revoked",
     "reopened",
     "erased",
+    "migrated",
 ]
 # PositiveIntegerField's range on every backend.
 INT_MAX = 2_147_483_647
@@ -197,6 +208,31 @@ class PromotionLine(_Line):
     decided_by: Username | None
     decided_at: Stamp | None
     decision_note: StrictStr
+
+
+class MigratedPromotionLine(_Line):
+    """A promotion row a migration replaced (SPEC §18.3), as it stood, with who
+    migrated it, when, and where to; ``decided_by`` is a username."""
+
+    type: Literal["migrated_promotion"]
+    memory_id: RecordId
+    section: SectionId | None
+    key: StrictStr | None
+    placement_key: StrictStr | None
+    key_source: Short | None
+    spec_key: SpecKey
+    spec_version: SpecVersion
+    tier: Short | None
+    previous_status: PromotionStatusName
+    reason: Reason
+    promoted_at: Stamp
+    decided_by: Username | None
+    decided_at: Stamp | None
+    decision_note: StrictStr
+    migrated_at: Stamp
+    migrated_by: ActorLabel
+    new_section: SectionId | None
+    new_key: StrictStr | None
 
 
 class EventLine(_Line):
@@ -354,6 +390,7 @@ Line = (
     | RevisionLine
     | MemoryLine
     | PromotionLine
+    | MigratedPromotionLine
     | EventLine
     | CompositionLine
     | DeliveryLine
@@ -364,6 +401,7 @@ SCHEMAS: dict[str, type[_Line]] = {
     "revision": RevisionLine,
     "memory": MemoryLine,
     "promotion": PromotionLine,
+    "migrated_promotion": MigratedPromotionLine,
     "event": EventLine,
     "composition": CompositionLine,
     "delivery": DeliveryLine,
