@@ -46,6 +46,7 @@ def main() -> int:
         lens_bench,
         mcp_bench,
         memory_bench,
+        migration_bench,
         request_floor_bench,
         revision_bench,
         search_bench,
@@ -74,6 +75,7 @@ def main() -> int:
         audit_bench,
         webhook_bench,
         stability_bench,
+        migration_bench,
     )
     for module in modules:
         if only and module.__name__.removeprefix("bench.") not in only:
