@@ -64,7 +64,11 @@ def _memories(agent: Agent) -> None:
     for i in range(MEMORIES):
         at = start + timedelta(microseconds=i)
         record = MemoryRecord(
-            agent=agent, kind="profile", content=f"Fact number {i}", label=f"fact {i}", created_at=at
+            agent=agent,
+            kind="profile",
+            content=f"Fact number {i}",
+            label=f"fact {i}",
+            created_at=at,
         )
         key, source = derive_key(RoutableRecord(kind="profile", content="", label=record.label))
         records.append(record)

@@ -160,7 +160,11 @@ def _wish(row: CommittedRow, spec: RoutingSpec, ctx: RoutingContext) -> _Wish | 
     placement = evaluate(spec, routable, ctx)
     target = None if placement is None else Address(placement.section, placement.key)
     outcome = route_outcome(placement, ctx)
-    if target == row.address and not (row.status == "declined" and outcome.status != "declined"):
+    # At the same address, only a change between holding it and not is a move: a
+    # declined memory whose section is now declared (or no longer locked), a held one
+    # whose section was removed or locked. A tier moving between auto and guarded
+    # changes nothing committed.
+    if target == row.address and (row.status in _HOLDING) == (outcome.status in _HOLDING):
         return None
     source = None if placement is None else spec_key_source(spec, routable)
     return _Wish(row, target, outcome, source)

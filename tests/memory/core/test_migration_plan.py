@@ -152,6 +152,21 @@ def test_a_declined_move_never_conflicts_and_a_declined_holder_holds_nothing() -
     ]
 
 
+def test_a_held_memory_whose_section_was_removed_or_locked_is_declined_in_place() -> None:
+    rows = [row(1, "a", "gone"), row(2, "b", "shut", label="b", status="pending")]
+    found = plan(rows, spec(a="gone", b="shut"), ctx(shut="locked"))
+    assert [(m.memory_id, m.outcome, m.reason) for m in found.moves] == [
+        ("m001", "declined", "undeclared-section"),
+        ("m002", "declined", "locked-section"),
+    ]
+    assert all(m.source == m.target for m in found.moves)
+
+
+def test_a_tier_between_auto_and_guarded_moves_nothing() -> None:
+    rows = [row(1, "a", "s", status="pending"), row(2, "b", "t", label="b")]
+    assert plan(rows, spec(a="s", b="t"), ctx(s="auto", t="guarded")).moves == ()
+
+
 def test_no_spec_means_no_plan() -> None:
     assert plan([row(1, "a", "s")], None, ctx(s="auto")).moves == ()
 
