@@ -284,6 +284,8 @@ def stops() -> list[Stop]:
         first = Delivery.objects.get(pk=deliveries[0]).delivered_at.astimezone(UTC).isoformat()
         found.append(Stop("lens-past", f"/agents/{wren.slug}/?{urlencode({'as_of': first})}"))
     # Wren's history of revisions, and one that added a section and says so in words.
+    # The migration plan (empty on the demo: every placement is where its spec puts it).
+    found.append(Stop("migration", f"/agents/{wren.slug}/migration/"))
     found += [
         Stop("revisions", f"/agents/{wren.slug}/revisions/"),
         Stop("revision", f"/agents/{wren.slug}/revisions/6/"),
