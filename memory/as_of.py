@@ -42,6 +42,7 @@ from lens.tracing import agent_attributes, span
 from memory.composition import compose_from, traced_prompt
 from memory.core.composition import Composition
 from memory.core.report import PromotionState
+from memory.core.routing import KeySource
 from memory.models import (
     EventKind,
     MemoryEvent,
@@ -151,7 +152,7 @@ def _placed_then(placed: Placed, agent_id: int, earlier: dict[str, MigratedPromo
         if row is None:
             kept.append(record)
         elif row.section is not None and row.key is not None:
-            source = "label" if row.key_source == "label" else "content"
+            source: KeySource = "label" if row.key_source == "label" else "content"
             kept.append(replace(record, section=row.section, key=row.key, key_source=source))
         # else: it had no placement then, so it composed nowhere
     return Placed({**placed.records, agent_id: kept}, placed.unreadable)

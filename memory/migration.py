@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
@@ -317,7 +318,7 @@ def _write_renewed(rows: Sequence[Promotion], current: Plan, at: datetime) -> No
             f"decided_at = CASE WHEN v.{column['status']} = 'approved' THEN %s END "
             f"FROM v WHERE {table}.{column['record_id']} = v.{column['record_id']}"
         )
-        params: list[object] = [getattr(row, name) for row in chunk for name in _VARYING]
+        params: list[Any] = [getattr(row, name) for row in chunk for name in _VARYING]
         params += [current.spec_key, current.spec_version, at, at]
         with connection.cursor() as cursor:
             cursor.execute(sql, params)

@@ -57,6 +57,7 @@ def test_a_reviewer_applies_the_plan_from_the_lens(
     assert "Moved 2 memories" in page.locator(".flash").inner_text()
     assert page.locator("[data-migration-empty]").count() == 1
     theme = Promotion.objects.select_related("decided_by").get(pk=ids["theme"])
+    assert theme.decided_by is not None
     assert (theme.section, theme.status, theme.decided_by.username) == (
         "preferences",
         "approved",

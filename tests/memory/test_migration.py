@@ -148,6 +148,7 @@ def test_as_of_a_moment_before_the_migration_shows_the_old_placement(
     agent = get_agent(team, "wren")
     then = composed(agent)
     moment = MemoryEvent.objects.order_by("-at").values_list("at", flat=True).first()
+    assert moment is not None
     applied = apply_migration(agent, migration_plan(agent).sha256, actor=TOKEN)
     agent = get_agent(team, "wren")
     assert compose_as_of(agent, moment).prompt.text == then.prompt.text

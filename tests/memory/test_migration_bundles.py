@@ -30,6 +30,7 @@ def test_a_migrated_agent_round_trips_with_its_history(
 ) -> None:
     agent, ids = migration_story(team, settings)
     moment = MemoryEvent.objects.order_by("-at").values_list("at", flat=True).first()
+    assert moment is not None
     apply_migration(
         agent, migration_plan(agent).sha256, actor=Actor.for_user(reviewer), approve_guarded=True
     )

@@ -40,7 +40,7 @@ class MoveOut(BaseModel):
             from_=None if move.source is None else AddressOut(**move.source.as_json()),
             to=None if move.target is None else AddressOut(**move.target.as_json()),
             tier=move.tier,
-            outcome=outcome or move.outcome,  # type: ignore[arg-type]  # a status of the four
+            outcome=outcome or move.outcome,
         )
 
 
