@@ -4,6 +4,7 @@ before it."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -233,9 +234,10 @@ def test_a_chosen_move_into_an_unchosen_movers_address_is_refused(
 
     a = Address("x", "k")
     b = Address("y", "k")
+    at = datetime(2026, 1, 1, tzinfo=UTC)
     moves = (
-        Move("m1", None, a, b, "auto", "approved", "", "label", held=True),  # type: ignore[arg-type]
-        Move("m2", None, Address("w", "k"), a, "auto", "approved", "", "label", held=True),  # type: ignore[arg-type]
+        Move("m1", at, a, b, "auto", "approved", "", "label", held=True),
+        Move("m2", at, Address("w", "k"), a, "auto", "approved", "", "label", held=True),
     )
     with pytest.raises(MoveNeedsAnother) as caught:
         _chosen(Plan("s", "1", moves), ["m2"])
