@@ -4,6 +4,7 @@ before it."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,6 +17,7 @@ from lens.core.config import AgentConfig
 from lens.models import Agent, AuditEvent, Team
 from memory.as_of import compose_as_of, statuses_at
 from memory.configuring import store_config
+from memory.deliveries.ledger import composition_data, deliver
 from memory.erasure import erase_memory
 from memory.migration import (
     MigrationNeedsReviewer,
@@ -25,7 +27,7 @@ from memory.migration import (
     apply_migration,
     migration_plan,
 )
-from memory.models import EventKind, MemoryEvent, MigratedPromotion, Promotion
+from memory.models import Delivery, EventKind, MemoryEvent, MigratedPromotion, Promotion
 from tests.factories import (
     composed,
     create_agent,
@@ -310,3 +312,29 @@ def test_erasure_reaches_the_migrated_rows_and_events(team: Team, settings: Any)
     event = MemoryEvent.objects.get(record_id=ids["city"], kind=EventKind.MIGRATED)
     assert event.detail["from"] == {"section": "user_profile", "key": None}
     assert "city" not in str(event.detail)
+
+
+def test_every_delivery_before_and_after_a_migration_is_its_composition_as_of_then(
+    team: Team, settings: Any, reviewer: User
+) -> None:
+    agent, ids = migration_story(team, settings)
+    runtime = Actor(label="runtime")
+    deliver(get_agent(team, "wren"), runtime)
+    found = migration_plan(agent)
+    apply_migration(agent, found.sha256, [ids["name"]], actor=TOKEN)
+    deliver(get_agent(team, "wren"), runtime)
+    apply_migration(
+        agent,
+        migration_plan(agent).sha256,
+        actor=Actor.for_user(reviewer),
+        approve_guarded=True,
+    )
+    deliver(get_agent(team, "wren"), runtime)
+    agent = get_agent(team, "wren")
+    deliveries = Delivery.objects.filter(agent=agent).select_related("composition")
+    assert len({d.composition.prompt_sha256 for d in deliveries}) == 3
+    for delivery in deliveries:
+        delivered = composition_data(delivery.composition)
+        then = json.loads(compose_as_of(agent, delivery.delivered_at).model_dump_json())
+        assert then["prompt"] == delivered["prompt"]
+        assert then["report"] == delivered["report"]
