@@ -271,3 +271,9 @@ USER_BACKGROUND_V2 = PresetSpec(
     routes={"profile": "about_user", "preference": "preferences"},
 )
 V2_SPECS = ["tests.samples.USER_BACKGROUND_V2", "memory.core.presets.PROJECT"]
+
+
+# Two versions of one spec that swap two addresses: kind ``a`` and kind ``b`` trade
+# sections ``x`` and ``y`` (a migration that only lands if it never holds both at once).
+SWAP_V1 = PresetSpec(key="swapper", version="1", sections=(), routes={"a": "x", "b": "y"})
+SWAP_V2 = PresetSpec(key="swapper", version="2", sections=(), routes={"a": "y", "b": "x"})

@@ -338,3 +338,30 @@ def test_every_delivery_before_and_after_a_migration_is_its_composition_as_of_th
         then = json.loads(compose_as_of(agent, delivery.delivered_at).model_dump_json())
         assert then["prompt"] == delivered["prompt"]
         assert then["report"] == delivered["report"]
+
+
+def test_two_memories_swap_addresses_in_one_apply(team: Team, settings: Any) -> None:
+    settings.MEMORY_ROUTING_SPECS = ["tests.samples.SWAP_V1"]
+    sections = [{"id": s, "title": s.upper(), "promotion": "auto"} for s in ("x", "y")]
+    config = {**memory_config(), "routing_spec": "swapper", "background": {"sections": sections}}
+    agent = create_agent(team, "swap", config)
+    a = remember(agent, "a", "First", label="k")
+    b = remember(agent, "b", "Second", label="k")
+    settings.MEMORY_ROUTING_SPECS = ["tests.samples.SWAP_V2"]
+    found = migration_plan(agent)
+    assert {m.memory_id: m.outcome for m in found.moves} == {a: "approved", b: "approved"}
+    apply_migration(agent, found.sha256, actor=TOKEN)
+    assert Promotion.objects.get(pk=a).section == "y"
+    assert Promotion.objects.get(pk=b).section == "x"
+    assert migration_plan(agent).moves == ()
+
+
+def test_the_plan_is_one_query_and_an_apply_a_bounded_number(
+    team: Team, settings: Any, django_assert_max_num_queries: Any
+) -> None:
+    agent, _ids = migration_story(team, settings)
+    agent = get_agent(team, "wren")
+    with django_assert_max_num_queries(2):  # the declarations, the rows
+        found = migration_plan(agent)
+    with django_assert_max_num_queries(16):
+        apply_migration(agent, found.sha256, actor=TOKEN)

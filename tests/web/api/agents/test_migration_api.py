@@ -17,9 +17,13 @@ pytestmark = pytest.mark.django_db
 URL = "/api/agents/wren/migration"
 
 
-def test_it_answers_the_plan(team: Team, settings: Any, api: ApiClient) -> None:
+def test_it_answers_the_plan(
+    team: Team, settings: Any, api: ApiClient, django_assert_max_num_queries: Any
+) -> None:
     _agent, ids = migration_story(team, settings)
-    response = api.get(URL)
+    api.get(URL)
+    with django_assert_max_num_queries(5):  # the token, the agent, the plan's two
+        response = api.get(URL)
     assert response.status_code == 200
     body = response.json()
     assert set(body) == {"spec", "spec_version", "moves", "plan_sha256"}
