@@ -15,6 +15,7 @@ a move into a guarded section), so the status as of any moment still reads from 
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -169,6 +170,43 @@ def migration_plan(agent: Agent, ctx: RoutingContext | None = None) -> Plan:
     ``ctx``: the declarations, when the caller has read them already (the lens)."""
     declared = routing_context(agent) if ctx is None else ctx
     return plan(committed_rows(agent), get_spec(agent.routing_spec), declared)
+
+
+# Recent "N memories would move" counts, by what they depend on (``moving_count``).
+_COUNTS: OrderedDict[tuple[object, ...], int] = OrderedDict()
+_COUNTS_MAX = 256
+
+
+def moving_count(agent: Agent, ctx: RoutingContext) -> int:
+    """How many memories the plan would move (its conflicts left out), for the lens's
+    line: one query while nothing it depends on changed, else the plan's.
+
+    The count depends on the routing spec (its key and version), the declarations
+    (``ctx``) and the agent's promotion rows and records, and every change of those
+    writes a memory event (a save, a decision, a supersession, an erasure, a
+    migration): so the newest event stands for them. The migration page and the API
+    always compute the plan itself.
+    """
+    spec = get_spec(agent.routing_spec)
+    if spec is None:
+        return 0
+    newest = (
+        MemoryEvent.objects.filter(agent=agent)
+        .order_by("-at", "-id")
+        .values_list("at", "id")
+        .first()
+    )
+    if newest is None:
+        return 0
+    fingerprint = (agent.pk, spec.key, spec.version, ctx, newest)
+    if (count := _COUNTS.get(fingerprint)) is not None:
+        _COUNTS.move_to_end(fingerprint)
+        return count
+    count = sum(1 for move in plan(committed_rows(agent), spec, ctx).moves if move.moves)
+    _COUNTS[fingerprint] = count
+    while len(_COUNTS) > _COUNTS_MAX:
+        _COUNTS.popitem(last=False)
+    return count
 
 
 def may_review(user: object) -> bool:

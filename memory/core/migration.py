@@ -27,12 +27,11 @@ from lens.core.background import Tier
 from memory.core.outcome import Outcome, route_outcome
 from memory.core.routing import (
     KeySource,
-    Placement,
     RoutableRecord,
     RoutingContext,
     RoutingSpec,
+    address_key,
     evaluate,
-    placement_key,
     spec_key_source,
 )
 
@@ -50,7 +49,7 @@ class Address:
 
     @property
     def placement_key(self) -> str:
-        return placement_key(Placement(section=self.section, key=self.key))
+        return address_key(self.section, self.key)
 
     def as_json(self) -> dict[str, str]:
         return {"section": self.section, "key": self.key}
@@ -140,13 +139,10 @@ class _Wish:
     target: Address | None
     outcome: Outcome
     key_source: KeySource | None
-
-    @property
-    def claims(self) -> str | None:
-        """The address this move would hold, when its outcome holds one."""
-        if self.target is None or self.outcome.status not in _HOLDING:
-            return None
-        return self.target.placement_key
+    # The address the move would hold (when its outcome holds one), and the one its
+    # row holds now: each worked out once, read on every pass.
+    claims: str | None
+    holds: str | None
 
 
 def _routable(row: CommittedRow) -> RoutableRecord:
@@ -167,7 +163,10 @@ def _wish(row: CommittedRow, spec: RoutingSpec, ctx: RoutingContext) -> _Wish | 
     if target == row.address and (row.status in _HOLDING) == (outcome.status in _HOLDING):
         return None
     source = None if placement is None else spec_key_source(spec, routable)
-    return _Wish(row, target, outcome, source)
+    claims = None
+    if target is not None and outcome.status in _HOLDING:
+        claims = target.placement_key
+    return _Wish(row, target, outcome, source, claims, row.holds)
 
 
 def plan(rows: Iterable[CommittedRow], spec: RoutingSpec | None, ctx: RoutingContext) -> Plan:
@@ -199,7 +198,7 @@ def plan(rows: Iterable[CommittedRow], spec: RoutingSpec | None, ctx: RoutingCon
             outcome="conflict" if wish.row.memory_id in conflicts else wish.outcome.status,
             reason=wish.outcome.reason or "",
             key_source=wish.key_source,
-            held=wish.row.holds is not None,
+            held=wish.holds is not None,
         )
         for wish in wishes
     )
@@ -215,7 +214,7 @@ def _conflicts(wishes: Sequence[_Wish], settled: dict[str, str]) -> set[str]:
         occupied.update(
             held
             for wish in wishes
-            if wish.row.memory_id in conflicts and (held := wish.row.holds) is not None
+            if wish.row.memory_id in conflicts and (held := wish.holds) is not None
         )
         found: set[str] = set()
         claimed: set[str] = set()

@@ -365,3 +365,21 @@ def test_the_plan_is_one_query_and_an_apply_a_bounded_number(
         found = migration_plan(agent)
     with django_assert_max_num_queries(16):
         apply_migration(agent, found.sha256, actor=TOKEN)
+
+
+def test_the_lens_count_follows_every_change_it_depends_on(team: Team, settings: Any) -> None:
+    from memory.migration import moving_count
+    from memory.saving import routing_context
+
+    agent, ids = migration_story(team, settings)
+    assert moving_count(agent, routing_context(agent)) == 3
+    apply_migration(agent, migration_plan(agent).sha256, [ids["city"]], actor=TOKEN)
+    assert moving_count(agent, routing_context(agent)) == 2
+    store_config(team, "wren", AgentConfig.model_validate(v2_config(about_user="locked")))
+    agent = get_agent(team, "wren")
+    # name and city both decline now (about_user is locked); theme still moves.
+    assert moving_count(agent, routing_context(agent)) == 3
+    settings.MEMORY_ROUTING_SPECS = ["memory.core.presets.USER_BACKGROUND"]
+    assert moving_count(agent, routing_context(agent)) == len(
+        [m for m in migration_plan(agent).moves if m.moves]
+    )

@@ -26,7 +26,7 @@ from memory.core.deliveries import parse_moment, sha256_hex
 from memory.core.report import DROP_REASON_HELP
 from memory.core.routing import DeclaredSection, RoutingContext
 from memory.deliveries.ledger import last_delivery
-from memory.migration import migration_plan
+from memory.migration import moving_count
 from memory.preview import preview_save
 from memory.queries import (
     Provenance,
@@ -221,8 +221,9 @@ def _lens_context(
         last = last_delivery(agent)
         declared_model = agent.model
         memories = len(states)  # every memory saved until now
-        # SPEC §18.3: "N memories would move" (one query; the declarations are read).
-        moving = sum(1 for move in migration_plan(agent, _declared(agent)).moves if move.moves)
+        # SPEC §18.3: "N memories would move" (one query while the agent's memories,
+        # declarations and spec are as they were; the declarations are read already).
+        moving = moving_count(agent, _declared(agent))
     else:
         composition = compose_as_of(agent, moment)
         moving = 0  # the plan is about now

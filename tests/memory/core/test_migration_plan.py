@@ -259,3 +259,13 @@ def test_no_move_goes_to_an_address_held_after_it(
     after = applied(rows, plan(rows, routing, declared))
     holders = Counter(address for r in after if (address := r.holds) is not None)
     assert all(count == 1 for count in holders.values())
+
+
+@given(st.text(), st.text())
+def test_an_address_key_is_the_placement_key_json(section: str, key: str) -> None:
+    import json
+
+    from memory.core.routing import address_key
+
+    expected = json.dumps([section, key], ensure_ascii=False, separators=(",", ":"))
+    assert address_key(section, key) == expected
