@@ -46,6 +46,7 @@ def main() -> int:
         lens_bench,
         mcp_bench,
         memory_bench,
+        migration_bench,
         request_floor_bench,
         revision_bench,
         routing_eval_bench,
@@ -76,6 +77,7 @@ def main() -> int:
         webhook_bench,
         stability_bench,
         routing_eval_bench,
+        migration_bench,
     )
     for module in modules:
         if only and module.__name__.removeprefix("bench.") not in only:

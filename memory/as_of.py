@@ -5,8 +5,10 @@ stood then.
 Nothing is rewritten to make this possible: records are immutable and carry the time
 they were saved, revisions keep whole configs, and every change of a promotion's status
 writes an event in the change's transaction (saved and promoted, queued or declined;
-approved, rejected, revoked, reopened — an undo is a reopening —, superseded). A
-record's status at T is what its last event at or before T left it as. So for a
+approved, rejected, revoked, reopened — an undo is a reopening —, superseded; a
+migration's ``migrated`` is followed by the outcome a save writes). A record's status
+at T is what its last event at or before T left it as, and its placement at T is the
+one a migration replaced after T (``MigratedPromotion``), else its live row's. So for a
 recorded delivery, the composition as of its time is its prompt, as long as the routing
 specs and the budget settings are the same as then.
 
@@ -27,7 +29,10 @@ held by deliveries and by every such change.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
+
+from django.db.models import Q
 
 from lens.agents import AgentNotFound, config_of
 from lens.core.config import AgentConfig
@@ -37,8 +42,15 @@ from lens.tracing import agent_attributes, span
 from memory.composition import compose_from, traced_prompt
 from memory.core.composition import Composition
 from memory.core.report import PromotionState
-from memory.models import EventKind, MemoryEvent, Promotion, PromotionStatus
-from memory.queries import placed_of
+from memory.core.routing import KeySource
+from memory.models import (
+    EventKind,
+    MemoryEvent,
+    MigratedPromotion,
+    Promotion,
+    PromotionStatus,
+)
+from memory.queries import Placed, placed_of
 
 # The promotion status each event leaves its record in. A save writes ``saved`` and, at
 # the same moment, one of the first three.
@@ -93,23 +105,36 @@ def compose_as_of(agent: Agent, moment: datetime) -> Composition:
         return composition
 
 
+def rows_in_force(agent: Agent, moment: datetime) -> dict[str, MigratedPromotion]:
+    """The promotion rows a migration replaced after ``moment`` (SPEC §18.3): for each
+    record saved by then, the archived row with the earliest ``migrated_at`` after it,
+    which held the record's placement at ``moment`` (one indexed query, empty for an
+    agent never migrated)."""
+    rows = MigratedPromotion.objects.filter(
+        agent=agent, migrated_at__gt=moment, record__created_at__lte=moment
+    ).order_by("-migrated_at", "-id")
+    # Newest first, so the earliest after ``moment`` is written last.
+    return {row.record_id: row for row in rows}
+
+
 def _composed_at(agent: Agent, moment: datetime) -> Composition:
     config = config_at(agent, moment)
     statuses = statuses_at(agent, moment)
+    earlier = rows_in_force(agent, moment)
     reasons: dict[str, str] = {}
     for record_id, reason, status in Promotion.objects.filter(
         agent=agent, record__created_at__lte=moment
     ).values_list("record_id", "reason", "status"):
-        reasons[record_id] = reason
+        reasons[record_id] = earlier[record_id].reason if record_id in earlier else reason
         if status == PromotionStatus.ERASED and record_id in statuses:
             statuses[record_id] = PromotionStatus.ERASED  # whatever it was then
     approved = {rid for rid, status in statuses.items() if status == PromotionStatus.APPROVED}
+    live = Promotion.objects.filter(agent=agent, record__created_at__lte=moment)
     placed = placed_of(
-        Promotion.objects.filter(
-            agent=agent, section__isnull=False, record__created_at__lte=moment
-        ),
-        keep=approved,
+        live.filter(Q(section__isnull=False) | Q(record_id__in=list(earlier))), keep=approved
     )
+    if earlier:
+        placed = _placed_then(placed, agent.pk, earlier)
     states = [
         PromotionState(memory_id=rid, status=status, reason=reasons.get(rid, ""))
         for rid, status in statuses.items()
@@ -117,3 +142,17 @@ def _composed_at(agent: Agent, moment: datetime) -> Composition:
     return compose_from(
         agent, placed.of(agent.pk), states, placed.unreadable.get(agent.pk, set()), config
     )
+
+
+def _placed_then(placed: Placed, agent_id: int, earlier: dict[str, MigratedPromotion]) -> Placed:
+    """``placed`` with each migrated record at the address it held then."""
+    kept = []
+    for record in placed.of(agent_id):
+        row = earlier.get(record.id)
+        if row is None:
+            kept.append(record)
+        elif row.section is not None and row.key is not None:
+            source: KeySource = "label" if row.key_source == "label" else "content"
+            kept.append(replace(record, section=row.section, key=row.key, key_source=source))
+        # else: it had no placement then, so it composed nowhere
+    return Placed({**placed.records, agent_id: kept}, placed.unreadable)

@@ -7,7 +7,9 @@ In one transaction:
   content it had (the hash its ``memory.saved`` audit event already holds) and who
   erased it, when and why; its content, label and tags are blanked;
 - its promotion row becomes ``erased``: it holds no address (the key, which a label
-  names, goes too) and never composes again (drop reason ``erased``);
+  names, goes too) and never composes again (drop reason ``erased``); the rows a
+  migration replaced (``MigratedPromotion``) and its ``migrated`` events lose their keys
+  too (the audit log only ever held the keys' hashes);
 - the reviewers' notes on it (decision notes, the reasons of its events) are reduced to
   their lengths: a note about a memory may quote it;
 - its search document is emptied, and the index keeps no trace of its terms;
@@ -52,6 +54,7 @@ from memory.models import (
     EventKind,
     MemoryEvent,
     MemoryRecord,
+    MigratedPromotion,
     Promotion,
     PromotionStatus,
     StoredComposition,
@@ -72,6 +75,7 @@ ERASED_TABLES = (
     "memory_memoryrecord",
     "memory_searchdoc",
     "memory_promotion",
+    "memory_migrated_promotion",
     "memory_memoryevent",
     "memory_composition",
 )
@@ -174,7 +178,13 @@ def erase_memory(
         Promotion.objects.filter(record_id=record.pk).update(
             status=PromotionStatus.ERASED, key=None, placement_key=None, decision_note=""
         )
+        # The rows a migration replaced, and the addresses its events name, as the
+        # live row: no key (a label names it) and no note.
+        MigratedPromotion.objects.filter(record_id=record.pk).update(
+            key=None, placement_key=None, new_key=None, decision_note=""
+        )
         _shorten_notes(record.pk)
+        _forget_migrated_keys(record.pk)
         search.forget(record.pk)
         compositions, deliveries = _redact_compositions(record.pk, at)
         write_events(
@@ -223,6 +233,17 @@ def _shorten_notes(record_id: str) -> None:
         kept = {key: value for key, value in detail.items() if key != "reason"}
         kept["note_chars"] = len(str(detail["reason"]))
         MemoryEvent.objects.filter(pk=event.pk).update(detail=kept)
+
+
+def _forget_migrated_keys(record_id: str) -> None:
+    """The addresses of the record's ``migrated`` events without their keys (a record
+    moves a few times at most)."""
+    for event in MemoryEvent.objects.filter(record_id=record_id, kind=EventKind.MIGRATED):
+        detail = dict(event.detail) if isinstance(event.detail, dict) else {}
+        for end in ("from", "to"):
+            if isinstance(detail.get(end), dict):
+                detail[end] = {"section": detail[end].get("section"), "key": None}
+        MemoryEvent.objects.filter(pk=event.pk).update(detail=detail)
 
 
 def _redact_compositions(record_id: str, at: datetime) -> tuple[int, int]:

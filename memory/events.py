@@ -25,6 +25,7 @@ _ACTIONS = {
     EventKind.REVOKED: "memory.revoked",
     EventKind.REOPENED: "memory.reopened",
     EventKind.ERASED: "memory.erased",
+    EventKind.MIGRATED: "memory.migrated",
 }
 # A save's outcome, said in its ``memory.saved`` event.
 _OUTCOMES = {EventKind.PROMOTED, EventKind.QUEUED, EventKind.DECLINED}
@@ -41,6 +42,31 @@ def saved_details(record: MemoryRecord) -> dict[str, Any]:
         "size": len(record.content),
         "content_sha256": content_sha256(record.content),
         "supersedes": record.supersedes_id,
+    }
+
+
+def _address_details(address: object) -> dict[str, Any] | None:
+    """An address as the audit log keeps it: the section id (a declaration) and the
+    SHA-256 of the key. A key may spell a memory's label, which an erasure removes from
+    every stored row; the append-only log can never be rewritten, so it holds the hash."""
+    if not isinstance(address, dict):
+        return None
+    key = address.get("key")
+    return {
+        "section": address.get("section"),
+        "key_sha256": content_sha256(key) if isinstance(key, str) else None,
+    }
+
+
+def migrated_details(detail: Mapping[str, Any]) -> dict[str, Any]:
+    """A ``memory.migrated`` audit event's details: both addresses (keys hashed), the
+    spec version it moved to, and the outcome."""
+    return {
+        "from": _address_details(detail.get("from")),
+        "to": _address_details(detail.get("to")),
+        "spec": detail.get("spec"),
+        "spec_version": detail.get("spec_version"),
+        "outcome": detail.get("outcome"),
     }
 
 
@@ -87,6 +113,8 @@ def write_events(
             }
         elif event.kind == EventKind.SUPERSEDED:
             details = {"by": event.detail.get("by")}
+        elif event.kind == EventKind.MIGRATED:
+            details = migrated_details(event.detail)
         elif event.kind == EventKind.ERASED:
             # Who, when and why (the eraser's reason, which the page asks not to quote
             # the memory), the hash the save already logged and counts: nothing of the text.

@@ -84,6 +84,9 @@ class PromotionStatus(models.TextChoices):
     SUPERSEDED = "superseded"
     # The record was erased (SPEC §15): it holds no address and never composes again.
     ERASED = "erased"
+    # A row replaced by a migration (SPEC §18.3): only archived rows
+    # (``MigratedPromotion``) have it; the live row carries the new placement.
+    MIGRATED = "migrated"
 
 
 HOLDING = (PromotionStatus.PENDING, PromotionStatus.APPROVED)
@@ -154,6 +157,60 @@ class EventKind(models.TextChoices):
     REVOKED = "revoked"
     REOPENED = "reopened"
     ERASED = "erased"
+    # A migration moved the record's placement (SPEC §18.3); the outcome event follows.
+    MIGRATED = "migrated"
+
+
+class MigratedPromotion(models.Model):
+    """A promotion row as it stood before a migration replaced it (SPEC §18.3).
+
+    ``Promotion`` stays one row per record (``record.promotion`` is "the" promotion, the
+    one a memory is judged by), so a migration updates that row in place and keeps the
+    row it replaced here: every field as it was, ``status`` ``migrated`` (terminal) with
+    the status it had in ``previous_status``, and who migrated it, when, and to which
+    address. A record migrated twice has two rows; the placement in force at a moment
+    is the one with the earliest ``migrated_at`` after it, else the live row's.
+    """
+
+    record = models.ForeignKey(
+        MemoryRecord, on_delete=models.CASCADE, related_name="migrated_promotions"
+    )
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, related_name="+")
+    section = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    key = models.TextField(null=True, blank=True)  # noqa: DJ001
+    placement_key = models.TextField(null=True, blank=True)  # noqa: DJ001
+    key_source = models.CharField(max_length=8, null=True, blank=True)  # noqa: DJ001
+    spec_key = models.CharField(max_length=100, blank=True)
+    spec_version = models.CharField(max_length=32, blank=True)
+    tier = models.CharField(max_length=8, null=True, blank=True)  # noqa: DJ001
+    status = models.CharField(
+        max_length=12, choices=PromotionStatus.choices, default=PromotionStatus.MIGRATED
+    )
+    previous_status = models.CharField(max_length=12, choices=PromotionStatus.choices)
+    reason = models.CharField(max_length=32, blank=True)
+    promoted_at = models.DateTimeField()
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    decided_at = models.DateTimeField(null=True, blank=True)
+    decision_note = models.TextField(blank=True)
+    migrated_at = models.DateTimeField()
+    migrated_by = models.CharField(max_length=200, help_text="Who applied the migration")
+    # The address the migration moved it to (NULL together: no placement).
+    new_section = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    new_key = models.TextField(null=True, blank=True)  # noqa: DJ001
+
+    class Meta:
+        db_table = "memory_migrated_promotion"
+        ordering = ["migrated_at", "id"]
+        indexes = [
+            # As of a moment: an agent's rows migrated after it.
+            models.Index(fields=["agent", "migrated_at"], name="migrated_agent_at"),
+            models.Index(fields=["record", "migrated_at"], name="migrated_record_at"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.record_id}: migrated {self.migrated_at:%Y-%m-%d %H:%M}"
 
 
 class SearchDoc(models.Model):

@@ -41,6 +41,7 @@ from memory.models import (
     EventKind,
     MemoryEvent,
     MemoryRecord,
+    MigratedPromotion,
     Promotion,
     PromotionStatus,
     RoutingCase,
@@ -48,7 +49,7 @@ from memory.models import (
 )
 from memory.saving import Saved, save_memory
 from tests.api_calls import ApiClient, db_snapshot, memory_body, post_memory
-from tests.samples import SAMPLE_CONFIG
+from tests.samples import SAMPLE_CONFIG, V2_SPECS
 
 # --- people and clients ------------------------------------------------------------
 
@@ -89,6 +90,36 @@ def login(page: Any, base_url: str, username: str, password: str = PASSWORD) -> 
 def create_agent(team: Team, slug: str = "wren", config: dict[str, Any] | None = None) -> Agent:
     agent, _ = store_agent(team, slug, AgentConfig.model_validate(config or SAMPLE_CONFIG))
     return agent
+
+
+def v2_config(**tiers: str) -> dict[str, Any]:
+    """``memory_config()`` with the sections ``USER_BACKGROUND_V2`` routes to declared too
+    (``about_user`` auto and ``preferences`` guarded, unless ``tiers`` says otherwise)."""
+    config = memory_config()
+    config["background"]["sections"] += [
+        {"id": "about_user", "title": "About You", "promotion": tiers.get("about_user", "auto")},
+        {
+            "id": "preferences",
+            "title": "Preferences",
+            "promotion": tiers.get("preferences", "guarded"),
+        },
+    ]
+    return config
+
+
+def migration_story(team: Team, settings: Any, slug: str = "wren") -> tuple[Agent, dict[str, str]]:
+    """Wren's memories saved under ``user-background`` 1 (two profile facts composed, a
+    preference waiting), then version 2 deployed and its sections declared: the plan
+    moves all three."""
+    agent = create_agent(team, slug, memory_config())
+    ids = {
+        "name": remember(agent, "profile", "Mira", label="name"),
+        "city": remember(agent, "profile", "Lives in Gdansk", label="city"),
+        "theme": remember(agent, "preference", "Dark theme", label="theme"),
+    }
+    settings.MEMORY_ROUTING_SPECS = V2_SPECS
+    store_config(team, slug, AgentConfig.model_validate(v2_config()))
+    return Agent.objects.get(pk=agent.pk), ids
 
 
 def propose(team: Team, slug: str, config: dict[str, Any], user: User) -> Proposal:
@@ -603,6 +634,31 @@ def agent_state(agent: Agent) -> dict[str, Any]:
                 "decided_by__username",
                 "decided_at",
                 "decision_note",
+            )
+        ),
+        "migrated_promotions": list(
+            MigratedPromotion.objects.filter(agent=agent)
+            .order_by("migrated_at", "id")
+            .values_list(
+                "record_id",
+                "section",
+                "key",
+                "placement_key",
+                "key_source",
+                "spec_key",
+                "spec_version",
+                "tier",
+                "status",
+                "previous_status",
+                "reason",
+                "promoted_at",
+                "decided_by__username",
+                "decided_at",
+                "decision_note",
+                "migrated_at",
+                "migrated_by",
+                "new_section",
+                "new_key",
             )
         ),
         "events": list(

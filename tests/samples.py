@@ -16,8 +16,9 @@ from lens.core.config import AgentConfig
 from lens.core.fragments import SECTION_SEPARATOR, PromptSection, prompt_text
 from lens.core.render import AWARENESS_HEADING, entry_line
 from lens.core.text import collapse
+from memory.core.presets import PresetSpec
 from memory.core.report import RoutingReport
-from memory.core.routing import OverlayPlan, PlacedRecord, RoutableRecord
+from memory.core.routing import DeclaredSection, OverlayPlan, PlacedRecord, RoutableRecord
 
 GRINNING = "\U0001f600"  # one astral code point, two UTF-16 units, four UTF-8 bytes
 
@@ -256,3 +257,23 @@ def _block_at(context: str, background: Background, offset: int) -> str | None:
     if sources >= 0:
         starts.append((sources + 1, None))
     return [section_id for begin, section_id in starts if begin <= offset][-1]
+
+
+# ``user-background`` as a later version of it would route: profile memories to
+# ``about_user``, preferences to ``preferences`` (a migration's before and after).
+USER_BACKGROUND_V2 = PresetSpec(
+    key="user-background",
+    version="2",
+    sections=(
+        DeclaredSection(id="about_user", title="About the User", promotion="auto"),
+        DeclaredSection(id="preferences", title="Preferences", promotion="guarded"),
+    ),
+    routes={"profile": "about_user", "preference": "preferences"},
+)
+V2_SPECS = ["tests.samples.USER_BACKGROUND_V2", "memory.core.presets.PROJECT"]
+
+
+# Two versions of one spec that swap two addresses: kind ``a`` and kind ``b`` trade
+# sections ``x`` and ``y`` (a migration that only lands if it never holds both at once).
+SWAP_V1 = PresetSpec(key="swapper", version="1", sections=(), routes={"a": "x", "b": "y"})
+SWAP_V2 = PresetSpec(key="swapper", version="2", sections=(), routes={"a": "y", "b": "x"})

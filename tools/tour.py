@@ -287,6 +287,8 @@ def stops() -> list[Stop]:
     if RoutingCase.objects.filter(agent=wren).exists():
         found.append(Stop("routing", f"/agents/{wren.slug}/routing/"))
     # Wren's history of revisions, and one that added a section and says so in words.
+    # The migration plan (empty on the demo: every placement is where its spec puts it).
+    found.append(Stop("migration", f"/agents/{wren.slug}/migration/"))
     found += [
         Stop("revisions", f"/agents/{wren.slug}/revisions/"),
         Stop("revision", f"/agents/{wren.slug}/revisions/6/"),

@@ -16,6 +16,7 @@ from web.pages import (
     kv_pages,
     login_forms,
     memory_pages,
+    migration_pages,
     proposal_pages,
     revision_pages,
     routing_pages,
@@ -43,6 +44,12 @@ urlpatterns = [
         "agents/<str:slug>/stability/apply/",
         stability_pages.stability_apply,
         name="agent-stability-apply",
+    ),
+    path("agents/<str:slug>/migration/", migration_pages.migration_page, name="agent-migration"),
+    path(
+        "agents/<str:slug>/migration/apply/",
+        migration_pages.migration_apply,
+        name="agent-migration-apply",
     ),
     path(
         "agents/<str:slug>/revisions/<int:number>/",

@@ -13,6 +13,8 @@ MEMORY_AFTER_SAVE = (
     "memory.reopened",
     "memory.superseded",
     "memory.erased",
+    # A migration moved its placement (SPEC §18.3).
+    "memory.migrated",
 )
 
 # Every action an event can name (SPEC §15).

@@ -83,6 +83,12 @@ STATUS_BY_CODE: dict[str, int] = {
     # Routing cases (SPEC §18.1): more than an agent holds, two with one name.
     "too_many_routing_cases": 422,
     "duplicate_case_name": 422,
+    # Migrating placements (SPEC §18.3).
+    "plan_changed": 409,
+    "not_in_plan": 422,
+    "move_needs_another": 422,
+    "too_many_moves": 422,
+    "migration_needs_reviewer": 403,
 }
 
 

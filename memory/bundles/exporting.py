@@ -34,7 +34,14 @@ from lens.audit import event_data
 from lens.models import Agent, AuditEvent, Revision
 from memory.core.bundle_format import Body, BodyWriter, framing, manifest
 from memory.core.bundle_lines import stamp
-from memory.models import Delivery, MemoryEvent, MemoryRecord, Promotion, StoredComposition
+from memory.models import (
+    Delivery,
+    MemoryEvent,
+    MemoryRecord,
+    MigratedPromotion,
+    Promotion,
+    StoredComposition,
+)
 from memory.routing_cases import stored_cases
 
 # Rows read per round trip. Memories hold up to 10,000 characters, compositions and
@@ -145,6 +152,7 @@ def bundle_lines(agent: Agent) -> Iterator[dict[str, Any]]:
     yield from _routing_cases(agent)
     yield from _memories(agent)
     yield from _promotions(agent)
+    yield from _migrated_promotions(agent)
     yield from _events(agent)
     yield from _compositions(agent)
     yield from _deliveries(agent)
@@ -307,6 +315,58 @@ def _promotions(agent: Agent) -> Iterator[dict[str, Any]]:
             "decided_by": decided_by,
             "decided_at": stamp(decided_at) if decided_at is not None else None,
             "decision_note": note,
+        }
+
+
+def _migrated_promotions(agent: Agent) -> Iterator[dict[str, Any]]:
+    """The rows migrations replaced (SPEC §18.3), in the order they were replaced."""
+    rows = (
+        MigratedPromotion.objects.filter(agent=agent)
+        .order_by("migrated_at", "id")
+        .values(
+            "record_id",
+            "section",
+            "key",
+            "placement_key",
+            "key_source",
+            "spec_key",
+            "spec_version",
+            "tier",
+            "previous_status",
+            "reason",
+            "promoted_at",
+            "decided_by__username",
+            "decided_at",
+            "decision_note",
+            "migrated_at",
+            "migrated_by",
+            "new_section",
+            "new_key",
+        )
+        .iterator(chunk_size=ROWS_PER_FETCH)
+    )
+    for row in rows:
+        decided_at = row["decided_at"]
+        yield {
+            "type": "migrated_promotion",
+            "memory_id": row["record_id"],
+            "section": row["section"],
+            "key": row["key"],
+            "placement_key": row["placement_key"],
+            "key_source": row["key_source"],
+            "spec_key": row["spec_key"],
+            "spec_version": row["spec_version"],
+            "tier": row["tier"],
+            "previous_status": row["previous_status"],
+            "reason": row["reason"],
+            "promoted_at": stamp(row["promoted_at"]),
+            "decided_by": row["decided_by__username"],
+            "decided_at": stamp(decided_at) if decided_at is not None else None,
+            "decision_note": row["decision_note"],
+            "migrated_at": stamp(row["migrated_at"]),
+            "migrated_by": row["migrated_by"],
+            "new_section": row["new_section"],
+            "new_key": row["new_key"],
         }
 
 

@@ -51,6 +51,7 @@ from memory.core.bundle_lines import (
     DeliveryLine,
     EventLine,
     MemoryLine,
+    MigratedPromotionLine,
     PromotionLine,
     RevisionLine,
     RoutingCaseLine,
@@ -63,6 +64,7 @@ from memory.models import (
     Delivery,
     MemoryEvent,
     MemoryRecord,
+    MigratedPromotion,
     Promotion,
     SearchDoc,
     StoredComposition,
@@ -197,6 +199,7 @@ class _Import:
             "routing_case": self._routing_cases,
             "memory": self._memories,
             "promotion": self._promotions,
+            "migrated_promotion": self._migrated_promotions,
             "event": self._events,
             "composition": self._compositions,
             "delivery": self._deliveries,
@@ -385,6 +388,37 @@ class _Import:
             for _number, line in items
         )
 
+    def _migrated_promotions(self, batch: Sequence[Numbered]) -> None:
+        agent = self._agent_row
+        items = _typed(batch, MigratedPromotionLine)
+        self._memories_known(items)
+        users = self._users(line.decided_by for _number, line in items)
+        MigratedPromotion.objects.bulk_create(
+            MigratedPromotion(
+                record_id=line.memory_id,
+                agent=agent,
+                section=line.section,
+                key=line.key,
+                placement_key=line.placement_key,
+                key_source=line.key_source,
+                spec_key=line.spec_key,
+                spec_version=line.spec_version,
+                tier=line.tier,
+                status="migrated",
+                previous_status=line.previous_status,
+                reason=line.reason,
+                promoted_at=line.promoted_at,
+                decided_by_id=users.get(line.decided_by) if line.decided_by else None,
+                decided_at=line.decided_at,
+                decision_note=line.decision_note,
+                migrated_at=line.migrated_at,
+                migrated_by=line.migrated_by,
+                new_section=line.new_section,
+                new_key=line.new_key,
+            )
+            for _number, line in items
+        )
+
     def _one_holder_per_address(self, items: Sequence[tuple[int, PromotionLine]]) -> None:
         """At most one pending or approved promotion holds an address (SPEC §5.1): a
         bundle with two would fail on the database's constraint, without a line."""
@@ -518,7 +552,9 @@ class _Import:
                     raise InvalidBundle(number, f"a second {what} with the same id")
                 raise BundleConflict(number, f"{what} {line.id} already exists in this instance")
 
-    def _memories_known(self, items: Sequence[tuple[int, PromotionLine | EventLine]]) -> None:
+    def _memories_known(
+        self, items: Sequence[tuple[int, PromotionLine | MigratedPromotionLine | EventLine]]
+    ) -> None:
         ids = {line.memory_id for _number, line in items}
         found = set(
             MemoryRecord.objects.filter(agent=self._agent_row, pk__in=ids).values_list(

@@ -354,6 +354,7 @@ _PLURALS = {
     "delivery": "deliveries",
     "audit": "audit events",
     "routing_case": "routing cases",
+    "migrated_promotion": "migrated promotions",
 }
 
 
@@ -362,6 +363,10 @@ def counts_in_words(counts: Mapping[str, int]) -> str:
     words = []
     for kind in TYPES:
         count = counts.get(kind, 0)
-        name = {"audit": "audit event", "routing_case": "routing case"}.get(kind, kind)
+        name = {
+            "audit": "audit event",
+            "routing_case": "routing case",
+            "migrated_promotion": "migrated promotion",
+        }.get(kind, kind)
         words.append(f"{count:,} {name if count == 1 else _PLURALS.get(kind, kind + 's')}")
     return ", ".join(words)

@@ -42,6 +42,7 @@ TYPES = (
     "routing_case",
     "memory",
     "promotion",
+    "migrated_promotion",
     "event",
     "composition",
     "delivery",
@@ -52,7 +53,7 @@ TYPES = (
 # checks they are the same).
 ViaName = Literal["api", "admin", "restore", "proposal", "import"]
 PromotionStatusName = Literal[
-    "pending", "approved", "rejected", "revoked", "declined", "superseded", "erased"
+    "pending", "approved", "rejected", "revoked", "declined", "superseded", "erased", "migrated"
 ]
 EventKindName = Literal[
     "saved",
@@ -65,6 +66,7 @@ EventKindName = Literal[
     "revoked",
     "reopened",
     "erased",
+    "migrated",
 ]
 # PositiveIntegerField's range on every backend.
 INT_MAX = 2_147_483_647
@@ -215,6 +217,31 @@ class PromotionLine(_Line):
     decided_by: Username | None
     decided_at: Stamp | None
     decision_note: StrictStr
+
+
+class MigratedPromotionLine(_Line):
+    """A promotion row a migration replaced (SPEC §18.3), as it stood, with who
+    migrated it, when, and where to; ``decided_by`` is a username."""
+
+    type: Literal["migrated_promotion"]
+    memory_id: RecordId
+    section: SectionId | None
+    key: StrictStr | None
+    placement_key: StrictStr | None
+    key_source: Short | None
+    spec_key: SpecKey
+    spec_version: SpecVersion
+    tier: Short | None
+    previous_status: PromotionStatusName
+    reason: Reason
+    promoted_at: Stamp
+    decided_by: Username | None
+    decided_at: Stamp | None
+    decision_note: StrictStr
+    migrated_at: Stamp
+    migrated_by: ActorLabel
+    new_section: SectionId | None
+    new_key: StrictStr | None
 
 
 class EventLine(_Line):
@@ -373,6 +400,7 @@ Line = (
     | RoutingCaseLine
     | MemoryLine
     | PromotionLine
+    | MigratedPromotionLine
     | EventLine
     | CompositionLine
     | DeliveryLine
@@ -384,6 +412,7 @@ SCHEMAS: dict[str, type[_Line]] = {
     "routing_case": RoutingCaseLine,
     "memory": MemoryLine,
     "promotion": PromotionLine,
+    "migrated_promotion": MigratedPromotionLine,
     "event": EventLine,
     "composition": CompositionLine,
     "delivery": DeliveryLine,

@@ -7,10 +7,10 @@ reproducible), and returns a Placement or None.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
+from json.encoder import encode_basestring
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -33,7 +33,15 @@ class Placement(BaseModel):
 
 def placement_key(placement: Placement) -> str:
     """JSON text of ``[section, key]``: injective, so no separator can be forged."""
-    return json.dumps([placement.section, placement.key], ensure_ascii=False, separators=(",", ":"))
+    return address_key(placement.section, placement.key)
+
+
+def address_key(section: str, key: str) -> str:
+    """``placement_key`` of a section and a key, without building a Placement: the text
+    ``json.dumps([section, key], ensure_ascii=False, separators=(",", ":"))`` writes,
+    from the string encoder that call uses (a migration plan derives tens of
+    thousands)."""
+    return f"[{encode_basestring(section)},{encode_basestring(key)}]"
 
 
 class RoutableRecord(BaseModel):

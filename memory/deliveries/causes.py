@@ -33,6 +33,7 @@ _COUNTED = (
     EventKind.REOPENED,
     EventKind.SUPERSEDED,
     EventKind.ERASED,
+    EventKind.MIGRATED,
 )
 
 
@@ -107,6 +108,14 @@ def _events(rows: QuerySet[MemoryEvent]) -> list[tuple[datetime, int, dict[str, 
     found = list(
         rows.order_by("at", "id").values_list("id", "record_id", "kind", "actor", "at")[:CAUSES_MAX]
     )
+    # A migration approved at once writes "migrated" then "promoted" at one moment: the
+    # migration is the cause, not a save.
+    migrated = {
+        (record, at) for _id, record, kind, _actor, at in found if kind == EventKind.MIGRATED
+    }
+    found = [
+        row for row in found if row[2] != EventKind.PROMOTED or (row[1], row[4]) not in migrated
+    ]
     # A save approved at once: its "promoted" event, named after who saved the memory.
     promoted = [record for _id, record, kind, _actor, _at in found if kind == EventKind.PROMOTED]
     savers = dict(

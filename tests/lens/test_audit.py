@@ -117,6 +117,12 @@ def story(api: ApiClient, team: Team, member: User, rhea: User, admin: Client) -
     assert api.delete(f"/api/webhooks/{hook}").status_code == 204
     erase_memory(saved, reviewer, "Asked by the person it names")
     assert prune(timedelta(0)).deliveries == 1
+    # A memory declined in a section declared later, migrated into it (SPEC §18.3).
+    api.put("/api/agents/solo", memory_config(preferences=None))
+    post_memory(api, {"kind": "preference", "content": "Tea."}, slug="solo")
+    api.put("/api/agents/solo", memory_config(preferences="guarded"))
+    plan = api.get("/api/agents/solo/migration").json()["plan_sha256"]
+    assert api.post("/api/agents/solo/migration", {"plan_sha256": plan}).status_code == 200
 
 
 @pytest.fixture

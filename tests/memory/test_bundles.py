@@ -28,10 +28,12 @@ from django.db import connection, transaction
 from lens.actors import Actor
 from lens.agents import get_agent
 from lens.audit import Entry, append_one, event_data, seal, verify
+from lens.core.config import AgentConfig
 from lens.core.errors import DomainError
 from lens.models import Agent, AuditEvent, Membership, Revision, Team, Via
 from memory.bundles.exporting import export_bundle
 from memory.bundles.importing import BundleConflict, import_bundle, verify_bundle
+from memory.configuring import store_agent
 from memory.core.bundle_format import InvalidBundle
 from memory.core.bundle_lines import (
     SCHEMAS,
@@ -42,6 +44,7 @@ from memory.core.bundle_lines import (
     ViaName,
 )
 from memory.erasure import erase_memory
+from memory.migration import apply_migration, migration_plan
 from memory.models import Delivery, EventKind, MemoryRecord, PromotionStatus
 from memory.routing_cases import stored_cases
 from tests.api_calls import ApiClient
@@ -53,8 +56,9 @@ from tests.factories import (
     create_agent,
     deliver_through,
     rebundle,
+    v2_config,
 )
-from tests.samples import SAMPLE_CONFIG, SECTION_ORDER
+from tests.samples import SAMPLE_CONFIG, SECTION_ORDER, V2_SPECS
 from tests.serving import ROOT, clean_env
 
 pytestmark = pytest.mark.django_db
@@ -273,8 +277,8 @@ def test_the_manifest_comes_first_and_hashes_every_line_after_it(
     types = [json.loads(line)["type"] for line in rest.splitlines()]
     assert manifest["counts"] == {kind: types.count(kind) for kind in TYPES}
     assert TYPES == (
-        "agent", "revision", "routing_case", "memory", "promotion", "event", "composition",
-        "delivery", "audit",
+        "agent", "revision", "routing_case", "memory", "promotion", "migrated_promotion",
+        "event", "composition", "delivery", "audit",
     )  # fmt: skip
     assert types == sorted(types, key=TYPES.index)
     assert manifest["counts"]["delivery"] == 4
@@ -315,12 +319,17 @@ def documented_fields() -> dict[str, tuple[list[str], list[str]]]:
 
 
 def test_the_documented_fields_are_the_fields_an_export_writes(
-    team: Team, api: ApiClient, reviewer: User, tmp_path: Path
+    team: Team, api: ApiClient, reviewer: User, tmp_path: Path, settings: Any
 ) -> None:
     """Each line holds its type's documented fields, in their order, and the documented
-    optional fields only where they apply; an erasure makes every optional field appear."""
+    optional fields only where they apply; an erasure makes every optional field appear,
+    and a migration the rows it replaced."""
     ids = bundle_story(team, api, reviewer)
     erase_memory(ids["city"], Actor.for_user(reviewer), "Asked to be forgotten.")
+    settings.MEMORY_ROUTING_SPECS = V2_SPECS
+    store_agent(team, "wren", AgentConfig.model_validate(v2_config()))
+    wren = get_agent(team, "wren")
+    apply_migration(wren, migration_plan(wren).sha256, actor=Actor.for_user(reviewer))
     manifest, *lines = [
         json.loads(line)
         for line in bundle_text(exported(get_agent(team, "wren"), tmp_path / "w.gz"))
@@ -878,7 +887,8 @@ def test_lines_out_of_order_are_refused(wren: Agent, other_team: Team, tmp_path:
     path.write_bytes(rebundle(lines))
     assert refused(path, other_team, "order").message == (
         f"line {len(lines)}: a memory line after the audit lines: lines come in the order "
-        "agent, revision, routing_case, memory, promotion, event, composition, delivery, audit"
+        "agent, revision, routing_case, memory, promotion, migrated_promotion, event, "
+        "composition, delivery, audit"
     )
 
 

@@ -10,7 +10,7 @@ from django.contrib.admin.views.main import ChangeList
 from django.db import models
 from django.http import HttpRequest
 
-from memory.models import MemoryEvent, MemoryRecord, Promotion
+from memory.models import MemoryEvent, MemoryRecord, MigratedPromotion, Promotion
 
 if TYPE_CHECKING:
     from django.contrib.admin.filters import _ListFilterChoices
@@ -51,13 +51,41 @@ class EventInline(admin.TabularInline[MemoryEvent, MemoryRecord]):
         return False
 
 
+class MigratedPromotionInline(admin.TabularInline[MigratedPromotion, MemoryRecord]):
+    """The promotion rows migrations replaced (SPEC §18.3), oldest first: history only."""
+
+    model = MigratedPromotion
+    fk_name = "record"
+    can_delete = False
+    verbose_name = "migrated promotion"
+    readonly_fields = (
+        "section",
+        "key",
+        "previous_status",
+        "reason",
+        "tier",
+        "spec_key",
+        "spec_version",
+        "promoted_at",
+        "migrated_at",
+        "migrated_by",
+        "new_section",
+        "new_key",
+    )
+    fields = readonly_fields
+    extra = 0
+
+    def has_add_permission(self, request: HttpRequest, obj: Any = None) -> bool:
+        return False
+
+
 @admin.register(MemoryRecord)
 class MemoryRecordAdmin(ReadOnlyAdmin[MemoryRecord]):
     list_display = ["id", "agent", "kind", "label", "created_at"]
     list_filter = ["kind", "agent__team"]
     list_select_related = ["agent"]
     search_fields = ["id", "label", "agent__slug"]
-    inlines = [PromotionInline, EventInline]
+    inlines = [PromotionInline, MigratedPromotionInline, EventInline]
 
 
 class ReasonFilter(admin.AllValuesFieldListFilter):
@@ -76,3 +104,24 @@ class PromotionAdmin(ReadOnlyAdmin[Promotion]):
     list_display = ["record", "agent", "section", "key", "status", "reason", "tier", "promoted_at"]
     list_filter = ["status", ("reason", ReasonFilter), "tier"]
     list_select_related = ["agent", "record"]
+
+
+@admin.register(MigratedPromotion)
+class MigratedPromotionAdmin(ReadOnlyAdmin[MigratedPromotion]):
+    """Every row a migration replaced: where a memory was, and where it went."""
+
+    list_display = [
+        "record",
+        "agent",
+        "section",
+        "key",
+        "previous_status",
+        "spec_version",
+        "new_section",
+        "new_key",
+        "migrated_at",
+        "migrated_by",
+    ]
+    list_filter = ["previous_status", "agent__team"]
+    list_select_related = ["agent", "record"]
+    search_fields = ["record__id", "agent__slug"]

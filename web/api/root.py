@@ -15,6 +15,7 @@ from web.api.delivery_routes import deliveries as deliveries_router
 from web.api.kv_routes import bootstrap_router
 from web.api.kv_routes import router as kv_router
 from web.api.memory_routes import router as memory_router
+from web.api.migration_routes import router as migration_router
 from web.api.parser import JsonParser
 from web.api.proposal_routes import agent_proposals
 from web.api.proposal_routes import proposals as proposals_router
@@ -49,6 +50,7 @@ api.add_router("/agents", agent_proposals)
 api.add_router("/agents", bundle_router)
 api.add_router("/agents", stability_router)
 api.add_router("/agents", routing_case_router)
+api.add_router("/agents", migration_router)
 api.add_router("/proposals", proposals_router)
 api.add_router("/deliveries", deliveries_router)
 api.add_router("/audit", audit_router)

@@ -24,7 +24,9 @@ from memory.composition import compose, compose_many, summarise
 from memory.core.composition import Composition, counts_words
 from memory.core.deliveries import parse_moment, sha256_hex
 from memory.core.report import DROP_REASON_HELP
+from memory.core.routing import DeclaredSection, RoutingContext
 from memory.deliveries.ledger import last_delivery
+from memory.migration import moving_count
 from memory.preview import preview_save
 from memory.queries import (
     Provenance,
@@ -220,8 +222,12 @@ def _lens_context(
         last = last_delivery(agent)
         declared_model = agent.model
         memories = len(states)  # every memory saved until now
+        # SPEC §18.3: "N memories would move" (one query while the agent's memories,
+        # declarations and spec are as they were; the declarations are read already).
+        moving = moving_count(agent, _declared(agent))
     else:
         composition = compose_as_of(agent, moment)
+        moving = 0  # the plan is about now
         revision = revision_at(agent, moment)
         last = None  # the deliveries line is about now
         # The model declared then: the prompt of then against that model's window.
@@ -250,12 +256,23 @@ def _lens_context(
         "drop_groups": drop_groups(agent, composition, grouped, briefs, moment),
         "drop_stats": _drop_stats(composition, memories),
         "memory_total": memories,
+        "migration_moves": moving,
         # A protected agent's changes wait as proposals: the lens says how many wait.
         "pending_proposals": pending_counts([agent]).get(agent.pk, 0) if agent.protected else 0,
         # "Routing: 47 of 50 cases (94%)": about now, so not on the lens of a past moment.
         "routing": lens_routing(agent) if moment is None else None,
         "nav": "agents",
     }
+
+
+def _declared(agent: Agent) -> RoutingContext:
+    """The agent's section declarations as routing reads them, from its loaded config."""
+    sections = config_of(agent).background.sections
+    return RoutingContext(
+        sections=tuple(
+            DeclaredSection(id=s.id, title=s.title, promotion=s.promotion) for s in sections
+        )
+    )
 
 
 def _newest_revision(agent: Agent) -> Revision | None:

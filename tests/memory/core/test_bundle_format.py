@@ -188,7 +188,8 @@ def test_a_written_bundle_reads_back_line_for_line() -> None:
     head, _, rest = text.partition(b"\n")
     assert json.loads(head)["sha256"] == hashlib.sha256(rest).hexdigest()
     assert json.loads(head)["counts"] == {
-        "agent": 1, "revision": 1, "routing_case": 0, "memory": 1, "promotion": 0, "event": 0, "composition": 1,
+        "agent": 1, "revision": 1, "routing_case": 0, "memory": 1, "promotion": 0,
+        "migrated_promotion": 0, "event": 0, "composition": 1,
         "delivery": 1, "audit": 0,
     }  # fmt: skip
 
@@ -218,7 +219,8 @@ def test_times_are_utc_with_microseconds_and_read_back_exactly() -> None:
 
 def test_counts_in_words_name_every_type() -> None:
     assert counts_in_words({"agent": 1, "memory": 2, "delivery": 1, "audit": 3}) == (
-        "1 agent, 0 revisions, 0 routing cases, 2 memories, 0 promotions, 0 events, 0 compositions, "
+        "1 agent, 0 revisions, 0 routing cases, 2 memories, 0 promotions, "
+        "0 migrated promotions, 0 events, 0 compositions, "
         "1 delivery, 3 audit events"
     )
 

@@ -41,7 +41,7 @@ def test_export_agent_writes_the_bundle_and_says_what_it_holds(wren: Agent, tmp_
     first, second = out.splitlines()
     assert first.startswith(f"Exported agent wren of team acme to {path} (")
     assert first.endswith(
-        "1 agent, 3 revisions, 2 routing cases, 7 memories, 7 promotions, "
+        "1 agent, 3 revisions, 2 routing cases, 7 memories, 7 promotions, 0 migrated promotions, "
         f"{manifest['counts']['event']} events, 3 compositions, 4 deliveries, "
         f"{manifest['counts']['audit']} audit events."
     )

@@ -117,6 +117,10 @@ def test_the_lens_and_a_group_page_cost_the_same_queries_past_100_drops(
         remember(wren, "profile", f"Long {i} " * 20, label=f"more{i}")
     assert len(drops_of(wren)) > 100
     assert len(drops_of(wren, "over-budget")) > 100
+    # The lens counts the migration plan again after memories change (one query more
+    # on that first view, whatever their number): settled, it costs the same.
+    with django_assert_max_num_queries(len(few) + 1):
+        lens(member_client)
     with django_assert_max_num_queries(len(few)):
         page = lens(member_client)
     assert len(listed(page)) == 100

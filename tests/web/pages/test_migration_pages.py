@@ -1,0 +1,126 @@
+"""``/agents/<slug>/migration/`` (SPEC §18.3): the plan for people, applying it by a
+reviewer, read-only for other members, 404 for strangers; and the lens's line."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.test import Client
+
+from lens.models import Team
+from memory.migration import migration_plan
+from memory.models import EventKind, MemoryEvent, MigratedPromotion, Promotion
+from tests.factories import logged_in, migration_story
+
+pytestmark = pytest.mark.django_db
+
+PAGE = "/agents/wren/migration/"
+APPLY = "/agents/wren/migration/apply/"
+
+
+def form(agent: Any, **extra: Any) -> dict[str, Any]:
+    return {"team": "acme", "plan": migration_plan(agent).sha256, "confirm": "yes", **extra}
+
+
+def test_a_member_sees_the_plan_read_only(team: Team, settings: Any, viewer_client: Client) -> None:
+    _agent, ids = migration_story(team, settings)
+    response = viewer_client.get(PAGE)
+    assert response.status_code == 200
+    text = response.content.decode()
+    assert "3 memories would move" in text
+    assert "data-read-only" in text
+    assert 'name="memory"' not in text
+    assert "data-apply" not in text
+    assert "Waits for a reviewer: the section is guarded." in text
+    assert 'data-migration-group="user_profile→about_user"' in text
+    assert "data-migration-what-if" in text
+
+
+def test_a_reviewer_sees_checkboxes_and_the_buttons(
+    team: Team, settings: Any, reviewer_client: Client
+) -> None:
+    _agent, ids = migration_story(team, settings)
+    text = reviewer_client.get(PAGE).content.decode()
+    assert text.count('name="memory"') == 3
+    assert "Apply selected" in text
+    assert 'data-apply="all"' in text
+    assert "Approved by you when you apply: the section is guarded." in text
+
+
+def test_strangers_get_404_and_anonymous_people_the_login(
+    team: Team, settings: Any, stranger_client: Client
+) -> None:
+    agent, _ids = migration_story(team, settings)
+    assert stranger_client.get(PAGE).status_code == 404
+    assert Client().get(PAGE).status_code == 302
+    assert Client().post(APPLY, form(agent)).status_code == 302
+    assert MigratedPromotion.objects.count() == 0
+
+
+def test_a_reviewer_applies_the_whole_plan_and_approves_the_guarded_moves(
+    team: Team, settings: Any, reviewer: User
+) -> None:
+    agent, ids = migration_story(team, settings)
+    client = logged_in(reviewer, enforce_csrf_checks=False)
+    response = client.post(APPLY, form(agent, apply="all"), follow=True)
+    assert response.redirect_chain[-1][0] == PAGE
+    assert "Moved 3 memories" in response.content.decode()
+    theme = Promotion.objects.get(pk=ids["theme"])
+    assert (theme.section, theme.status, theme.decided_by) == ("preferences", "approved", reviewer)
+    assert MemoryEvent.objects.filter(kind=EventKind.MIGRATED).count() == 3
+    assert "Nothing would move" in response.content.decode()
+
+
+def test_apply_selected_moves_the_ticked_ones(
+    team: Team, settings: Any, reviewer_client: Client
+) -> None:
+    agent, ids = migration_story(team, settings)
+    reviewer_client.post(APPLY, form(agent, apply="selected", memory=[ids["city"]]))
+    assert list(MigratedPromotion.objects.values_list("record_id", flat=True)) == [ids["city"]]
+
+
+def test_without_the_confirmation_nothing_moves(
+    team: Team, settings: Any, reviewer_client: Client
+) -> None:
+    agent, _ids = migration_story(team, settings)
+    body = {**form(agent, apply="all"), "confirm": ""}
+    response = reviewer_client.post(APPLY, body, follow=True)
+    assert "tick the confirmation" in response.content.decode()
+    assert MigratedPromotion.objects.count() == 0
+
+
+def test_a_stale_plan_says_so_and_moves_nothing(
+    team: Team, settings: Any, reviewer_client: Client
+) -> None:
+    agent, _ids = migration_story(team, settings)
+    body = {**form(agent, apply="all"), "plan": "0" * 64}
+    response = reviewer_client.post(APPLY, body, follow=True)
+    assert "changed since this plan was read" in response.content.decode()
+    assert MigratedPromotion.objects.count() == 0
+
+
+def test_a_member_who_is_no_reviewer_is_refused(
+    team: Team, settings: Any, viewer_client: Client
+) -> None:
+    agent, _ids = migration_story(team, settings)
+    assert viewer_client.post(APPLY, form(agent, apply="all")).status_code == 403
+    assert MigratedPromotion.objects.count() == 0
+
+
+def test_the_form_needs_csrf(team: Team, settings: Any, reviewer: User) -> None:
+    agent, _ids = migration_story(team, settings)
+    client = Client(enforce_csrf_checks=True)
+    client.force_login(reviewer)
+    assert client.post(APPLY, form(agent, apply="all")).status_code == 403
+    assert MigratedPromotion.objects.count() == 0
+
+
+def test_the_lens_says_how_many_would_move(
+    team: Team, settings: Any, viewer_client: Client
+) -> None:
+    migration_story(team, settings)
+    text = viewer_client.get("/agents/wren/").content.decode()
+    assert "3 memories would move" in text
+    assert f'href="{PAGE}"' in text

@@ -1,0 +1,152 @@
+"""``/agents/<slug>/migration/``: the memories whose committed placement the agent's
+current routing spec and declarations would change (SPEC §18.3), grouped by where they
+move from and to, each with what re-promotion makes of it; ``Apply`` and ``Apply
+selected`` for a reviewer, who approves the moves into guarded sections by applying.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from lens.actors import Actor
+from lens.agents import config_of
+from lens.core.errors import DomainError
+from lens.models import Agent
+from memory.core.migration import Address, Move, Plan
+from memory.core.report import DROP_REASON_HELP
+from memory.migration import REVIEWER_PERMISSION, apply_migration, may_review, migration_plan
+from memory.queries import record_briefs
+from web.pages.toolkit import AppRequest, WrongTeam, get_agent_for_user, use_form_team
+
+# Each group lists at most this many memories; the rest move with ``Apply`` all the same.
+SHOWN_PER_GROUP = 200
+
+
+def outcome_words(move: Move, reviewer: bool) -> str:
+    """What applying does to ``move``, in words."""
+    if move.outcome == "approved":
+        return "Composes at once: the section is auto."
+    if move.outcome == "pending":
+        if reviewer:
+            return "Approved by you when you apply: the section is guarded."
+        return "Waits for a reviewer: the section is guarded."
+    if move.outcome == "conflict":
+        return "Stays where it is: another memory holds that address."
+    return "Declined: " + DROP_REASON_HELP.get(move.reason, move.reason).lower()
+
+
+def _place(address: Address | None, titles: dict[str, str]) -> str:
+    if address is None:
+        return "no placement"
+    title = titles.get(address.section)
+    section = f"{title} ({address.section})" if title else f"{address.section} (not declared)"
+    return f"{section} › {address.key}"
+
+
+def _groups(
+    agent: Agent, found: Plan, reviewer: bool, titles: dict[str, str]
+) -> list[dict[str, Any]]:
+    grouped: dict[tuple[str, str], list[Move]] = {}
+    for move in found.moves:
+        source = move.source.section if move.source else ""
+        target = move.target.section if move.target else ""
+        grouped.setdefault((source, target), []).append(move)
+    shown = [move for moves in grouped.values() for move in moves[:SHOWN_PER_GROUP]]
+    briefs = record_briefs(agent, [move.memory_id for move in shown])
+    groups = []
+    for (source, target), moves in grouped.items():
+        groups.append(
+            {
+                "from": titles.get(source, source) if source else "No placement",
+                "from_id": source,
+                "to": titles.get(target, target) if target else "No placement",
+                "to_id": target,
+                "count": len(moves),
+                "hidden": max(len(moves) - SHOWN_PER_GROUP, 0),
+                "moves": [
+                    {
+                        "move": move,
+                        "brief": briefs.get(move.memory_id, {}),
+                        "from": _place(move.source, titles),
+                        "to": _place(move.target, titles),
+                        "words": outcome_words(move, reviewer),
+                    }
+                    for move in moves[:SHOWN_PER_GROUP]
+                ],
+            }
+        )
+    return groups
+
+
+@require_GET
+@login_required
+def migration_page(request: AppRequest, slug: str) -> HttpResponse:
+    agent = get_agent_for_user(request, slug)
+    found = migration_plan(agent)
+    reviewer = may_review(request.user)
+    titles = {section.id: section.title for section in config_of(agent).background.sections}
+    movers = sum(1 for move in found.moves if move.moves)
+    context = {
+        "agent": agent,
+        "plan": found,
+        "groups": _groups(agent, found, reviewer, titles),
+        "movers": movers,
+        "conflicts": len(found.moves) - movers,
+        "may_apply": reviewer,
+        "permission": REVIEWER_PERMISSION,
+        "nav": "agents",
+    }
+    return render(request, "lens/agent_migration.html", context)
+
+
+@require_POST
+@login_required
+def migration_apply(request: AppRequest, slug: str) -> HttpResponse:
+    """Apply the plan the page showed (all of it, or the ticked moves), approving the
+    moves into guarded sections; back to the page with what happened in words."""
+    try:
+        use_form_team(request)
+    except WrongTeam as exc:
+        return render(request, "400.html", {"problem": exc.message}, status=400)
+    agent = get_agent_for_user(request, slug)
+    if not may_review(request.user):
+        raise PermissionDenied(
+            f"Applying a migration approves its guarded moves: it needs {REVIEWER_PERMISSION}."
+        )
+    back = redirect(reverse("agent-migration", args=[agent.slug]))
+    if request.POST.get("confirm") != "yes":
+        messages.error(request, "Nothing moved: tick the confirmation first.")
+        return back
+    chosen = None
+    if request.POST.get("apply") == "selected":
+        chosen = request.POST.getlist("memory")
+        if not chosen:
+            messages.error(request, "Nothing moved: no move was selected.")
+            return back
+    try:
+        applied = apply_migration(
+            agent,
+            request.POST.get("plan", ""),
+            chosen,
+            actor=Actor.for_user(request.user),
+            approve_guarded=True,
+        )
+    except DomainError as exc:
+        messages.error(request, exc.message)
+        return back
+    count = len(applied.moved)
+    approved = sum(1 for status in applied.outcomes.values() if status == "approved")
+    messages.success(
+        request,
+        f"Moved {count:,} memor{'y' if count == 1 else 'ies'} ({approved:,} in the prompt's "
+        "sections now)." + (f" {len(applied.stayed):,} stayed." if applied.stayed else ""),
+    )
+    return back
