@@ -51,6 +51,7 @@ def main() -> int:
         search_bench,
         stability_bench,
         webhook_bench,
+        what_if_bench,
     )
     from bench.common import median_ms, report
 
@@ -74,6 +75,7 @@ def main() -> int:
         audit_bench,
         webhook_bench,
         stability_bench,
+        what_if_bench,
     )
     for module in modules:
         if only and module.__name__.removeprefix("bench.") not in only:

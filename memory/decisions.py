@@ -538,3 +538,68 @@ def _undo_many(
 
 class _NotWhole(Exception):
     """Some row of a bulk undo no longer qualifies: roll the whole UPDATE back."""
+
+
+# --- a decision checked, not made ------------------------------------------------------
+
+
+class DecisionRefused(DomainError):
+    """A decision the memory's state does not allow, as an error: what asking what it
+    would do gets (the operations above tell a page with ``AlreadyDecided`` or
+    ``AddressTaken`` instead, having changed nothing)."""
+
+
+class NotPending(DecisionRefused):
+    code = "not_pending"  # as deciding several rows that are not all pending
+
+
+class NotApproved(DecisionRefused):
+    code = "not_approved"
+
+
+class NotReopenable(DecisionRefused):
+    code = "not_reopenable"
+
+
+class AddressHeld(DecisionRefused):
+    code = "address_taken"  # as undoing a rejection whose address was taken meanwhile
+
+
+# What each decision needs the row to be in, and what a page says otherwise.
+_ALLOWED: dict[str, tuple[tuple[str, ...], type[DecisionRefused], str]] = {
+    "approve": ((PromotionStatus.PENDING,), NotPending, ""),
+    "reject": ((PromotionStatus.PENDING,), NotPending, ""),
+    "revoke": ((PromotionStatus.APPROVED,), NotApproved, "Only an approved memory can be revoked."),
+    "reopen": (
+        (PromotionStatus.REJECTED, PromotionStatus.REVOKED),
+        NotReopenable,
+        "Only a rejected or revoked memory can be reopened.",
+    ),
+}
+
+
+def check_decision(agent: Agent, record_id: str, decision: str) -> Promotion:
+    """The promotion row of ``agent``'s memory ``record_id`` that ``decision`` (approve,
+    reject, revoke or reopen) would move now, read and left as it is.
+
+    Raises NoSuchPromotion for a memory the agent does not have, and a DecisionRefused
+    where ``decide``, ``revoke`` or ``reopen`` would change nothing: the row is not in a
+    state the decision moves, or (reopening) another record holds its address now.
+    """
+    promotion = (
+        Promotion.objects.select_related("record", "decided_by", "agent")
+        .filter(agent=agent, record_id=record_id)
+        .first()
+    )
+    if promotion is None:
+        raise NoSuchPromotion(f"No memory {record_id!r} here.")
+    allowed, refused, only = _ALLOWED[decision]
+    if promotion.status not in allowed:
+        message = notice_for(promotion)
+        raise refused(f"{only} {message}" if only else message, status=promotion.status)
+    if decision == "reopen" and promotion.placement_key:
+        holder = holder_of(promotion.agent, promotion.placement_key)
+        if holder is not None and holder.record_id != record_id:
+            taken = AddressTaken(promotion, holder.record_id)
+            raise AddressHeld(taken.notice, holder=holder.record_id)
+    return promotion
