@@ -16,7 +16,8 @@ the events, the placed records — and the deliveries are walked in time order, 
 replay is a fixed number of queries whatever ``last`` is. Only the prompt's text is
 composed (no routing report), once per distinct input: consecutive deliveries of the
 same revision and the same approved memories compose once. Token ids are counted per
-line segment and memoised, as the stability card counts them (``memory.stability``).
+block between headings and memoised, as the stability card counts them per line
+(``memory.stability``; ``lens.core.token_prefix.heading_segments``).
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from lens.core.diffs import unified_diff
 from lens.core.errors import InvalidInput, invalid_input, pydantic_problems
 from lens.core.render import render_text
 from lens.core.token_counts import token_ids
-from lens.core.token_prefix import segments, shared_tokens
+from lens.core.token_prefix import heading_segments, shared_tokens
 from lens.models import Agent, Revision
 from lens.revisions import stored_config
 from memory.as_of import STATUS_AFTER
@@ -101,7 +102,7 @@ def decision_change(memory_id: str, decision: str) -> DecisionChange:
             f"decide.decision: one of {', '.join(DECISIONS)}",
             errors=[{"loc": "decide.decision", "message": f"one of {', '.join(DECISIONS)}"}],
         )
-    return DecisionChange(memory_id, decision)  # type: ignore[arg-type]  # one of DECISIONS, checked above
+    return DecisionChange(memory_id, decision)
 
 
 def _check(agent: Agent, config: AgentConfig, change: Change) -> None:
@@ -294,8 +295,8 @@ class _Walk:
         approved = self.approved
         decision = self.decision
         if decision is not None and decision.memory_id in self.placed:
-            status = self.statuses.get(decision.memory_id)
-            moved = decided(status, decision) if status is not None else None
+            then = self.statuses.get(decision.memory_id)
+            moved = decided(then, decision) if then is not None else None
             if moved == PromotionStatus.APPROVED:
                 approved = approved | {decision.memory_id}
             elif moved is not None:
@@ -319,6 +320,7 @@ class _Texts:
         self.counted: dict[_Key, int] = {}
         self.hashed: dict[_Key, str] = {}
         self.cuts: dict[str, list[str]] = {}
+        self.declared: dict[int, tuple[AgentConfig, AgentConfig]] = {}
         # An agent with no revision at all (rows that never validated): as stored.
         self.fallback = config_of(agent)
 
@@ -328,8 +330,16 @@ class _Texts:
             self.texts[found] = self._compose(config or self.fallback, approved)
         return found
 
+    def _declared(self, config: AgentConfig) -> AgentConfig:
+        # Once per config in force: the same declarations object for every moment, so
+        # the renderer and the fold find what they drew of it before.
+        found = self.declared.get(id(config))
+        if found is None or found[0] is not config:
+            found = self.declared[id(config)] = (config, changed_config(config, self.change))
+        return found[1]
+
     def _compose(self, config: AgentConfig, approved: frozenset[str]) -> str:
-        declared = changed_config(config, self.change)
+        declared = self._declared(config)
         background, _fold = apply_memory_overlay(
             declared.background,
             [self.records[rid] for rid in approved],
@@ -347,8 +357,11 @@ class _Texts:
         return self.hashed[key]
 
     def cut(self, text: str) -> list[str]:
+        # Cut where headings start: replayed prompts are built of the same blocks (a
+        # prompt section, a Background section), so each distinct block is tokenised
+        # once and two prompts compare block by block.
         if text not in self.cuts:
-            self.cuts[text] = segments(text)
+            self.cuts[text] = heading_segments(text)
         return self.cuts[text]
 
     def tokens(self, key: _Key, ids: Callable[[str], Sequence[int]]) -> int:
@@ -358,7 +371,8 @@ class _Texts:
 
 
 def _memo_ids() -> Callable[[str], Sequence[int]]:
-    """Token ids of a line segment, each distinct one tokenised once per replay."""
+    """Token ids of a block (``heading_segments``), each distinct one tokenised once per
+    replay."""
     known: dict[str, Sequence[int]] = {}
 
     def ids(segment: str) -> Sequence[int]:
@@ -396,6 +410,6 @@ def _recorded_prefixes(
         if recorded is None:
             a = prompts[delivered[i - 1].composition_id]
             b = prompts[delivered[i].composition_id]
-            recorded = shared_tokens(segments(a), segments(b), ids)
+            recorded = shared_tokens(heading_segments(a), heading_segments(b), ids)
         found.append(recorded)
     return found

@@ -181,7 +181,7 @@ class WhatIf:
 def fates_of(composition: Composition) -> dict[str, str]:
     """Every memory of ``composition``: ``composed``, or the reason it was dropped
     (SPEC §5.6: each memory is exactly one of these)."""
-    found = {drop.memory_id: drop.reason for drop in composition.report.drops}
+    found: dict[str, str] = {drop.memory_id: drop.reason for drop in composition.report.drops}
     for section in composition.background.sections:
         for entry in section.entries:
             for memory_id in entry.memory_ids:

@@ -97,9 +97,7 @@ def test_the_same_config_order_or_spec_changes_nothing_now_or_in_replay(
         if not isinstance(change, ConfigChange):
             assert found.replay.changed == 0
             assert found.replay.tokens_delta_mean == 0
-            assert (
-                found.replay.prefix_tokens_mean_before == found.replay.prefix_tokens_mean_after
-            )
+            assert found.replay.prefix_tokens_mean_before == found.replay.prefix_tokens_mean_after
 
 
 def test_a_config_replays_over_every_delivery(wren_story: dict[str, Any]) -> None:
@@ -160,9 +158,7 @@ def test_reopening_a_rejected_memory_puts_it_back_in_the_queue(
 ) -> None:
     agent, ids = wren_story["agent"], wren_story["ids"]
     found = what_if(agent, DecisionChange(ids["jokes"], "reopen"), 50)
-    assert [(f.before, f.after) for f in found.now.memories] == [
-        ("rejected", "awaiting-approval")
-    ]
+    assert [(f.before, f.after) for f in found.now.memories] == [("rejected", "awaiting-approval")]
     assert found.replay.changed == 0
 
 

@@ -9,7 +9,6 @@ from datetime import UTC, datetime
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from lens.core.background import Background
 from lens.core.config import AgentConfig
 from lens.core.counts import Counts
 from lens.core.prompt import Prompt, PromptTokens
