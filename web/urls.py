@@ -21,6 +21,7 @@ from web.pages import (
     stability_pages,
     token_pages,
     webhook_pages,
+    what_if_pages,
 )
 from web.pages.accounts import account_urlpatterns
 
@@ -90,7 +91,17 @@ urlpatterns = [
     path("approvals/undo/", approval_pages.undo_bulk, name="approvals-undo-bulk"),
     path("approvals/<str:record_id>/decide/", approval_pages.decide_one, name="approvals-decide"),
     path("approvals/<str:record_id>/undo/", approval_pages.undo_one, name="approvals-undo"),
+    path(
+        "approvals/<str:record_id>/what-if/",
+        what_if_pages.approval_what_if,
+        name="approvals-what-if",
+    ),
     path("proposals/<int:proposal_id>/", proposal_pages.proposal_detail, name="proposal"),
+    path(
+        "proposals/<int:proposal_id>/what-if/",
+        what_if_pages.proposal_what_if,
+        name="proposal-what-if",
+    ),
     path(
         "proposals/<int:proposal_id>/publish/",
         proposal_pages.proposal_publish,

@@ -169,14 +169,6 @@ class WhatIf:
     def tokens_delta(self) -> int:
         return self.now.after.tokens - self.now.before.tokens
 
-    @property
-    def entering(self) -> int:
-        return sum(1 for f in self.now.memories if f.after == COMPOSED)
-
-    @property
-    def leaving(self) -> int:
-        return sum(1 for f in self.now.memories if f.before == COMPOSED)
-
 
 def fates_of(composition: Composition) -> dict[str, str]:
     """Every memory of ``composition``: ``composed``, or the reason it was dropped
@@ -202,3 +194,37 @@ def fate_changes(before: Composition, after: Composition) -> tuple[MemoryFate, .
 
 def mean(values: Sequence[float]) -> float | None:
     return fmean(values) if values else None
+
+
+# --- in words ------------------------------------------------------------------------
+
+
+def _memories(n: int) -> str:
+    return f"{n} memor{'y' if n == 1 else 'ies'}"
+
+
+def effect_phrases(found: WhatIf, subject: str | None = None) -> list[str]:
+    """The effect in short phrases a row can join with middle dots: the token change
+    now, the memories it pushes out and brings in (``subject``, the memory decided on,
+    is said apart: whether it stays out), and how many of the last prompts would have
+    changed. ``["+18 tokens", "pushes out 1 memory", "12 of the last 50 prompts would
+    change"]``."""
+    delta = found.tokens_delta
+    phrases = [f"{delta:+,} token{'s' if abs(delta) != 1 else ''}" if delta else "same tokens"]
+    others = [fate for fate in found.now.memories if fate.memory_id != subject]
+    own = next((fate for fate in found.now.memories if fate.memory_id == subject), None)
+    if own is not None and own.after != COMPOSED and own.before != COMPOSED:
+        phrases.append(f"stays out ({own.after})")
+    if out := sum(1 for fate in others if fate.before == COMPOSED and fate.after != COMPOSED):
+        phrases.append(f"pushes out {_memories(out)}")
+    if entering := sum(1 for fate in others if fate.after == COMPOSED != fate.before):
+        phrases.append(f"brings in {_memories(entering)}")
+    replay = found.replay
+    if replay.deliveries:
+        phrases.append(
+            f"{replay.changed} of the last {replay.deliveries} prompt"
+            f"{'s' if replay.deliveries != 1 else ''} would change"
+        )
+    else:
+        phrases.append("no prompt delivered yet")
+    return phrases
