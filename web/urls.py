@@ -39,6 +39,11 @@ urlpatterns = [
     path("agents/<str:slug>/revisions/", revision_pages.revision_list, name="agent-revisions"),
     path("agents/<str:slug>/stability/", stability_pages.stability_page, name="agent-stability"),
     path(
+        "agents/<str:slug>/stability/what-if/",
+        what_if_pages.order_what_if,
+        name="agent-stability-what-if",
+    ),
+    path(
         "agents/<str:slug>/stability/apply/",
         stability_pages.stability_apply,
         name="agent-stability-apply",
@@ -47,6 +52,11 @@ urlpatterns = [
         "agents/<str:slug>/revisions/<int:number>/",
         revision_pages.revision_detail,
         name="agent-revision",
+    ),
+    path(
+        "agents/<str:slug>/revisions/<int:number>/what-if/",
+        what_if_pages.revision_what_if,
+        name="agent-revision-what-if",
     ),
     path(
         "agents/<str:slug>/revisions/<int:number>/restore/",

@@ -15,7 +15,9 @@ from django.test.utils import CaptureQueriesContext
 
 from lens.actors import Actor
 from lens.agents import get_agent
+from lens.core.config import AgentConfig
 from lens.models import Agent, Proposal, Team
+from memory.configuring import store_config
 from memory.decisions import decide
 from memory.deliveries.ledger import deliver
 from tests.api_calls import db_snapshot
@@ -177,3 +179,53 @@ def test_a_viewer_without_the_reviewer_role_sees_it_too(
     client = logged_in(make_user("vic", team))
     assert client.get(url(pending), headers=HTMX).status_code == 200
     assert client.get(f"/proposals/{proposal.pk}/what-if/", headers=HTMX).status_code == 200
+
+
+# --- a revision's restore, the Cache stability card's order --------------------------
+
+
+@pytest.fixture
+def revised(team: Team, wren: Agent) -> Agent:
+    """Wren revised once after three deliveries (revision 2: a terser persona)."""
+    store_config(team, "wren", AgentConfig.model_validate(memory_config(persona="Terse.")))
+    deliver(get_agent(team, "wren"), Actor(label="runtime"))
+    return get_agent(team, "wren")
+
+
+def test_an_older_revision_says_what_restoring_it_would_do(
+    member_client: Client, revised: Agent
+) -> None:
+    page = dom(member_client.get("/agents/wren/revisions/1/"))
+    lazy = page.one("data-what-if-pending")
+    assert lazy.attrs["hx-get"] == "/agents/wren/revisions/1/what-if/"
+    line = dom(member_client.get("/agents/wren/revisions/1/what-if/", headers=HTMX)).one(
+        "data-what-if"
+    )
+    assert "If restoring:" in line.squashed
+    # Replayed with revision 1's declarations: the one delivery made under revision 2.
+    assert "1 of the last 4 prompts would change" in line.squashed
+    assert member_client.get("/agents/wren/revisions/9/what-if/").status_code == 404
+    assert member_client.get("/agents/wren/revisions/0/what-if/").status_code == 404
+
+
+def test_the_stability_order_line_measures_the_order_it_is_given(
+    member_client: Client, wren: Agent
+) -> None:
+    good = "/agents/wren/stability/what-if/?order=user_preferences,user_profile"
+    line = dom(member_client.get(good, headers=HTMX)).one("data-what-if")
+    assert "If applying:" in line.squashed
+    assert "Cached prefix" in line.squashed
+    bad = "/agents/wren/stability/what-if/?order=user_profile"
+    refused = dom(member_client.get(bad, headers=HTMX)).one("data-what-if-refused")
+    assert "leaves out user_preferences" in refused.squashed
+
+
+def test_revision_and_order_lines_are_for_members_only(
+    stranger_client: Client, revised: Agent
+) -> None:
+    for path in (
+        "/agents/wren/revisions/1/what-if/",
+        "/agents/wren/stability/what-if/?order=user_profile,user_preferences",
+    ):
+        assert stranger_client.get(path).status_code == 404
+        assert Client().get(path).status_code == 302
