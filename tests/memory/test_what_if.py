@@ -4,6 +4,7 @@ deliveries, refused as making it would be refused, and never writing anything.""
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -11,26 +12,32 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from lens.actors import Actor
-from lens.agents import get_agent
+from lens.agents import config_of, get_agent
 from lens.core.config import AgentConfig
 from lens.core.errors import DomainError, InvalidInput
 from lens.models import Agent, Team
 from memory.composition import compose
 from memory.configuring import store_config
 from memory.core.deliveries import sha256_hex
+from memory.core.records import MemoryInput
 from memory.core.what_if import (
     Change,
     ConfigChange,
     DecisionChange,
     OrderChange,
+    Replay,
     SpecChange,
+    effect_phrases,
 )
 from memory.decisions import decide, reopen, revoke
 from memory.deliveries.ledger import deliver
-from memory.models import Delivery
+from memory.models import Delivery, Promotion, PromotionStatus
 from memory.registry import UnknownRoutingSpec
+from memory.saving import Saved, save_memory
 from memory.what_if import config_change, decision_change, what_if
 from tests.api_calls import db_snapshot
 from tests.factories import create_agent, memory_config, remember
@@ -373,3 +380,81 @@ def test_the_replay_reads_a_fixed_number_of_queries(
     agent = fresh(agent)
     with django_assert_max_num_queries(14):
         what_if(agent, DecisionChange(ids["pending"], "approve"), 200)
+
+
+# --- empty changes over random histories ----------------------------------------------
+
+_agents = itertools.count()
+OPS = ("fact", "preference", "approve", "reject", "revoke", "reopen", "revise", "deliver")
+
+
+def _random_history(team: Team, steps: list[tuple[str, int]]) -> Agent:
+    slug = f"w{next(_agents)}"
+    config = memory_config()
+    create_agent(team, slug, config)
+    reviewer = Actor(label="alice")
+    saved: list[str] = []
+
+    def pick(status: str, n: int) -> str | None:
+        found = list(
+            Promotion.objects.filter(record_id__in=saved, status=status)
+            .order_by("record_id")
+            .values_list("record_id", flat=True)
+        )
+        return found[n % len(found)] if found else None
+
+    for op, n in [*steps, ("deliver", 0)]:
+        agent = get_agent(team, slug)
+        if op in ("fact", "preference"):
+            kind = "profile" if op == "fact" else "preference"
+            result = save_memory(
+                agent,
+                MemoryInput(kind=kind, content=f"{op} {n}", label=f"{op[:4]}{n}-{len(saved)}"),
+                RUNTIME,
+            )
+            if isinstance(result, Saved):
+                saved.append(result.id)
+        elif op in ("approve", "reject") and (rid := pick(PromotionStatus.PENDING, n)):
+            decide(rid, op == "approve", reviewer)
+        elif op == "revoke" and (rid := pick(PromotionStatus.APPROVED, n)):
+            revoke(rid, reviewer)
+        elif op == "reopen" and (rid := pick(PromotionStatus.REJECTED, n)):
+            reopen(rid, reviewer)
+        elif op == "revise":
+            changed = memory_config(persona=f"You are Wren, take {n}.")
+            store_config(team, slug, AgentConfig.model_validate(changed))
+        elif op == "deliver":
+            deliver(agent, RUNTIME)
+    return get_agent(team, slug)
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 9)), min_size=1, max_size=20))
+def test_an_empty_change_replays_every_delivery_as_delivered(
+    team: Team, steps: list[tuple[str, int]]
+) -> None:
+    agent = _random_history(team, steps)
+    config = config_of(agent)
+    for change in (
+        SpecChange(config.routing_spec),
+        OrderChange(tuple(section.id for section in config.background.sections)),
+    ):
+        found = what_if(agent, change, 200)
+        assert found.now.after == found.now.before
+        assert found.now.memories == ()
+        assert found.replay.deliveries == Delivery.objects.filter(agent=agent).count()
+        assert found.replay.changed == 0
+        assert found.replay.tokens_delta_mean == 0
+        assert found.replay.prefix_tokens_mean_after == found.replay.prefix_tokens_mean_before
+
+
+def test_without_deliveries_the_replay_is_empty(team: Team) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    pending = remember(agent, "preference", "Tea.", label="drink")
+    found = what_if(fresh(agent), DecisionChange(pending, "approve"), 50)
+    assert found.replay == Replay(0, 0, None, None, None)
+    assert effect_phrases(found, pending)[-1] == "no prompt delivered yet"
