@@ -210,7 +210,9 @@ def effect_phrases(found: WhatIf, subject: str | None = None) -> list[str]:
     changed. ``["+18 tokens", "pushes out 1 memory", "12 of the last 50 prompts would
     change"]``."""
     delta = found.tokens_delta
-    phrases = [f"{delta:+,} token{'s' if abs(delta) != 1 else ''}" if delta else "same tokens"]
+    # A minus sign, as the lens writes token deltas elsewhere ("−28").
+    signed = f"{delta:+,}".replace("-", "\u2212")
+    phrases = [f"{signed} token{'s' if abs(delta) != 1 else ''}" if delta else "same tokens"]
     others = [fate for fate in found.now.memories if fate.memory_id != subject]
     own = next((fate for fate in found.now.memories if fate.memory_id == subject), None)
     if own is not None and own.after != COMPOSED and own.before != COMPOSED:
