@@ -28,6 +28,7 @@ from memory.what_if import what_if
 _RUN = uuid.uuid4().hex[:8]
 DELIVER_EVERY = 20
 TARGET_MS = 300
+ORDER = "another order of the 40 sections"
 
 
 def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
@@ -60,7 +61,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     order = tuple(reversed([section.id for section in config.background.sections]))
     changes: dict[str, Change] = {
         "approve a pending memory": DecisionChange(pending, "approve"),
-        "another order of the 40 sections": OrderChange(order),
+        ORDER: OrderChange(order),
         "a config (a new persona)": ConfigChange(
             config.model_copy(update={"persona": "You are terse."})
         ),
@@ -78,6 +79,9 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
             f" {found.replay.prefix_tokens_mean_before or 0:,.0f} →"
             f" {found.replay.prefix_tokens_mean_after or 0:,.0f} tokens"
         )
+    # A page's line shows the figures alone: no prompt diff.
+    took = median_ms(lambda: what_if(get_agent(team, "big"), changes[ORDER], 50, diff=False), 10)
+    report("what-if: that order without the diff (a page's line)", took, TARGET_MS)
 
 
 def cleanup() -> None:

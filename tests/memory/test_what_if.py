@@ -141,6 +141,11 @@ def test_approving_a_pending_memory_composes_it_and_changes_the_prompts_after_it
     assert found.replay.changed == 5
     assert found.replay.tokens_delta_mean is not None
     assert found.replay.tokens_delta_mean > 0
+    # The same without the diff, for pages that show only the figures.
+    figures = what_if(agent, DecisionChange(ids["pending"], "approve"), 50, diff=False)
+    assert figures.now.diff == ""
+    assert figures.now.after == found.now.after
+    assert figures.replay == found.replay
 
 
 def test_rejecting_changes_a_fate_but_no_prompt(wren_story: dict[str, Any]) -> None:

@@ -38,7 +38,8 @@ ORDER_MAX = 500
 def _measured(agent: Agent, change: Change) -> tuple[WhatIf | None, str]:
     """The change's effect over the last deliveries, or why it cannot be made."""
     try:
-        return what_if(get_agent(agent.team, agent.slug), change, LAST_DEFAULT), ""
+        # The line shows figures, never the diff: left out, it costs nothing.
+        return what_if(get_agent(agent.team, agent.slug), change, LAST_DEFAULT, diff=False), ""
     except DomainError as exc:
         return None, exc.message
 
