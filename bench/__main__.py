@@ -53,6 +53,7 @@ def main() -> int:
         search_bench,
         stability_bench,
         webhook_bench,
+        what_if_bench,
     )
     from bench.common import median_ms, report
 
@@ -78,6 +79,7 @@ def main() -> int:
         stability_bench,
         routing_eval_bench,
         migration_bench,
+        what_if_bench,
     )
     for module in modules:
         if only and module.__name__.removeprefix("bench.") not in only:

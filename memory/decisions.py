@@ -147,9 +147,10 @@ class NotAllPending(DomainError):
 
     code = "not_pending"
 
-    def __init__(self, stale: Sequence[str]) -> None:
+    def __init__(self, stale: Sequence[str], message: str = "") -> None:
         super().__init__(
-            f"Nothing was changed: {len(stale)} of the selected memories are no longer "
+            message
+            or f"Nothing was changed: {len(stale)} of the selected memories are no longer "
             "pending (someone decided them, or they were superseded or erased).",
             stale=list(stale),
         )
@@ -538,3 +539,64 @@ def _undo_many(
 
 class _NotWhole(Exception):
     """Some row of a bulk undo no longer qualifies: roll the whole UPDATE back."""
+
+
+# --- a decision checked, not made ------------------------------------------------------
+
+
+class NotApproved(DomainError):
+    """Revoking a memory that is not approved, asked about (``revoke`` would tell a page
+    ``AlreadyDecided``)."""
+
+    code = "not_approved"
+
+
+class NotReopenable(DomainError):
+    """Reopening a memory that is neither rejected nor revoked, asked about (``reopen``
+    would tell a page ``AlreadyDecided``)."""
+
+    code = "not_reopenable"
+
+
+# What each decision needs the row to be in; what a page says otherwise.
+_ALLOWED: dict[str, tuple[tuple[str, ...], str]] = {
+    "approve": ((PromotionStatus.PENDING,), ""),
+    "reject": ((PromotionStatus.PENDING,), ""),
+    "revoke": ((PromotionStatus.APPROVED,), "Only an approved memory can be revoked."),
+    "reopen": (
+        (PromotionStatus.REJECTED, PromotionStatus.REVOKED),
+        "Only a rejected or revoked memory can be reopened.",
+    ),
+}
+
+
+def check_decision(agent: Agent, record_id: str, decision: str) -> Promotion:
+    """The promotion row of ``agent``'s memory ``record_id`` that ``decision`` (approve,
+    reject, revoke or reopen) would move now, read and left as it is.
+
+    Raises NoSuchPromotion for a memory the agent does not have; where ``decide``,
+    ``revoke`` or ``reopen`` would change nothing, the error that says why with its
+    code: NotAllPending (approving or rejecting a row that is not pending, as deciding
+    several does), NotApproved, NotReopenable, or AddressNowTaken (reopening where
+    another record holds the address now, as undoing a rejection does).
+    """
+    promotion = (
+        Promotion.objects.select_related("record", "decided_by", "agent")
+        .filter(agent=agent, record_id=record_id)
+        .first()
+    )
+    if promotion is None:
+        raise NoSuchPromotion(f"No memory {record_id!r} here.")
+    allowed, only = _ALLOWED[decision]
+    if promotion.status not in allowed:
+        notice = notice_for(promotion)
+        if decision in ("approve", "reject"):
+            raise NotAllPending([record_id], notice)
+        refused = NotApproved if decision == "revoke" else NotReopenable
+        raise refused(f"{only} {notice}", current_status=promotion.status)
+    if decision == "reopen" and promotion.placement_key:
+        holder = holder_of(promotion.agent, promotion.placement_key)
+        if holder is not None and holder.record_id != record_id:
+            notice = AddressTaken(promotion, holder.record_id).notice
+            raise AddressNowTaken(notice, holder=holder.record_id)
+    return promotion

@@ -23,6 +23,7 @@ from web.pages import (
     stability_pages,
     token_pages,
     webhook_pages,
+    what_if_pages,
 )
 from web.pages.accounts import account_urlpatterns
 
@@ -41,6 +42,11 @@ urlpatterns = [
     path("agents/<str:slug>/stability/", stability_pages.stability_page, name="agent-stability"),
     path("agents/<str:slug>/routing/", routing_pages.routing_page, name="agent-routing"),
     path(
+        "agents/<str:slug>/stability/what-if/",
+        what_if_pages.order_what_if,
+        name="agent-stability-what-if",
+    ),
+    path(
         "agents/<str:slug>/stability/apply/",
         stability_pages.stability_apply,
         name="agent-stability-apply",
@@ -55,6 +61,11 @@ urlpatterns = [
         "agents/<str:slug>/revisions/<int:number>/",
         revision_pages.revision_detail,
         name="agent-revision",
+    ),
+    path(
+        "agents/<str:slug>/revisions/<int:number>/what-if/",
+        what_if_pages.revision_what_if,
+        name="agent-revision-what-if",
     ),
     path(
         "agents/<str:slug>/revisions/<int:number>/restore/",
@@ -99,7 +110,17 @@ urlpatterns = [
     path("approvals/undo/", approval_pages.undo_bulk, name="approvals-undo-bulk"),
     path("approvals/<str:record_id>/decide/", approval_pages.decide_one, name="approvals-decide"),
     path("approvals/<str:record_id>/undo/", approval_pages.undo_one, name="approvals-undo"),
+    path(
+        "approvals/<str:record_id>/what-if/",
+        what_if_pages.approval_what_if,
+        name="approvals-what-if",
+    ),
     path("proposals/<int:proposal_id>/", proposal_pages.proposal_detail, name="proposal"),
+    path(
+        "proposals/<int:proposal_id>/what-if/",
+        what_if_pages.proposal_what_if,
+        name="proposal-what-if",
+    ),
     path(
         "proposals/<int:proposal_id>/publish/",
         proposal_pages.proposal_publish,

@@ -40,6 +40,22 @@ def segments(text: str) -> list[str]:
     return _SAFE_CUT.split(text)
 
 
+def heading_segments(text: str) -> list[str]:
+    """``text`` cut at the safe line starts that begin a heading (``#`` is neither
+    whitespace nor ``/``): fewer, longer pieces than ``segments``, each a run of whole
+    segments, so they keep its property. One per prompt section and Background block
+    rather than one per line, so many prompts built of the same blocks are cut, counted
+    and compared block by block (what-if). A plain split: a look-behind pattern takes
+    twenty times as long over a long prompt."""
+    pieces = text.split("\n#")
+    if len(pieces) == 1:
+        return pieces
+    last = len(pieces) - 1
+    return [
+        ("#" if i else "") + piece + ("\n" if i < last else "") for i, piece in enumerate(pieces)
+    ]
+
+
 def shared_tokens(a: Sequence[str], b: Sequence[str], ids: Callable[[str], Sequence[int]]) -> int:
     """The leading token ids two texts share, from their ``segments``: equal leading
     segments count whole (their ids are equal), then the first pair that differs is

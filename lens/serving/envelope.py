@@ -69,6 +69,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "undo_expired": 409,
     "undo_changed": 409,
     "address_taken": 409,
+    # A decision asked about (what-if, SPEC §18.2) that the memory's state refuses.
+    "not_approved": 409,
+    "not_reopenable": 409,
     "deliveries_busy": 503,
     "webhook_not_found": 404,
     "webhook_message_not_found": 404,

@@ -151,14 +151,7 @@ def _admitted(
     authored entry holds, are dropped; the rest are grouped by address.
     """
     declared = {section.id: section for section in background.sections}
-    # Sections memory may fill, with the keys their authored entries hold, compared as
-    # names (confusable skeletons): an authored "Name" or Cyrillic "nаme" holds the
-    # memory key "name" too, since both lines would read the same.
-    open_keys = {
-        s.id: {key_skeleton(e.key) for e in s.entries}
-        for s in background.sections
-        if tier_block(s.promotion) is None
-    }
+    open_keys = _open_keys(background)
     survivors: dict[_Address, list[tuple[float, PlacedRecord]]] = {}
     for record in records.values():
         authored = open_keys.get(record.section)
@@ -173,6 +166,31 @@ def _admitted(
         else:
             drops.append(Drop(record.id, _recheck(record, declared)))
     return survivors
+
+
+# Each Background's open sections and their authored keys, by the Background they were
+# read from (as ``lens.core.render`` keeps lines): a stored config is validated once and
+# reused, and what-if folds one agent's Background dozens of times.
+_OPEN_KEYS: dict[int, tuple[Background, dict[str, frozenset[str]]]] = {}
+_OPEN_KEYS_MAX = 1 << 8
+
+
+def _open_keys(background: Background) -> dict[str, frozenset[str]]:
+    """Sections memory may fill, with the keys their authored entries hold, compared as
+    names (confusable skeletons): an authored "Name" or Cyrillic "nаme" holds the
+    memory key "name" too, since both lines would read the same."""
+    found = _OPEN_KEYS.get(id(background))
+    if found is not None and found[0] is background:
+        return found[1]
+    keys = {
+        s.id: frozenset(key_skeleton(e.key) for e in s.entries)
+        for s in background.sections
+        if tier_block(s.promotion) is None
+    }
+    if len(_OPEN_KEYS) >= _OPEN_KEYS_MAX:
+        _OPEN_KEYS.clear()
+    _OPEN_KEYS[id(background)] = (background, keys)
+    return keys
 
 
 def _candidates(

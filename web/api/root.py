@@ -24,6 +24,7 @@ from web.api.revision_routes import router as revision_router
 from web.api.routing_case_routes import router as routing_case_router
 from web.api.stability_routes import router as stability_router
 from web.api.webhook_routes import router as webhook_router
+from web.api.what_if_routes import router as what_if_router
 
 api = NinjaAPI(
     title="Composition Lens API",
@@ -51,6 +52,7 @@ api.add_router("/agents", bundle_router)
 api.add_router("/agents", stability_router)
 api.add_router("/agents", routing_case_router)
 api.add_router("/agents", migration_router)
+api.add_router("/agents", what_if_router)
 api.add_router("/proposals", proposals_router)
 api.add_router("/deliveries", deliveries_router)
 api.add_router("/audit", audit_router)

@@ -23,7 +23,13 @@ from lens.core.token_counts import (
     load_encoding,
     parse_ranks,
 )
-from lens.core.token_prefix import segments, shared_token_prefix, shared_tokens, token_totals
+from lens.core.token_prefix import (
+    heading_segments,
+    segments,
+    shared_token_prefix,
+    shared_tokens,
+    token_totals,
+)
 from tests.samples import leading_equal
 
 # Counts and ids published for o200k_base (OpenAI's tokenizer page and cookbook).
@@ -243,6 +249,8 @@ _EDGY = st.lists(
             "!?",
             "\u2028",
             "x",
+            "#",
+            "### H",
         ]
     ),
     max_size=30,
@@ -280,6 +288,10 @@ def test_segments_tokenise_as_the_whole_and_count_the_shared_prefix_exactly(
     assert [i for part in segments(a) for i in _tiktoken.encode_ordinary(part)] == whole_a
     counted = shared_tokens(segments(a), segments(b), token_counts.token_ids)
     assert counted == leading_equal(whole_a, whole_b)
+    # Cut only where a heading starts: longer pieces, the same figures.
+    assert [i for part in heading_segments(a) for i in _tiktoken.encode_ordinary(part)] == whole_a
+    blocks = shared_tokens(heading_segments(a), heading_segments(b), token_counts.token_ids)
+    assert blocks == counted
 
 
 @settings(max_examples=400, deadline=None)

@@ -1,0 +1,421 @@
+"""What a change would do before it is made (SPEC §18.2): a new config, a decision on one
+memory, another order of the Background sections or another routing spec, compared with
+the prompt now (``now``) and replayed over the agent's last deliveries (``replay``).
+It writes nothing: no row, event, audit line or outbox message.
+
+``now`` composes the agent's memories as they are now twice with the one composer
+(``memory.composition``): with its declarations, and with the change applied.
+
+``replay`` re-composes each of the last deliveries as of its moment (SPEC §14, as
+``memory.as_of`` does: the revision in force then, each record saved by then with the
+status its events had left it in) with the change applied to that moment: a config, an
+order or a spec applies at every moment; a decision moves the memory's status then when
+the decision moves that status (``memory.core.what_if.decided``); a memory saved later
+stays absent. Everything is read once for the whole window — the revisions in force,
+the events, the placed records — and the deliveries are walked in time order, so a
+replay is a fixed number of queries whatever ``last`` is. Only the prompt's text is
+composed (no routing report), once per distinct input: consecutive deliveries of the
+same revision and the same approved memories compose once. Token ids are counted per
+block between headings and memoised, as the stability card counts them per line
+(``memory.stability``; ``lens.core.token_prefix.heading_segments``).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Callable, Hashable, Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import Any
+
+from django.conf import settings
+from pydantic import ValidationError
+
+from lens.agents import config_of
+from lens.core.config import AgentConfig
+from lens.core.diffs import unified_diff
+from lens.core.errors import InvalidInput, invalid_input, pydantic_problems
+from lens.core.render import render_text
+from lens.core.token_counts import token_ids
+from lens.core.token_prefix import heading_segments, shared_tokens
+from lens.models import Agent, Revision
+from lens.revisions import stored_config
+from memory.as_of import STATUS_AFTER
+from memory.composition import compose_from, memories_of
+from memory.core.composition import Composition
+from memory.core.deliveries import prompt_of_json, sha256_hex
+from memory.core.overlay import apply_memory_overlay
+from memory.core.routing import PlacedRecord
+from memory.core.what_if import (
+    DECISIONS,
+    Change,
+    ConfigChange,
+    DecisionChange,
+    Now,
+    OrderChange,
+    PromptFigures,
+    Replay,
+    SpecChange,
+    WhatIf,
+    changed_config,
+    decided,
+    fate_changes,
+    mean,
+    order_problem,
+)
+from memory.decisions import check_decision
+from memory.models import Delivery, MemoryEvent, Promotion, PromotionStatus, StoredComposition
+from memory.queries import placed_of
+from memory.registry import check_spec_key, get_spec
+
+LAST_DEFAULT = 50
+LAST_MAX = 200
+# Accepted beside a config and ignored, so a config read with GET (or sent with PUT) can
+# be asked about as it is.
+_REVISION_FIELDS = ("revision", "if_revision")
+
+
+def check_last(last: int) -> int:
+    if not 1 <= last <= LAST_MAX:
+        raise InvalidInput(
+            f"last: between 1 and {LAST_MAX} deliveries",
+            errors=[{"loc": "last", "message": f"between 1 and {LAST_MAX}"}],
+        )
+    return last
+
+
+def config_change(data: Mapping[str, Any]) -> ConfigChange:
+    """A config to ask about, validated as storing it validates it (the same error, with
+    the same code, as ``PUT /api/agents/{slug}`` answers)."""
+    given = {key: value for key, value in data.items() if key not in _REVISION_FIELDS}
+    try:
+        config = AgentConfig.model_validate(given)
+    except ValidationError as exc:
+        raise invalid_input(pydantic_problems(exc.errors())) from None
+    check_spec_key(config.routing_spec)
+    return ConfigChange(config)
+
+
+def decision_change(memory_id: str, decision: str) -> DecisionChange:
+    if decision not in DECISIONS:
+        raise InvalidInput(
+            f"decide.decision: one of {', '.join(DECISIONS)}",
+            errors=[{"loc": "decide.decision", "message": f"one of {', '.join(DECISIONS)}"}],
+        )
+    return DecisionChange(memory_id, decision)
+
+
+def _check(agent: Agent, config: AgentConfig, change: Change) -> None:
+    """Refuse ``change`` as making it would be refused, having read only."""
+    match change:
+        case ConfigChange(config=new):
+            check_spec_key(new.routing_spec)
+        case SpecChange(spec=spec):
+            check_spec_key(spec)
+        case OrderChange(order=order):
+            current = [section.id for section in config.background.sections]
+            if (problem := order_problem(current, order)) is not None:
+                raise InvalidInput(
+                    f"order: name each Background section of the agent once: {problem}",
+                    errors=[{"loc": "order", "message": problem}],
+                )
+        case DecisionChange(memory_id=memory_id, decision=decision):
+            check_decision(agent, memory_id, decision)
+
+
+def what_if(agent: Agent, change: Change, last: int = LAST_DEFAULT, *, diff: bool = True) -> WhatIf:
+    """What ``change`` would do to ``agent``'s prompt now and to its last ``last``
+    deliveries (1 to ``LAST_MAX``). ``agent`` is read with its config
+    (``lens.agents.get_agent``). Raises what making the change would raise.
+
+    ``diff=False`` leaves the prompt diff out (``""``): a page that shows only the
+    figures saves its cost (a bounded diff of two long prompts that differ throughout,
+    such as another order of 40 sections, spends up to a fifth of a second)."""
+    check_last(last)
+    config = config_of(agent)
+    _check(agent, config, change)
+    before, after = _now(agent, config, change)
+    now = Now(
+        before=_figures(before),
+        after=_figures(after),
+        diff=unified_diff(before.prompt.text, after.prompt.text, "now", "with the change")
+        if diff
+        else "",
+        memories=fate_changes(before, after),
+    )
+    return WhatIf(now, replay(agent, change, last))
+
+
+def _figures(composition: Composition) -> PromptFigures:
+    return PromptFigures(composition.tokens.total, sha256_hex(composition.prompt.text))
+
+
+def _now(agent: Agent, config: AgentConfig, change: Change) -> tuple[Composition, Composition]:
+    """The composition now, and the one ``change`` would make now."""
+    memories = memories_of([agent])[agent.pk]
+    before = memories.compose(config)
+    if not isinstance(change, DecisionChange):
+        return before, memories.compose(changed_config(config, change))
+    states = [
+        replace(state, status=decided(state.status, change))
+        if state.memory_id == change.memory_id
+        else state
+        for state in memories.states
+    ]
+    placed, unreadable = memories.placed, memories.unreadable
+    moved = next((s.status for s in states if s.memory_id == change.memory_id), None)
+    if moved == PromotionStatus.APPROVED:
+        found = placed_of(Promotion.objects.filter(agent=agent, record_id=change.memory_id))
+        placed = [*placed, *found.of(agent.pk)]
+        unreadable = unreadable | found.unreadable.get(agent.pk, set())
+    else:
+        placed = [record for record in placed if record.id != change.memory_id]
+        unreadable = unreadable - {change.memory_id}
+    return before, compose_from(agent, placed, states, unreadable, config)
+
+
+# --- replay ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Delivered:
+    at: datetime
+    composition_id: int
+    prompt_sha256: str
+    tokens: int
+    prefix_tokens: int | None  # as recorded (SPEC §17); None: recorded before they were kept
+
+
+def replay(agent: Agent, change: Change, last: int) -> Replay:
+    """``change`` replayed over ``agent``'s last ``last`` deliveries (a fixed number of
+    queries: the deliveries, the revisions in force, the events and the placed records)."""
+    delivered = _last_deliveries(agent, last)
+    if not delivered:
+        return Replay(0, 0, None, None, None)
+    first, newest = delivered[0].at, delivered[-1].at
+    configs = _Configs(agent, first, newest, change)
+    walk = _Walk(agent, newest, change)
+    texts = _Texts(agent, change, walk.placed)
+    replayed = [texts.of(*configs.at(moment.at), walk.until(moment.at)) for moment in delivered]
+    ids = _memo_ids()
+    tokens = [texts.tokens(key, ids) for key in replayed]
+    return Replay(
+        deliveries=len(delivered),
+        changed=sum(
+            texts.sha256(key) != moment.prompt_sha256
+            for key, moment in zip(replayed, delivered, strict=True)
+        ),
+        tokens_delta_mean=mean(
+            [n - moment.tokens for n, moment in zip(tokens, delivered, strict=True)]
+        ),
+        prefix_tokens_mean_before=mean(_recorded_prefixes(delivered, ids)),
+        prefix_tokens_mean_after=mean(
+            _prefixes([texts.text(key) for key in replayed], ids, texts.cut)
+        ),
+    )
+
+
+def _last_deliveries(agent: Agent, last: int) -> list[_Delivered]:
+    rows = list(
+        Delivery.objects.filter(agent=agent)
+        .order_by("-delivered_at")
+        .values_list(
+            "delivered_at",
+            "composition_id",
+            "composition__prompt_sha256",
+            "composition__tokens",
+            "cache_prefix_tokens",
+        )[:last]
+    )
+    rows.reverse()
+    return [_Delivered(*row) for row in rows]
+
+
+class _Configs:
+    """The declarations in force at each moment of the window, moments asked in time
+    order (two queries; none for a config change, which applies at every moment)."""
+
+    def __init__(self, agent: Agent, first: datetime, newest: datetime, change: Change) -> None:
+        self.agent = agent
+        self.revisions: list[Revision] = []
+        self.index = 0
+        if isinstance(change, ConfigChange):
+            return
+        rows = Revision.objects.filter(agent=agent).select_related("config")
+        base = rows.filter(created_at__lte=first).order_by("-number").first()
+        if base is None:  # before the first (declared before revisions were kept)
+            base = rows.order_by("number").first()
+        later = rows.filter(created_at__gt=first, created_at__lte=newest).order_by("number")
+        self.revisions = [base, *later] if base is not None else []
+
+    def at(self, moment: datetime) -> tuple[Hashable, AgentConfig | None]:
+        """The key of the config in force at ``moment`` and the config (None: the
+        change's own, the same at every moment)."""
+        if not self.revisions:
+            return "", None
+        while (
+            self.index + 1 < len(self.revisions)
+            and self.revisions[self.index + 1].created_at <= moment
+        ):
+            self.index += 1
+        revision = self.revisions[self.index]
+        return revision.config_id, stored_config(revision)
+
+
+class _Walk:
+    """Each record's status as the agent's events left it, walked forward in time: the
+    approved, placed records at each moment asked (in time order), with the decision of
+    the change applied to its memory's status then."""
+
+    def __init__(self, agent: Agent, newest: datetime, change: Change) -> None:
+        found = placed_of(Promotion.objects.filter(agent=agent, section__isnull=False))
+        self.placed: dict[str, PlacedRecord] = {p.id: p for p in found.of(agent.pk)}
+        # An erased memory is dropped at every moment (``memory.as_of``).
+        self.erased = set(
+            Promotion.objects.filter(agent=agent, status=PromotionStatus.ERASED).values_list(
+                "record_id", flat=True
+            )
+        )
+        self.events = list(
+            MemoryEvent.objects.filter(agent=agent, at__lte=newest, kind__in=list(STATUS_AFTER))
+            .order_by("at", "id")
+            .values_list("at", "record_id", "kind")
+        )
+        self.index = 0
+        self.statuses: dict[str, str] = {}
+        self.approved: set[str] = set()  # placed records approved now
+        self.decision = change if isinstance(change, DecisionChange) else None
+
+    def until(self, moment: datetime) -> frozenset[str]:
+        """The placed records approved at ``moment``, the change's decision applied."""
+        events = self.events
+        while self.index < len(events) and events[self.index][0] <= moment:
+            _at, record_id, kind = events[self.index]
+            self.index += 1
+            status = PromotionStatus.ERASED if record_id in self.erased else STATUS_AFTER[kind]
+            self.statuses[record_id] = status
+            if status == PromotionStatus.APPROVED and record_id in self.placed:
+                self.approved.add(record_id)
+            else:
+                self.approved.discard(record_id)
+        approved = self.approved
+        decision = self.decision
+        if decision is not None and decision.memory_id in self.placed:
+            then = self.statuses.get(decision.memory_id)
+            moved = decided(then, decision) if then is not None else None
+            if moved == PromotionStatus.APPROVED:
+                approved = approved | {decision.memory_id}
+            elif moved is not None:
+                approved = approved - {decision.memory_id}
+        placed = self.placed
+        # Saved by then (a status at the moment is the record's first event's, at its save).
+        return frozenset(rid for rid in approved if placed[rid].created_at <= moment)
+
+
+_Key = tuple[Hashable, frozenset[str]]
+
+
+class _Texts:
+    """Replayed prompts by their inputs (the config in force, the approved records):
+    each distinct input composed once, its text hashed and counted once."""
+
+    def __init__(self, agent: Agent, change: Change, records: dict[str, PlacedRecord]) -> None:
+        self.change = change
+        self.records = records
+        self.texts: dict[_Key, str] = {}
+        self.counted: dict[_Key, int] = {}
+        self.hashed: dict[_Key, str] = {}
+        self.cuts: dict[str, list[str]] = {}
+        self.declared: dict[int, tuple[AgentConfig, AgentConfig]] = {}
+        # An agent with no revision at all (rows that never validated): as stored.
+        self.fallback = config_of(agent)
+
+    def of(self, key: Hashable, config: AgentConfig | None, approved: frozenset[str]) -> _Key:
+        found = (key, approved)
+        if found not in self.texts:
+            self.texts[found] = self._compose(config or self.fallback, approved)
+        return found
+
+    def _declared(self, config: AgentConfig) -> AgentConfig:
+        # Once per config in force: the same declarations object for every moment, so
+        # the renderer and the fold find what they drew of it before.
+        found = self.declared.get(id(config))
+        if found is None or found[0] is not config:
+            found = self.declared[id(config)] = (config, changed_config(config, self.change))
+        return found[1]
+
+    def _compose(self, config: AgentConfig, approved: frozenset[str]) -> str:
+        declared = self._declared(config)
+        background, _fold = apply_memory_overlay(
+            declared.background,
+            [self.records[rid] for rid in approved],
+            get_spec(declared.routing_spec),
+            settings.MEMORY_OVERLAY_BUDGET_CHARS,
+        )
+        return render_text(declared, background)
+
+    def text(self, key: _Key) -> str:
+        return self.texts[key]
+
+    def sha256(self, key: _Key) -> str:
+        if key not in self.hashed:
+            self.hashed[key] = sha256_hex(self.texts[key])
+        return self.hashed[key]
+
+    def cut(self, text: str) -> list[str]:
+        # Cut where headings start: replayed prompts are built of the same blocks (a
+        # prompt section, a Background section), so each distinct block is tokenised
+        # once and two prompts compare block by block.
+        if text not in self.cuts:
+            self.cuts[text] = heading_segments(text)
+        return self.cuts[text]
+
+    def tokens(self, key: _Key, ids: Callable[[str], Sequence[int]]) -> int:
+        if key not in self.counted:
+            self.counted[key] = sum(len(ids(segment)) for segment in self.cut(self.texts[key]))
+        return self.counted[key]
+
+
+def _memo_ids() -> Callable[[str], Sequence[int]]:
+    """Token ids of a block (``heading_segments``), each distinct one tokenised once per
+    replay."""
+    known: dict[str, Sequence[int]] = {}
+
+    def ids(segment: str) -> Sequence[int]:
+        found = known.get(segment)
+        if found is None:
+            found = known[segment] = token_ids(segment)
+        return found
+
+    return ids
+
+
+def _prefixes(
+    texts: list[str], ids: Callable[[str], Sequence[int]], cut: Callable[[str], list[str]]
+) -> list[int]:
+    """The leading tokens each prompt after the first shares with the one before
+    (SPEC §17's ``prefix_tokens``, counted as the stability card counts it)."""
+    return [shared_tokens(cut(a), cut(b), ids) for a, b in zip(texts, texts[1:], strict=False)]
+
+
+def _recorded_prefixes(
+    delivered: list[_Delivered], ids: Callable[[str], Sequence[int]]
+) -> list[int]:
+    """Each delivery's recorded prefix after the first; a delivery recorded before the
+    figures were kept is measured against the one before it from the stored prompts."""
+    missing = [i for i in range(1, len(delivered)) if delivered[i].prefix_tokens is None]
+    prompts: dict[int, str] = {}
+    if missing:
+        wanted = {delivered[i].composition_id for i in missing}
+        wanted |= {delivered[i - 1].composition_id for i in missing}
+        for pk, body in StoredComposition.objects.filter(pk__in=wanted).values_list("pk", "body"):
+            prompts[pk] = prompt_of_json(zlib.decompress(bytes(body)).decode("utf-8"))
+    found = []
+    for i in range(1, len(delivered)):
+        recorded = delivered[i].prefix_tokens
+        if recorded is None:
+            a = prompts[delivered[i - 1].composition_id]
+            b = prompts[delivered[i].composition_id]
+            recorded = shared_tokens(heading_segments(a), heading_segments(b), ids)
+        found.append(recorded)
+    return found

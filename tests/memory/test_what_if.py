@@ -1,0 +1,465 @@
+"""What-if (SPEC §18.2): a change's effect on the prompt now and replayed over the last
+deliveries, refused as making it would be refused, and never writing anything."""
+
+from __future__ import annotations
+
+import copy
+import itertools
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+from django.contrib.auth.models import User
+from django.db import connection
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from lens.actors import Actor
+from lens.agents import config_of, get_agent
+from lens.core.config import AgentConfig
+from lens.core.errors import DomainError, InvalidInput
+from lens.models import Agent, Team
+from memory.composition import compose
+from memory.configuring import store_config
+from memory.core.deliveries import sha256_hex
+from memory.core.records import MemoryInput
+from memory.core.what_if import (
+    Change,
+    ConfigChange,
+    DecisionChange,
+    OrderChange,
+    Replay,
+    SpecChange,
+    effect_phrases,
+)
+from memory.decisions import decide, reopen, revoke
+from memory.deliveries.ledger import deliver
+from memory.models import Delivery, Promotion, PromotionStatus
+from memory.registry import UnknownRoutingSpec
+from memory.saving import Saved, save_memory
+from memory.what_if import config_change, decision_change, what_if
+from tests.api_calls import db_snapshot
+from tests.factories import create_agent, memory_config, remember
+
+pytestmark = pytest.mark.django_db
+
+RUNTIME = Actor(label="runtime")
+
+
+def fresh(agent: Agent) -> Agent:
+    return get_agent(agent.team, agent.slug)
+
+
+def delivered(agent: Agent, times: int = 1) -> None:
+    for _ in range(times):
+        deliver(fresh(agent), RUNTIME)
+
+
+@pytest.fixture
+def decider(member: User) -> Actor:
+    return Actor.for_user(member)
+
+
+@pytest.fixture
+def wren_story(team: Team, decider: Actor) -> dict[str, Any]:
+    """Wren delivered at several states: saves, decisions and a revision between."""
+    agent = create_agent(team, "wren", memory_config())
+    ids: dict[str, str] = {}
+    ids["name"] = remember(agent, "profile", "Mira", label="name")
+    delivered(agent)
+    ids["pending"] = remember(agent, "preference", "Prefers a dark theme.", label="theme")
+    ids["drink"] = remember(agent, "preference", "Tea, never coffee.", label="drink")
+    delivered(agent)
+    decide(ids["drink"], True, decider)
+    ids["jokes"] = remember(agent, "preference", "Wants daily jokes.", label="jokes")
+    decide(ids["jokes"], False, decider, "no")
+    delivered(agent)
+    changed = memory_config(persona="You help, briefly.")
+    store_config(team, "wren", AgentConfig.model_validate(changed))
+    delivered(agent, 2)
+    ids["city"] = remember(agent, "profile", "Lives in Gdańsk.", label="city")
+    delivered(agent)
+    return {"agent": fresh(agent), "ids": ids, "config": changed}
+
+
+def test_the_same_config_order_or_spec_changes_nothing_now_or_in_replay(
+    wren_story: dict[str, Any],
+) -> None:
+    agent = wren_story["agent"]
+    config = AgentConfig.model_validate(wren_story["config"])
+    unchanged: list[Change] = [
+        ConfigChange(config),
+        OrderChange(tuple(s.id for s in config.background.sections)),
+        SpecChange("user-background"),
+    ]
+    for change in unchanged:
+        found = what_if(agent, change, 50)
+        assert found.now.after == found.now.before
+        assert found.now.diff == ""
+        assert found.now.memories == ()
+        # Replayed with the declarations each was delivered with: every prompt is as
+        # delivered, whatever the change (order and spec: the same as then).
+        assert found.replay.deliveries == 6
+        if not isinstance(change, ConfigChange):
+            assert found.replay.changed == 0
+            assert found.replay.tokens_delta_mean == 0
+            assert found.replay.prefix_tokens_mean_before == found.replay.prefix_tokens_mean_after
+
+
+def test_a_config_replays_over_every_delivery(wren_story: dict[str, Any]) -> None:
+    agent = wren_story["agent"]
+    config = AgentConfig.model_validate(wren_story["config"])
+    found = what_if(agent, ConfigChange(config), 50)
+    # The three delivered before the persona changed compose with the new one.
+    assert found.replay.changed == 3
+    assert found.replay.tokens_delta_mean is not None
+    assert found.replay.tokens_delta_mean != 0
+
+
+def test_the_live_prompt_is_the_before_side(wren_story: dict[str, Any]) -> None:
+    agent = wren_story["agent"]
+    live = compose(agent)
+    found = what_if(agent, SpecChange("user-background"), 1)
+    assert found.now.before.prompt_sha256 == sha256_hex(live.prompt.text)
+    assert found.now.before.tokens == live.tokens.total
+    assert found.replay.deliveries == 1
+    assert found.replay.prefix_tokens_mean_before is None
+
+
+def test_approving_a_pending_memory_composes_it_and_changes_the_prompts_after_its_save(
+    wren_story: dict[str, Any],
+) -> None:
+    agent, ids = wren_story["agent"], wren_story["ids"]
+    found = what_if(agent, DecisionChange(ids["pending"], "approve"), 50)
+    assert [(f.memory_id, f.before, f.after) for f in found.now.memories] == [
+        (ids["pending"], "awaiting-approval", "composed")
+    ]
+    assert found.now.after.tokens > found.now.before.tokens
+    assert "+- **theme**: Prefers a dark theme." in found.now.diff
+    # Saved after the first delivery: the other five would have held it.
+    assert found.replay.changed == 5
+    assert found.replay.tokens_delta_mean is not None
+    assert found.replay.tokens_delta_mean > 0
+    # The same without the diff, for pages that show only the figures.
+    figures = what_if(agent, DecisionChange(ids["pending"], "approve"), 50, diff=False)
+    assert figures.now.diff == ""
+    assert figures.now.after == found.now.after
+    assert figures.replay == found.replay
+
+
+def test_rejecting_changes_a_fate_but_no_prompt(wren_story: dict[str, Any]) -> None:
+    agent, ids = wren_story["agent"], wren_story["ids"]
+    found = what_if(agent, DecisionChange(ids["pending"], "reject"), 50)
+    assert found.now.after == found.now.before
+    assert [(f.before, f.after) for f in found.now.memories] == [("awaiting-approval", "rejected")]
+    assert found.replay.changed == 0
+
+
+def test_revoking_takes_a_memory_out_from_its_approval_on(wren_story: dict[str, Any]) -> None:
+    agent, ids = wren_story["agent"], wren_story["ids"]
+    found = what_if(agent, DecisionChange(ids["drink"], "revoke"), 50)
+    assert [(f.before, f.after) for f in found.now.memories] == [("composed", "revoked")]
+    assert found.now.after.tokens < found.now.before.tokens
+    # Approved after the second delivery: the four since held it.
+    assert found.replay.changed == 4
+
+
+def test_reopening_a_rejected_memory_puts_it_back_in_the_queue(
+    wren_story: dict[str, Any],
+) -> None:
+    agent, ids = wren_story["agent"], wren_story["ids"]
+    found = what_if(agent, DecisionChange(ids["jokes"], "reopen"), 50)
+    assert [(f.before, f.after) for f in found.now.memories] == [("rejected", "awaiting-approval")]
+    assert found.replay.changed == 0
+
+
+def test_another_order_moves_text_but_no_memory(team: Team) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    remember(agent, "profile", "Mira", label="name")
+    delivered(agent, 3)
+    found = what_if(fresh(agent), OrderChange(("user_preferences", "user_profile")), 50)
+    # The preferences section has no entries: nothing renders differently.
+    assert found.now.after == found.now.before
+    pref = remember(agent, "preference", "Tea.", label="drink")
+    decide(pref, True, Actor(label="alice"))
+    delivered(agent, 2)
+    found = what_if(fresh(agent), OrderChange(("user_preferences", "user_profile")), 50)
+    assert found.now.after.prompt_sha256 != found.now.before.prompt_sha256
+    assert found.now.memories == ()
+    assert found.replay.changed == 2
+    assert found.replay.tokens_delta_mean == 0
+
+
+def test_no_spec_changes_how_composed_memories_render_never_their_promotion(
+    wren_story: dict[str, Any],
+) -> None:
+    agent = wren_story["agent"]
+    found = what_if(agent, SpecChange(None), 50)
+    assert found.replay.deliveries == 6
+
+
+@pytest.mark.parametrize(
+    ("memory", "decision", "code"),
+    [
+        ("drink", "approve", "not_pending"),
+        ("jokes", "reject", "not_pending"),
+        ("pending", "revoke", "not_approved"),
+        ("pending", "reopen", "not_reopenable"),
+        ("drink", "reopen", "not_reopenable"),
+    ],
+)
+def test_a_decision_its_state_does_not_allow_is_refused_as_making_it_would_be(
+    wren_story: dict[str, Any], memory: str, decision: str, code: str
+) -> None:
+    agent, ids = wren_story["agent"], wren_story["ids"]
+    with pytest.raises(DomainError) as refused:
+        what_if(agent, decision_change(ids[memory], decision), 50)
+    assert refused.value.code == code
+
+
+def test_reopening_where_another_memory_holds_the_address_is_refused(
+    team: Team, decider: Actor
+) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    first = remember(agent, "preference", "Tea.", label="drink")
+    decide(first, False, decider)
+    holder = remember(agent, "preference", "Coffee.", label="drink")
+    with pytest.raises(DomainError) as refused:
+        what_if(fresh(agent), DecisionChange(first, "reopen"), 50)
+    assert refused.value.code == "address_taken"
+    assert refused.value.details["holder"] == holder
+    # The real operation refuses it as well.
+    assert type(reopen(first, decider)).__name__ == "AddressTaken"
+
+
+def test_an_unknown_memory_or_another_agents_is_not_found(
+    wren_story: dict[str, Any], team: Team
+) -> None:
+    agent, ids = wren_story["agent"], wren_story["ids"]
+    for memory_id in ("0000000000000000zz", ids["name"]):
+        target = agent if memory_id != ids["name"] else create_agent(team, "other")
+        with pytest.raises(DomainError) as refused:
+            what_if(fresh(target), DecisionChange(memory_id, "approve"), 50)
+        assert refused.value.code == "promotion_not_found"
+    with pytest.raises(InvalidInput):
+        decision_change(ids["name"], "undo")
+
+
+def test_an_order_that_is_not_a_permutation_is_refused(wren_story: dict[str, Any]) -> None:
+    agent = wren_story["agent"]
+    for order in (
+        ("user_profile",),
+        ("user_profile", "user_profile", "user_preferences"),
+        ("user_profile", "user_preferences", "nope"),
+    ):
+        with pytest.raises(InvalidInput) as refused:
+            what_if(agent, OrderChange(order), 50)
+        assert refused.value.code == "invalid_request"
+        assert "order" in refused.value.message
+
+
+def test_unknown_spec_and_invalid_config_are_refused_as_storing_them_would_be(
+    wren_story: dict[str, Any],
+) -> None:
+    agent = wren_story["agent"]
+    with pytest.raises(UnknownRoutingSpec):
+        what_if(agent, SpecChange("nope"), 50)
+    with pytest.raises(UnknownRoutingSpec):
+        config_change({**wren_story["config"], "routing_spec": "nope"})
+    twice = copy.deepcopy(wren_story["config"])
+    twice["background"]["sections"].append(twice["background"]["sections"][0])
+    with pytest.raises(InvalidInput) as refused:
+        config_change(twice)
+    assert refused.value.code == "invalid_background"
+    # A config as GET answers it (with its revision) is taken.
+    assert config_change({**wren_story["config"], "revision": 3}).config.name == "Wren"
+
+
+@pytest.mark.parametrize("last", [0, 201, -1])
+def test_last_is_between_1_and_200(wren_story: dict[str, Any], last: int) -> None:
+    with pytest.raises(InvalidInput):
+        what_if(wren_story["agent"], SpecChange(None), last)
+
+
+def test_a_memory_saved_after_a_delivery_stays_out_of_its_replay(
+    team: Team, decider: Actor
+) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    delivered(agent, 3)
+    pending = remember(agent, "preference", "Prefers tea.", label="drink")
+    found = what_if(fresh(agent), DecisionChange(pending, "approve"), 50)
+    assert found.replay.deliveries == 3
+    assert found.replay.changed == 0
+    delivered(agent, 2)
+    found = what_if(fresh(agent), DecisionChange(pending, "approve"), 50)
+    assert found.replay.changed == 2
+    # Only the last ones, when asked for fewer.
+    assert what_if(fresh(agent), DecisionChange(pending, "approve"), 2).replay.deliveries == 2
+
+
+def test_prefix_figures_compare_consecutive_prompts(team: Team, decider: Actor) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    remember(agent, "profile", "Mira", label="name")
+    delivered(agent)
+    remember(agent, "profile", "Gdańsk", label="city")
+    delivered(agent)
+    found = what_if(fresh(agent), SpecChange("user-background"), 50)
+    recorded = list(
+        Delivery.objects.filter(agent=agent)
+        .order_by("delivered_at")
+        .values_list("cache_prefix_tokens", flat=True)
+    )
+    assert found.replay.prefix_tokens_mean_before == recorded[1]
+    assert found.replay.prefix_tokens_mean_after == recorded[1]
+
+
+# --- it writes nothing ---------------------------------------------------------------
+
+
+def _every_change(ids: dict[str, str], config: dict[str, Any]) -> list[Change]:
+    return [
+        config_change(memory_config(persona="Another persona.")),
+        ConfigChange(AgentConfig.model_validate(config)),
+        DecisionChange(ids["pending"], "approve"),
+        DecisionChange(ids["pending"], "reject"),
+        DecisionChange(ids["drink"], "revoke"),
+        DecisionChange(ids["jokes"], "reopen"),
+        OrderChange(("user_preferences", "user_profile")),
+        SpecChange(None),
+        SpecChange("project"),
+    ]
+
+
+def test_no_change_writes_a_row_in_any_table(wren_story: dict[str, Any]) -> None:
+    agent = wren_story["agent"]
+    before = db_snapshot()
+    for change in _every_change(wren_story["ids"], wren_story["config"]):
+        what_if(fresh(agent), change, 50)
+        assert db_snapshot() == before, change
+
+
+@contextmanager
+def refusing_writes() -> Iterator[list[str]]:
+    """Every statement that would write fails, and is listed."""
+    seen: list[str] = []
+
+    def refuse(execute: Callable[..., Any], sql: str, *args: Any) -> Any:
+        head = sql.lstrip().split(None, 1)[0].upper() if sql.strip() else ""
+        if head in {"INSERT", "UPDATE", "DELETE", "REPLACE", "CREATE", "DROP", "ALTER"}:
+            seen.append(sql)
+            raise AssertionError(f"what-if wrote: {sql}")
+        return execute(sql, *args)
+
+    with connection.execute_wrapper(refuse):
+        yield seen
+
+
+def test_it_runs_with_every_write_refused(wren_story: dict[str, Any]) -> None:
+    agent = wren_story["agent"]
+    changes = _every_change(wren_story["ids"], wren_story["config"])
+    with refusing_writes() as seen:
+        for change in changes:
+            what_if(fresh(agent), change, 50)
+    assert seen == []
+
+
+def test_a_refused_change_writes_nothing_either(wren_story: dict[str, Any]) -> None:
+    agent, ids = wren_story["agent"], wren_story["ids"]
+    before = db_snapshot()
+    with refusing_writes():
+        for change in (DecisionChange(ids["drink"], "approve"), SpecChange("nope")):
+            with pytest.raises(DomainError):
+                what_if(agent, change, 50)
+    assert db_snapshot() == before
+
+
+def test_the_replay_reads_a_fixed_number_of_queries(
+    wren_story: dict[str, Any], django_assert_max_num_queries: Any, decider: Actor
+) -> None:
+    agent, ids = wren_story["agent"], wren_story["ids"]
+    for n in range(10):
+        remember(agent, "profile", f"Fact {n}", label=f"f{n}")
+        delivered(agent)
+    revoke(ids["drink"], decider)
+    agent = fresh(agent)
+    with django_assert_max_num_queries(14):
+        what_if(agent, DecisionChange(ids["pending"], "approve"), 200)
+
+
+# --- empty changes over random histories ----------------------------------------------
+
+_agents = itertools.count()
+OPS = ("fact", "preference", "approve", "reject", "revoke", "reopen", "revise", "deliver")
+
+
+def _random_history(team: Team, steps: list[tuple[str, int]]) -> Agent:
+    slug = f"w{next(_agents)}"
+    config = memory_config()
+    create_agent(team, slug, config)
+    reviewer = Actor(label="alice")
+    saved: list[str] = []
+
+    def pick(status: str, n: int) -> str | None:
+        found = list(
+            Promotion.objects.filter(record_id__in=saved, status=status)
+            .order_by("record_id")
+            .values_list("record_id", flat=True)
+        )
+        return found[n % len(found)] if found else None
+
+    for op, n in [*steps, ("deliver", 0)]:
+        agent = get_agent(team, slug)
+        if op in ("fact", "preference"):
+            kind = "profile" if op == "fact" else "preference"
+            result = save_memory(
+                agent,
+                MemoryInput(kind=kind, content=f"{op} {n}", label=f"{op[:4]}{n}-{len(saved)}"),
+                RUNTIME,
+            )
+            if isinstance(result, Saved):
+                saved.append(result.id)
+        elif op in ("approve", "reject") and (rid := pick(PromotionStatus.PENDING, n)):
+            decide(rid, op == "approve", reviewer)
+        elif op == "revoke" and (rid := pick(PromotionStatus.APPROVED, n)):
+            revoke(rid, reviewer)
+        elif op == "reopen" and (rid := pick(PromotionStatus.REJECTED, n)):
+            reopen(rid, reviewer)
+        elif op == "revise":
+            changed = memory_config(persona=f"You are Wren, take {n}.")
+            store_config(team, slug, AgentConfig.model_validate(changed))
+        elif op == "deliver":
+            deliver(agent, RUNTIME)
+    return get_agent(team, slug)
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 9)), min_size=1, max_size=20))
+def test_an_empty_change_replays_every_delivery_as_delivered(
+    team: Team, steps: list[tuple[str, int]]
+) -> None:
+    agent = _random_history(team, steps)
+    config = config_of(agent)
+    for change in (
+        SpecChange(config.routing_spec),
+        OrderChange(tuple(section.id for section in config.background.sections)),
+    ):
+        found = what_if(agent, change, 200)
+        assert found.now.after == found.now.before
+        assert found.now.memories == ()
+        assert found.replay.deliveries == Delivery.objects.filter(agent=agent).count()
+        assert found.replay.changed == 0
+        assert found.replay.tokens_delta_mean == 0
+        assert found.replay.prefix_tokens_mean_after == found.replay.prefix_tokens_mean_before
+
+
+def test_without_deliveries_the_replay_is_empty(team: Team) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    pending = remember(agent, "preference", "Tea.", label="drink")
+    found = what_if(fresh(agent), DecisionChange(pending, "approve"), 50)
+    assert found.replay == Replay(0, 0, None, None, None)
+    assert effect_phrases(found, pending)[-1] == "no prompt delivered yet"
