@@ -85,8 +85,8 @@ def preview_response(
             "fates": [fate_words(fate) for fate in fates[:FATES_SHOWN]],
             "fates_more": max(0, len(fates) - FATES_SHOWN),
             "fates_summary": fates_summary(effect),
+            "replay_heading": replay_heading(effect.replay),
             "replay_words": replay_words(effect.replay),
-            "last": LAST_DEFAULT,
             "fields": hidden_fields(request),
             "protected": current.protected,
         },
@@ -124,6 +124,12 @@ def fates_summary(effect: WhatIf) -> str:
     if others:
         parts.append(f"{others:,} left out for another reason")
     return "; ".join(parts) + "."
+
+
+def replay_heading(replay: Replay) -> str:
+    if replay.deliveries <= 1:
+        return "Replayed over the recorded deliveries"
+    return f"Replayed over the last {replay.deliveries:,} deliveries"
 
 
 def replay_words(replay: Replay) -> str:
