@@ -49,6 +49,7 @@ from web.admin.declaration_forms import (
     SectionFormSet,
     SectionRowForm,
 )
+from web.admin.effect_preview import Previewed, preview_response, previewed, wants_preview
 from web.admin.line_breaks import AsTypedFields, LineBreaksAdmin
 from web.admin.ordering import MOVE_FIELD, OrderedRowsAdmin
 from web.admin.row_names import NamedRowsInline
@@ -183,7 +184,27 @@ class RecordsRevisions(admin.ModelAdmin[Any]):
         super().save_related(request, form, formsets, change)
         changing: Changing = getattr(request, _CHANGING)
         agent = self.agent_of(form.instance)
+        if change and wants_preview(request):
+            raise previewed(agent)  # rolls the admin's transaction back whole
         self.report(request, agent, changing.record(agent, Actor.for_user(request.user), Via.ADMIN))
+
+    def changeform_view(
+        self,
+        request: HttpRequest,
+        object_id: str | None = None,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
+        """ "Preview the effect" (``web.admin.effect_preview``): the forms save as usual,
+        then the transaction rolls back and the change is asked about instead. A form
+        that does not validate is shown with its errors, as on Save."""
+        if object_id is None or not wants_preview(request):
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        try:
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        except Previewed as found:
+            context = {**self.admin_site.each_context(request), "opts": self.model._meta}
+            return preview_response(request, found, context)
 
     def log_change(self, request: HttpRequest, obj: Any, message: Any) -> Any:
         if self.proposed(request) is None:

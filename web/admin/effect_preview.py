@@ -1,0 +1,144 @@
+"""The admin's "Preview the effect" step (SPEC §18.2): what a change of an agent's
+declarations would do, shown before it is saved.
+
+The admin's own forms and inlines are the only reader of what was typed, so the preview
+lets them save as usual, inside the admin's transaction, reads the config the rows now
+give, and then raises: the transaction rolls back whole (no row, revision, proposal,
+audit line or log entry survives, and hooks waiting for the commit are dropped). The
+config is then asked about with ``memory.what_if`` against the agent as it still is.
+
+The preview page carries what was posted as hidden fields, so "Save this change" posts
+the same form again, through the same validation, without the preview step. Saving
+without previewing stays possible: the step is a button beside Save.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+from django.template.response import TemplateResponse
+
+from lens.agents import config_of, with_config
+from lens.core.config import AgentConfig
+from lens.models import Agent
+from memory.core.explain import SHORT_WORDS
+from memory.core.what_if import COMPOSED, ConfigChange, MemoryFate, Replay, WhatIf
+from memory.what_if import LAST_DEFAULT, what_if
+
+PREVIEW_FIELD = "_preview"
+# Memories listed by name; a change that moves more says how many more.
+FATES_SHOWN = 50
+# Posted again on the preview page: what the admin's forms read, without the buttons.
+_BUTTONS = frozenset({PREVIEW_FIELD, "_save", "_continue", "_addanother", "_saveasnew"})
+
+
+class Previewed(Exception):  # noqa: N818  (a way out of the transaction, not an error)
+    """Raised once the forms are saved, so the admin's transaction rolls back."""
+
+    def __init__(self, agent: Agent, config: AgentConfig) -> None:
+        super().__init__("previewed")
+        self.agent = agent
+        self.config = config
+
+
+def wants_preview(request: HttpRequest) -> bool:
+    return request.method == "POST" and PREVIEW_FIELD in request.POST
+
+
+def previewed(agent: Agent) -> Previewed:
+    """What to raise once the forms saved ``agent``'s rows: the config they give now."""
+    fresh = with_config(Agent.objects.filter(pk=agent.pk)).get()
+    return Previewed(fresh, config_of(fresh))
+
+
+def hidden_fields(request: HttpRequest) -> list[tuple[str, str]]:
+    """Every posted value but the buttons and the CSRF token (the page adds its own),
+    in the order posted, repeated names kept."""
+    return [
+        (name, value)
+        for name, values in request.POST.lists()
+        if name not in _BUTTONS and name != "csrfmiddlewaretoken"
+        for value in values
+    ]
+
+
+def preview_response(
+    request: HttpRequest, found: Previewed, context: dict[str, Any]
+) -> HttpResponse:
+    """The preview page: the change's effect now and over the last deliveries, and the
+    same form ready to save."""
+    agent = Agent.objects.filter(pk=found.agent.pk).select_related("team")
+    current = with_config(agent).get()
+    effect = what_if(current, ConfigChange(found.config), LAST_DEFAULT)
+    fates = effect.now.memories
+    return TemplateResponse(
+        request,
+        "admin/lens/effect_preview.html",
+        {
+            **context,
+            "title": f"The effect of this change on {current.name}",
+            "agent": current,
+            "effect": effect,
+            "tokens_words": tokens_words(effect),
+            "fates": [fate_words(fate) for fate in fates[:FATES_SHOWN]],
+            "fates_more": max(0, len(fates) - FATES_SHOWN),
+            "fates_summary": fates_summary(effect),
+            "replay_heading": replay_heading(effect.replay),
+            "replay_words": replay_words(effect.replay),
+            "fields": hidden_fields(request),
+            "protected": current.protected,
+        },
+    )
+
+
+def tokens_words(effect: WhatIf) -> str:
+    before, after = effect.now.before.tokens, effect.now.after.tokens
+    return f"{before:,} → {after:,} tokens ({effect.tokens_delta:+,})"
+
+
+def fate_word(fate: str) -> str:
+    return "in the prompt" if fate == COMPOSED else SHORT_WORDS.get(fate, fate)
+
+
+@dataclass(frozen=True)
+class FateWords:
+    memory_id: str
+    before: str
+    after: str
+
+
+def fate_words(fate: MemoryFate) -> FateWords:
+    return FateWords(fate.memory_id, fate_word(fate.before), fate_word(fate.after))
+
+
+def fates_summary(effect: WhatIf) -> str:
+    entering, leaving = effect.entering, effect.leaving
+    parts = []
+    if entering:
+        parts.append(f"{entering:,} {'memory enters' if entering == 1 else 'memories enter'}")
+    if leaving:
+        parts.append(f"{leaving:,} {'memory leaves' if leaving == 1 else 'memories leave'}")
+    others = len(effect.now.memories) - entering - leaving
+    if others:
+        parts.append(f"{others:,} left out for another reason")
+    return "; ".join(parts) + "."
+
+
+def replay_heading(replay: Replay) -> str:
+    if replay.deliveries <= 1:
+        return "Replayed over the recorded deliveries"
+    return f"Replayed over the last {replay.deliveries:,} deliveries"
+
+
+def replay_words(replay: Replay) -> str:
+    if replay.deliveries == 0:
+        return "No delivery is recorded yet, so there is nothing to replay."
+    words = f"{replay.changed:,} of the last {replay.deliveries:,} prompts would have changed"
+    if replay.tokens_delta_mean is not None and replay.changed:
+        words += f", by {replay.tokens_delta_mean:+,.0f} tokens on average"
+    before, after = replay.prefix_tokens_mean_before, replay.prefix_tokens_mean_after
+    if before is not None and after is not None:
+        words += f"; cached prefix {before:,.0f} → {after:,.0f} tokens"
+    return words + "."
