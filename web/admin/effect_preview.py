@@ -24,7 +24,7 @@ from lens.agents import config_of, with_config
 from lens.core.config import AgentConfig
 from lens.models import Agent
 from memory.core.explain import SHORT_WORDS
-from memory.core.what_if import COMPOSED, ConfigChange, MemoryFate, Replay, WhatIf
+from memory.core.what_if import COMPOSED, ConfigChange, MemoryFate, effect_phrases
 from memory.what_if import LAST_DEFAULT, what_if
 
 PREVIEW_FIELD = "_preview"
@@ -81,21 +81,13 @@ def preview_response(
             "title": f"The effect of this change on {current.name}",
             "agent": current,
             "effect": effect,
-            "tokens_words": tokens_words(effect),
+            "phrases": effect_phrases(effect),
             "fates": [fate_words(fate) for fate in fates[:FATES_SHOWN]],
             "fates_more": max(0, len(fates) - FATES_SHOWN),
-            "fates_summary": fates_summary(effect),
-            "replay_heading": replay_heading(effect.replay),
-            "replay_words": replay_words(effect.replay),
             "fields": hidden_fields(request),
             "protected": current.protected,
         },
     )
-
-
-def tokens_words(effect: WhatIf) -> str:
-    before, after = effect.now.before.tokens, effect.now.after.tokens
-    return f"{before:,} → {after:,} tokens ({effect.tokens_delta:+,})"
 
 
 def fate_word(fate: str) -> str:
@@ -111,34 +103,3 @@ class FateWords:
 
 def fate_words(fate: MemoryFate) -> FateWords:
     return FateWords(fate.memory_id, fate_word(fate.before), fate_word(fate.after))
-
-
-def fates_summary(effect: WhatIf) -> str:
-    entering, leaving = effect.entering, effect.leaving
-    parts = []
-    if entering:
-        parts.append(f"{entering:,} {'memory enters' if entering == 1 else 'memories enter'}")
-    if leaving:
-        parts.append(f"{leaving:,} {'memory leaves' if leaving == 1 else 'memories leave'}")
-    others = len(effect.now.memories) - entering - leaving
-    if others:
-        parts.append(f"{others:,} left out for another reason")
-    return "; ".join(parts) + "."
-
-
-def replay_heading(replay: Replay) -> str:
-    if replay.deliveries <= 1:
-        return "Replayed over the recorded deliveries"
-    return f"Replayed over the last {replay.deliveries:,} deliveries"
-
-
-def replay_words(replay: Replay) -> str:
-    if replay.deliveries == 0:
-        return "No delivery is recorded yet, so there is nothing to replay."
-    words = f"{replay.changed:,} of the last {replay.deliveries:,} prompts would have changed"
-    if replay.tokens_delta_mean is not None and replay.changed:
-        words += f", by {replay.tokens_delta_mean:+,.0f} tokens on average"
-    before, after = replay.prefix_tokens_mean_before, replay.prefix_tokens_mean_after
-    if before is not None and after is not None:
-        words += f"; cached prefix {before:,.0f} → {after:,.0f} tokens"
-    return words + "."

@@ -62,7 +62,7 @@ def test_previewing_writes_nothing_and_saving_from_the_preview_writes_the_revisi
     assert "data-effect-preview" in page
     assert "Nothing is saved yet" in page
     assert "+You are Wren, and you keep it brief." in unescape(page)  # the diff
-    assert "No delivery is recorded yet" in page
+    assert "no prompt delivered yet" in page
     assert Revision.objects.filter(agent=agent).count() == 1
 
     response = admin_client.post(admin_agent_url(agent), {**reposted(page), "_save": "Save"})
@@ -108,7 +108,7 @@ def test_the_preview_names_the_memories_a_change_moves(admin_client: Client, wre
         "locked",
     )
     page = unescape(preview(admin_client, admin_agent_url(wren), data))
-    assert "1 memory leaves." in page
+    assert "pushes out 1 memory" in page
     assert memory_id in page
     assert "locked section" in page
 
