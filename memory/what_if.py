@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q
 from pydantic import ValidationError
 
 from lens.agents import config_of
@@ -45,7 +46,7 @@ from memory.composition import compose_from, memories_of
 from memory.core.composition import Composition
 from memory.core.deliveries import prompt_of_json, sha256_hex
 from memory.core.overlay import apply_memory_overlay
-from memory.core.routing import PlacedRecord
+from memory.core.routing import KeySource, PlacedRecord
 from memory.core.what_if import (
     DECISIONS,
     Change,
@@ -64,7 +65,14 @@ from memory.core.what_if import (
     order_problem,
 )
 from memory.decisions import check_decision
-from memory.models import Delivery, MemoryEvent, Promotion, PromotionStatus, StoredComposition
+from memory.models import (
+    Delivery,
+    MemoryEvent,
+    MigratedPromotion,
+    Promotion,
+    PromotionStatus,
+    StoredComposition,
+)
 from memory.queries import placed_of
 from memory.registry import check_spec_key, get_spec
 
@@ -194,7 +202,7 @@ def replay(agent: Agent, change: Change, last: int) -> Replay:
         return Replay(0, 0, None, None, None)
     first, newest = delivered[0].at, delivered[-1].at
     configs = _Configs(agent, first, newest, change)
-    walk = _Walk(agent, newest, change)
+    walk = _Walk(agent, first, newest, change)
     texts = _Texts(agent, change, walk.placed)
     replayed = [texts.of(*configs.at(moment.at), walk.until(moment.at)) for moment in delivered]
     ids = _memo_ids()
@@ -262,14 +270,47 @@ class _Configs:
         return revision.config_id, stored_config(revision)
 
 
+# A placement a record held: its live row's (the record id), or the n-th one a migration
+# replaced (the id and n).
+_Held = str | tuple[str, int]
+
+
 class _Walk:
     """Each record's status as the agent's events left it, walked forward in time: the
     approved, placed records at each moment asked (in time order), with the decision of
     the change applied to its memory's status then."""
 
-    def __init__(self, agent: Agent, newest: datetime, change: Change) -> None:
-        found = placed_of(Promotion.objects.filter(agent=agent, section__isnull=False))
-        self.placed: dict[str, PlacedRecord] = {p.id: p for p in found.of(agent.pk)}
+    def __init__(self, agent: Agent, first: datetime, newest: datetime, change: Change) -> None:
+        # The placements a migration replaced after the window began (SPEC §18.3): a
+        # record held each until its ``migrated_at``, as ``memory.as_of`` reads them.
+        migrated = list(
+            MigratedPromotion.objects.filter(agent=agent, migrated_at__gt=first)
+            .order_by("migrated_at", "id")
+            .values_list("record_id", "migrated_at", "section", "key", "key_source")
+        )
+        moved = {row[0] for row in migrated}
+        found = placed_of(
+            Promotion.objects.filter(agent=agent).filter(
+                Q(section__isnull=False) | Q(record_id__in=list(moved))
+            )
+        )
+        everyone = {p.id: p for p in found.of(agent.pk)}
+        # Keyed by id, or by (id, n) for the n-th placement a migration replaced.
+        self.placed: dict[_Held, PlacedRecord] = {
+            rid: p for rid, p in everyone.items() if p.section is not None
+        }
+        self.history: dict[str, list[tuple[datetime, _Held | None]]] = {}
+        for n, (rid, at, section, key, source) in enumerate(migrated):
+            record = everyone.get(rid)
+            if record is None:
+                continue  # unreadable: it composes at no moment
+            held: _Held | None = None
+            if section is not None and key is not None:
+                held = (rid, n)
+                key_source: KeySource = "label" if source == "label" else "content"
+                self.placed[held] = replace(record, section=section, key=key, key_source=key_source)
+            self.history.setdefault(rid, []).append((at, held))
+        self.created = {rid: p.created_at for rid, p in everyone.items()}
         # An erased memory is dropped at every moment (``memory.as_of``).
         self.erased = set(
             Promotion.objects.filter(agent=agent, status=PromotionStatus.ERASED).values_list(
@@ -286,7 +327,7 @@ class _Walk:
         self.approved: set[str] = set()  # placed records approved now
         self.decision = change if isinstance(change, DecisionChange) else None
 
-    def until(self, moment: datetime) -> frozenset[str]:
+    def until(self, moment: datetime) -> frozenset[_Held]:
         """The placed records approved at ``moment``, the change's decision applied."""
         events = self.events
         while self.index < len(events) and events[self.index][0] <= moment:
@@ -294,32 +335,44 @@ class _Walk:
             self.index += 1
             status = PromotionStatus.ERASED if record_id in self.erased else STATUS_AFTER[kind]
             self.statuses[record_id] = status
-            if status == PromotionStatus.APPROVED and record_id in self.placed:
+            if status == PromotionStatus.APPROVED and record_id in self.created:
                 self.approved.add(record_id)
             else:
                 self.approved.discard(record_id)
         approved = self.approved
         decision = self.decision
-        if decision is not None and decision.memory_id in self.placed:
+        if decision is not None and decision.memory_id in self.created:
             then = self.statuses.get(decision.memory_id)
             moved = decided(then, decision) if then is not None else None
             if moved == PromotionStatus.APPROVED:
                 approved = approved | {decision.memory_id}
             elif moved is not None:
                 approved = approved - {decision.memory_id}
-        placed = self.placed
+        created = self.created
         # Saved by then (a status at the moment is the record's first event's, at its save).
-        return frozenset(rid for rid in approved if placed[rid].created_at <= moment)
+        return frozenset(
+            held
+            for rid in approved
+            if created[rid] <= moment and (held := self._held(rid, moment)) is not None
+        )
+
+    def _held(self, record_id: str, moment: datetime) -> _Held | None:
+        """The placement ``record_id`` held at ``moment``: the first a migration replaced
+        after it, else its live row's (None: it had none then)."""
+        for at, held in self.history.get(record_id, ()):
+            if at > moment:
+                return held
+        return record_id if record_id in self.placed else None
 
 
-_Key = tuple[Hashable, frozenset[str]]
+_Key = tuple[Hashable, frozenset[_Held]]
 
 
 class _Texts:
     """Replayed prompts by their inputs (the config in force, the approved records):
     each distinct input composed once, its text hashed and counted once."""
 
-    def __init__(self, agent: Agent, change: Change, records: dict[str, PlacedRecord]) -> None:
+    def __init__(self, agent: Agent, change: Change, records: dict[_Held, PlacedRecord]) -> None:
         self.change = change
         self.records = records
         self.texts: dict[_Key, str] = {}
@@ -330,7 +383,7 @@ class _Texts:
         # An agent with no revision at all (rows that never validated): as stored.
         self.fallback = config_of(agent)
 
-    def of(self, key: Hashable, config: AgentConfig | None, approved: frozenset[str]) -> _Key:
+    def of(self, key: Hashable, config: AgentConfig | None, approved: frozenset[_Held]) -> _Key:
         found = (key, approved)
         if found not in self.texts:
             self.texts[found] = self._compose(config or self.fallback, approved)
@@ -344,7 +397,7 @@ class _Texts:
             found = self.declared[id(config)] = (config, changed_config(config, self.change))
         return found[1]
 
-    def _compose(self, config: AgentConfig, approved: frozenset[str]) -> str:
+    def _compose(self, config: AgentConfig, approved: frozenset[_Held]) -> str:
         declared = self._declared(config)
         background, _fold = apply_memory_overlay(
             declared.background,

@@ -12,11 +12,12 @@ import pytest
 from django.contrib.auth.models import User
 
 from lens.actors import Actor
-from lens.agents import get_agent
+from lens.agents import config_of, get_agent
 from lens.core.config import AgentConfig
 from lens.models import Agent, AuditEvent, Team
 from memory.as_of import compose_as_of, statuses_at
 from memory.configuring import store_config
+from memory.core.what_if import OrderChange
 from memory.deliveries.ledger import composition_data, deliver
 from memory.erasure import erase_memory
 from memory.migration import (
@@ -28,6 +29,7 @@ from memory.migration import (
     migration_plan,
 )
 from memory.models import Delivery, EventKind, MemoryEvent, MigratedPromotion, Promotion
+from memory.what_if import what_if
 from tests.factories import (
     composed,
     create_agent,
@@ -383,3 +385,25 @@ def test_the_lens_count_follows_every_change_it_depends_on(team: Team, settings:
     assert moving_count(agent, routing_context(agent)) == len(
         [m for m in migration_plan(agent).moves if m.moves]
     )
+
+
+def test_what_if_replays_deliveries_across_migrations_at_the_placements_they_had(
+    team: Team, settings: Any, reviewer: User
+) -> None:
+    """An empty change (the same order) replays every delivery as it was delivered,
+    before, between and after two migrations: the replay reads the placement each
+    memory held then (SPEC §18.2 with §18.3), as ``as_of`` does."""
+    agent, ids = migration_story(team, settings)
+    runtime = Actor(label="runtime")
+    deliver(get_agent(team, "wren"), runtime)
+    apply_migration(agent, migration_plan(agent).sha256, [ids["name"]], actor=TOKEN)
+    deliver(get_agent(team, "wren"), runtime)
+    apply_migration(
+        agent, migration_plan(agent).sha256, actor=Actor.for_user(reviewer), approve_guarded=True
+    )
+    deliver(get_agent(team, "wren"), runtime)
+    agent = get_agent(team, "wren")
+    order = tuple(section.id for section in config_of(agent).background.sections)
+    found = what_if(agent, OrderChange(order), 50)
+    assert (found.replay.deliveries, found.replay.changed) == (3, 0)
+    assert found.replay.tokens_delta_mean == 0
