@@ -37,6 +37,7 @@ from memory.core.migration import (
     plan,
 )
 from memory.core.routing import RoutingContext
+from memory.core.what_if import Moved, MovesChange
 from memory.events import write_events
 from memory.models import (
     EventKind,
@@ -435,3 +436,21 @@ def _events(
         if status == PromotionStatus.APPROVED:  # the reviewer's act approves it
             events.append(new_event(rid, aid, EventKind.APPROVED, actor, at, migrated=True))
     return events
+
+
+def plan_change(found: Plan, approve_guarded: bool) -> MovesChange:
+    """The plan's moves as a what-if (``memory.what_if``): where each memory that moves
+    would go, in the status applying gives it (a reviewer's act approves the guarded
+    ones); conflicts stay where they are."""
+    return MovesChange.of(
+        Moved(
+            memory_id=move.memory_id,
+            section=None if move.target is None else move.target.section,
+            key=None if move.target is None else move.target.key,
+            key_source=move.key_source,
+            status=_status(move, approve_guarded),
+            reason=move.reason,
+        )
+        for move in found.moves
+        if move.moves
+    )

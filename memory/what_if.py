@@ -42,7 +42,7 @@ from lens.core.token_prefix import heading_segments, shared_tokens
 from lens.models import Agent, Revision
 from lens.revisions import stored_config
 from memory.as_of import STATUS_AFTER
-from memory.composition import compose_from, memories_of
+from memory.composition import Memories, compose_from, memories_of
 from memory.core.composition import Composition
 from memory.core.deliveries import prompt_of_json, sha256_hex
 from memory.core.overlay import apply_memory_overlay
@@ -52,6 +52,8 @@ from memory.core.what_if import (
     Change,
     ConfigChange,
     DecisionChange,
+    Moved,
+    MovesChange,
     Now,
     OrderChange,
     PromptFigures,
@@ -162,6 +164,8 @@ def _now(agent: Agent, config: AgentConfig, change: Change) -> tuple[Composition
     """The composition now, and the one ``change`` would make now."""
     memories = memories_of([agent])[agent.pk]
     before = memories.compose(config)
+    if isinstance(change, MovesChange):
+        return before, _moved(agent, config, memories, change)
     if not isinstance(change, DecisionChange):
         return before, memories.compose(changed_config(config, change))
     states = [
@@ -180,6 +184,36 @@ def _now(agent: Agent, config: AgentConfig, change: Change) -> tuple[Composition
         placed = [record for record in placed if record.id != change.memory_id]
         unreadable = unreadable - {change.memory_id}
     return before, compose_from(agent, placed, states, unreadable, config)
+
+
+def _moved(
+    agent: Agent, config: AgentConfig, memories: Memories, change: MovesChange
+) -> Composition:
+    """The composition now with a migration's moves applied."""
+    moves = change.moves
+    states = [
+        replace(state, status=moves[state.memory_id].status, reason=moves[state.memory_id].reason)
+        if state.memory_id in moves
+        else state
+        for state in memories.states
+    ]
+    arriving = [rid for rid, move in moves.items() if _lands(move)]
+    found = placed_of(Promotion.objects.filter(agent=agent, record_id__in=arriving))
+    placed = [record for record in memories.placed if record.id not in moves]
+    placed += [_at_target(record, moves[record.id]) for record in found.of(agent.pk)]
+    unreadable = memories.unreadable | found.unreadable.get(agent.pk, set())
+    return compose_from(agent, placed, states, unreadable, config)
+
+
+def _lands(move: Moved) -> bool:
+    """Whether the moved memory composes where it goes (approved, with a placement)."""
+    return move.status == PromotionStatus.APPROVED and move.section is not None
+
+
+def _at_target(record: PlacedRecord, move: Moved) -> PlacedRecord:
+    """``record`` at the placement ``move`` gives it (one that ``_lands``)."""
+    source: KeySource = "label" if move.key_source == "label" else "content"
+    return replace(record, section=move.section or "", key=move.key or "", key_source=source)
 
 
 # --- replay ----------------------------------------------------------------------------
@@ -288,7 +322,8 @@ class _Walk:
             .order_by("migrated_at", "id")
             .values_list("record_id", "migrated_at", "section", "key", "key_source")
         )
-        moved = {row[0] for row in migrated}
+        self.moves = change.moves if isinstance(change, MovesChange) else {}
+        moved = {row[0] for row in migrated} | set(self.moves)
         found = placed_of(
             Promotion.objects.filter(agent=agent).filter(
                 Q(section__isnull=False) | Q(record_id__in=list(moved))
@@ -311,6 +346,9 @@ class _Walk:
                 self.placed[held] = replace(record, section=section, key=key, key_source=key_source)
             self.history.setdefault(rid, []).append((at, held))
         self.created = {rid: p.created_at for rid, p in everyone.items()}
+        for rid, move in self.moves.items():
+            if rid in everyone and _lands(move):
+                self.placed[(rid, -1)] = _at_target(everyone[rid], move)
         # An erased memory is dropped at every moment (``memory.as_of``).
         self.erased = set(
             Promotion.objects.filter(agent=agent, status=PromotionStatus.ERASED).values_list(
@@ -348,6 +386,10 @@ class _Walk:
                 approved = approved | {decision.memory_id}
             elif moved is not None:
                 approved = approved - {decision.memory_id}
+        if self.moves:  # a migration's moves: their new status at every moment
+            approved = {rid for rid in approved if rid not in self.moves} | {
+                rid for rid in self.moves if (rid, -1) in self.placed
+            }
         created = self.created
         # Saved by then (a status at the moment is the record's first event's, at its save).
         return frozenset(
@@ -358,7 +400,10 @@ class _Walk:
 
     def _held(self, record_id: str, moment: datetime) -> _Held | None:
         """The placement ``record_id`` held at ``moment``: the first a migration replaced
-        after it, else its live row's (None: it had none then)."""
+        after it, else its live row's (None: it had none then); a moved one's, where
+        the change moves it."""
+        if record_id in self.moves:
+            return (record_id, -1)
         for at, held in self.history.get(record_id, ()):
             if at > moment:
                 return held

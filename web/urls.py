@@ -53,6 +53,11 @@ urlpatterns = [
     ),
     path("agents/<str:slug>/migration/", migration_pages.migration_page, name="agent-migration"),
     path(
+        "agents/<str:slug>/migration/what-if/",
+        what_if_pages.migration_what_if,
+        name="agent-migration-what-if",
+    ),
+    path(
         "agents/<str:slug>/migration/apply/",
         migration_pages.migration_apply,
         name="agent-migration-apply",

@@ -11,7 +11,7 @@ rejected changes nothing at that moment, as approving a rejected memory does not
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import fmean
 from typing import Literal, get_args
@@ -69,7 +69,33 @@ class SpecChange:
     spec: str | None
 
 
-Change = ConfigChange | DecisionChange | OrderChange | SpecChange
+@dataclass(frozen=True)
+class Moved:
+    """One memory a migration moves (SPEC §18.3): the placement it would hold (None:
+    none) and the status its re-promotion leaves it in."""
+
+    memory_id: str
+    section: str | None
+    key: str | None
+    key_source: str | None
+    status: str
+    reason: str = ""  # a declined move's decline reason
+
+
+@dataclass(frozen=True)
+class MovesChange:
+    """A migration plan's moves, applied (the migration page's what-if; not one of the
+    API's four changes): each moved memory at its new placement with its new status,
+    at every moment it existed, as a config applies at every moment."""
+
+    moves: Mapping[str, Moved]  # by memory id
+
+    @classmethod
+    def of(cls, moves: Iterable[Moved]) -> MovesChange:
+        return cls({move.memory_id: move for move in moves})
+
+
+Change = ConfigChange | DecisionChange | OrderChange | SpecChange | MovesChange
 
 
 def decided(status: str, change: DecisionChange) -> str:

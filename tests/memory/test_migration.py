@@ -17,6 +17,7 @@ from lens.core.config import AgentConfig
 from lens.models import Agent, AuditEvent, Team
 from memory.as_of import compose_as_of, statuses_at
 from memory.configuring import store_config
+from memory.core.deliveries import sha256_hex
 from memory.core.what_if import OrderChange
 from memory.deliveries.ledger import composition_data, deliver
 from memory.erasure import erase_memory
@@ -27,6 +28,7 @@ from memory.migration import (
     PlanChanged,
     apply_migration,
     migration_plan,
+    plan_change,
 )
 from memory.models import Delivery, EventKind, MemoryEvent, MigratedPromotion, Promotion
 from memory.what_if import what_if
@@ -407,3 +409,20 @@ def test_what_if_replays_deliveries_across_migrations_at_the_placements_they_had
     found = what_if(agent, OrderChange(order), 50)
     assert (found.replay.deliveries, found.replay.changed) == (3, 0)
     assert found.replay.tokens_delta_mean == 0
+
+
+@pytest.mark.parametrize("reviewing", [True, False])
+def test_the_plans_what_if_is_the_prompt_applying_it_makes(
+    team: Team, settings: Any, reviewer: User, reviewing: bool
+) -> None:
+    agent, _ids = migration_story(team, settings)
+    deliver(get_agent(team, "wren"), Actor(label="runtime"))
+    found = migration_plan(agent)
+    assert found.moves
+    predicted = what_if(get_agent(team, "wren"), plan_change(found, approve_guarded=reviewing), 50)
+    actor = Actor.for_user(reviewer) if reviewing else TOKEN
+    apply_migration(agent, found.sha256, actor=actor, approve_guarded=reviewing)
+    after = composed(agent)
+    assert predicted.now.after.prompt_sha256 == sha256_hex(after.prompt.text)
+    assert predicted.now.after.tokens == after.tokens.total
+    assert predicted.replay.deliveries == 1

@@ -26,6 +26,7 @@ from memory.core.what_if import (
     WhatIf,
     effect_phrases,
 )
+from memory.migration import may_review, migration_plan, plan_change
 from memory.what_if import LAST_DEFAULT, what_if
 from web.costly import costly
 from web.pages.proposal_pages import ID_MAX, get_proposal_for_user
@@ -132,6 +133,29 @@ def order_what_if(request: AppRequest, slug: str) -> HttpResponse:
         "subject": "this order",
         "agent": agent,
         "order": ",".join(order),
+        "found": found,
+        "phrases": effect_phrases(found) if found else [],
+        "refused": refused,
+        "nav": "agents",
+    }
+    return _answer(request, context)
+
+
+@require_GET
+@login_required
+@costly
+def migration_what_if(request: AppRequest, slug: str) -> HttpResponse:
+    """What applying the agent's migration plan would do, now and over the last
+    deliveries: the moves into guarded sections approved when a reviewer asks (their
+    act approves them), waiting otherwise."""
+    agent = get_agent_for_user(request, slug)
+    change = plan_change(migration_plan(agent), approve_guarded=may_review(request.user))
+    found, refused = _measured(agent, change)
+    context = {
+        "what": "applying",
+        "subject": "this plan",
+        "agent": agent,
+        "migration": True,
         "found": found,
         "phrases": effect_phrases(found) if found else [],
         "refused": refused,

@@ -23,10 +23,12 @@ from memory.deliveries.ledger import deliver
 from tests.api_calls import db_snapshot
 from tests.factories import (
     create_agent,
+    grant,
     logged_in,
     make_user,
     many_pending,
     memory_config,
+    migration_story,
     propose,
     remember,
 )
@@ -229,3 +231,33 @@ def test_revision_and_order_lines_are_for_members_only(
     ):
         assert stranger_client.get(path).status_code == 404
         assert Client().get(path).status_code == 302
+
+
+def test_the_migration_page_loads_what_applying_the_plan_would_do(
+    team: Team, settings: Any, member: User, stranger_client: Client
+) -> None:
+    """The plan's what-if: lazily from the migration page, for members only, writing
+    nothing; a reviewer's act approves the guarded moves, so its figures include them."""
+    agent, _ids = migration_story(team, settings)
+    deliver(get_agent(team, "wren"), Actor(label="runtime"))
+    path = f"/agents/{agent.slug}/migration/what-if/"
+    member_client = logged_in(member)
+    page = member_client.get(f"/agents/{agent.slug}/migration/").content.decode()
+    assert f'hx-get="{path}"' in page
+    before = db_snapshot()
+    line = member_client.get(path, headers=HTMX)
+    assert line.status_code == 200
+    text = line.content.decode()
+    assert "If applying:" in text
+    assert "of the last 1 prompt would change" in text
+    after = db_snapshot()
+    before.pop("sessions.Session"), after.pop("sessions.Session")
+    assert after == before
+    as_member = line.content
+    grant(member)
+    as_reviewer = logged_in(User.objects.get(pk=member.pk)).get(path, headers=HTMX).content
+    assert as_reviewer != as_member  # the preference's move is approved by that act
+    assert stranger_client.get(path).status_code == 404
+    anonymous = Client().get(path)
+    assert anonymous.status_code == 302
+    assert anonymous["Location"].startswith("/accounts/login/")
