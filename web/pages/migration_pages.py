@@ -69,6 +69,9 @@ def _groups(
                 "from_id": source,
                 "to": titles.get(target, target) if target else "No placement",
                 "to_id": target,
+                # Declined when saved, at an address it may hold now (a section since
+                # declared or unlocked): it stays where it is, promoted afresh.
+                "same": source == target,
                 "count": len(moves),
                 "hidden": max(len(moves) - SHOWN_PER_GROUP, 0),
                 "moves": [
