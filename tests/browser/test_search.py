@@ -63,7 +63,7 @@ def test_the_lens_previews_recall_for_a_message(live_server: Any, page: Any) -> 
     line = page.locator("[data-recall-line]")
     line.wait_for()
     assert line.get_attribute("data-memory-id") == tea
-    assert line.get_attribute("data-tier") == "hit"
+    assert line.get_attribute("data-tier") == "hits"
     assert line.evaluate("el => el.textContent") == "- Had tea with Anna.\n"
     # htmx swapped the block in: no reload.
     assert page.evaluate("window.__marker") == 1

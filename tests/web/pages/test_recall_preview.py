@@ -36,7 +36,7 @@ def test_the_block_shows_each_line_linked_with_its_tier(member_client: Client, w
     page = dom(member_client.get("/agents/wren/try/?recall=tea+with+Anna"))
     assert recalled(page) == [
         (name, "profile", "- Name is Doug.\n"),
-        (tea, "hit", "- Had tea with Anna.\n"),
+        (tea, "hits", "- Had tea with Anna.\n"),
     ]
     links = [e.get("href") for e in page.all("data-recall-line")]
     assert links == [f"/memories/{name}/", f"/memories/{tea}/"]
