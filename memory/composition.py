@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
-from operator import attrgetter
 
 from django.conf import settings
 
@@ -181,10 +181,10 @@ class RecallFold:
     spilled: list[PlacedRecord]  # approved but left out by the budget, newest first
 
 
-def recall_fold(agent: Agent) -> RecallFold:
-    """The memories the agent's Background holds now and those its budget left out: the
-    fold alone, without the routing report (which would read every record's promotion
-    state).
+def recall_fold(agent: Agent, spill_limit: int) -> RecallFold:
+    """The memories the agent's Background holds now and the newest ``spill_limit`` of
+    those its budget left out: the fold alone, without the routing report (which would
+    read every record's promotion state).
     """
     placed = placed_records([agent.pk]).of(agent.pk)
     background, fold = apply_memory_overlay(
@@ -204,11 +204,13 @@ def recall_fold(agent: Agent) -> RecallFold:
     # passed: `expired`) is out of the prompt on purpose, and recall must not bring it
     # back. Superseded and erased memories are not placed at all, so they never get here.
     over_budget = {drop.memory_id for drop in fold.drops if drop.reason == "over-budget"}
-    spilled = sorted(
+    # The newest ``spill_limit``, ties by id: a heap, not a sort of every record the
+    # budget left out (an agent can have thousands; few lines fit the sub-budget).
+    spilled = heapq.nsmallest(
+        spill_limit,
         (record for record in placed if record.id in over_budget),
-        key=lambda record: record.id,
+        key=lambda record: (-record.created_at.timestamp(), record.id),
     )
-    spilled.sort(key=attrgetter("created_at"), reverse=True)  # stable: ties by id
     return RecallFold(composed, spilled)
 
 

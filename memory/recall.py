@@ -73,7 +73,7 @@ def recall(agent: Agent, message: str) -> Recall:
     profile = _candidates(current.filter(kind="profile").order_by("-created_at", "id"))
     # One fold gives both what the prompt holds (never recalled) and what its budget
     # left out (spilled).
-    fold = recall_fold(agent)
+    fold = recall_fold(agent, CANDIDATES)
     spilled = [Candidate(record.id, record.content) for record in fold.spilled]
     pinned: list[Candidate] = []
     if agent.recall_pinned_candidates:
