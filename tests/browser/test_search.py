@@ -106,7 +106,8 @@ def test_the_recall_preview_labels_each_line_with_its_tier(
         # The label sits beside its line: the line's box starts right of the label's.
         first = page.locator("[data-recall-line]").first.bounding_box()
         tag = labels.first.bounding_box()
-        assert first is not None and tag is not None
+        assert first is not None
+        assert tag is not None
         assert first["x"] >= tag["x"] + tag["width"]
         assert page.evaluate("document.documentElement.scrollWidth") <= width
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
