@@ -8,14 +8,16 @@ import uuid
 from collections.abc import Callable
 from datetime import timedelta
 
+from django.conf import settings
 from django.db import connection
+from django.test import override_settings
 from django.utils import timezone
 
 from bench.common import analyze
-from bench.memory_bench import _agent, save_median
+from bench.memory_bench import _agent, save_median, stored_row
 from lens.models import Agent, Team
 from memory import search
-from memory.models import MemoryRecord, SearchDoc, new_record_id
+from memory.models import MemoryRecord, Promotion, SearchDoc, new_record_id
 from memory.queries import memory_page
 from memory.recall import recall
 
@@ -120,6 +122,7 @@ def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     assert len(message.split()) == 20
     recall_ms = median_ms(lambda: recall(agent, message), 20)
     report("recall for a 20-word message, 100,000 memories", recall_ms, 50)
+    _spill_heavy(team, message, median_ms, report)
 
     print("\nWhat the index adds to memory_save (100,000 records stored)")
     # Records stored without their documents, to time indexing alone, one record each.
@@ -174,3 +177,51 @@ def _median(values: list[float]) -> float:
 
 def cleanup() -> None:
     Team.objects.filter(slug=f"bench-search-{_RUN}").delete()
+
+
+SPILL_HEAVY = 10_000
+
+
+def _spill_heavy(
+    team: Team, message: str, median_ms: Callable[..., float], report: Callable[..., None]
+) -> None:
+    """Recall for an agent whose approved memories far outgrow the prompt: 10,000 approved
+    preferences at distinct addresses, of which the overlay budget keeps a few dozen and
+    the rest spill, so recall folds all of them and fills the spilled tier."""
+    agent = _agent(team, "spilling")
+    start = timezone.now() - timedelta(days=30)
+    for offset in range(0, SPILL_HEAVY, 5000):
+        rows = [
+            stored_row(
+                agent,
+                kind="preference",
+                content=f"Prefers option {i} about {VOCABULARY[i % 500]}, when it comes up.",
+                label=f"pref-{i}",
+                section="user_preferences",
+                tier="guarded",
+                status="approved",
+                created_at=start + timedelta(microseconds=i),
+            )
+            for i in range(offset, min(offset + 5000, SPILL_HEAVY))
+        ]
+        MemoryRecord.objects.bulk_create(record for record, _promotion in rows)
+        Promotion.objects.bulk_create(promotion for _record, promotion in rows)
+        SearchDoc.objects.bulk_create(search.document(record) for record, _promotion in rows)
+    analyze()
+    found = dict(recall(agent, message).tiers)
+    print(
+        f"\nRecall, spill-heavy agent: {SPILL_HEAVY:,} approved memories, "
+        f"{len(found['spilled'])} lines spilled (sub-budget "
+        f"{settings.MEMORY_RECALL_SPILL_CHARS:,} chars), {len(found['hits'])} hits"
+    )
+    # Against the same recall with no room for spill: the fold is the same (recall reads
+    # the prompt's memories either way), so the difference is what spilling costs.
+    with_spill, without = [], []
+    for _ in range(5):
+        with_spill.append(median_ms(lambda: recall(agent, message), 5))
+        with override_settings(MEMORY_RECALL_SPILL_CHARS=0):
+            without.append(median_ms(lambda: recall(agent, message), 5))
+    spill_ms, plain_ms = (sorted(v)[len(v) // 2] for v in (with_spill, without))
+    report(f"recall, 20-word message, {SPILL_HEAVY:,} approved memories, most spilling", spill_ms)
+    report("the same with MEMORY_RECALL_SPILL_CHARS=0", plain_ms)
+    print(f"  ratio spill / no spill: {spill_ms / plain_ms:.2f}")

@@ -283,6 +283,9 @@ MEMORY_ROUTING_SPECS: list[str] = env_list(
 # Code points of memory-derived Background lines, prefix and newline included.
 MEMORY_OVERLAY_BUDGET_CHARS = env_int("MEMORY_OVERLAY_BUDGET_CHARS", 3000, minimum=0)
 MEMORY_RECALL_BUDGET_CHARS = env_int("MEMORY_RECALL_BUDGET_CHARS", 4000, minimum=0)
+# Of the recall block, what memories the overlay budget left out may take (SPEC §19.3):
+# below the whole, so spill never starves what the message's words find.
+MEMORY_RECALL_SPILL_CHARS = env_int("MEMORY_RECALL_SPILL_CHARS", 1000, minimum=0)
 # Model name (case-folded) -> context window in tokens: lens.core.context_windows's
 # table, extended or overridden by "name=tokens,…" items.
 MODEL_CONTEXT_WINDOWS: dict[str, int] = env_context_windows("MODEL_CONTEXT_WINDOWS")

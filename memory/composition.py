@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -172,22 +173,45 @@ def compose_from(
     )
 
 
-def composed_memory_ids(agent: Agent) -> frozenset[str]:
-    """The memories the agent's Background holds now: the fold alone, without the
-    routing report (which would read every record's promotion state).
+@dataclass(frozen=True)
+class RecallFold:
+    """What recall takes from the agent's Background as composed now (one fold)."""
+
+    composed_ids: frozenset[str]  # in the prompt: never recalled
+    spilled: list[PlacedRecord]  # approved but left out by the budget, newest first
+
+
+def recall_fold(agent: Agent, spill_limit: int) -> RecallFold:
+    """The memories the agent's Background holds now and the newest ``spill_limit`` of
+    those its budget left out: the fold alone, without the routing report (which would
+    read every record's promotion state).
     """
-    background, _fold = apply_memory_overlay(
+    placed = placed_records([agent.pk]).of(agent.pk)
+    background, fold = apply_memory_overlay(
         config_of(agent).background,
-        placed_records([agent.pk]).of(agent.pk),
+        placed,
         get_spec(agent.routing_spec),
         settings.MEMORY_OVERLAY_BUDGET_CHARS,
     )
-    return frozenset(
+    composed = frozenset(
         memory_id
         for section in background.sections
         for entry in section.entries
         for memory_id in entry.memory_ids
     )
+    # Only `over-budget` spills: a memory the fold dropped for any other reason (an
+    # address another memory won, a section now locked, a validity window that has
+    # passed: `expired`) is out of the prompt on purpose, and recall must not bring it
+    # back. Superseded and erased memories are not placed at all, so they never get here.
+    over_budget = {drop.memory_id for drop in fold.drops if drop.reason == "over-budget"}
+    # The newest ``spill_limit``, ties by id: a heap, not a sort of every record the
+    # budget left out (an agent can have thousands; few lines fit the sub-budget).
+    spilled = heapq.nsmallest(
+        spill_limit,
+        (record for record in placed if record.id in over_budget),
+        key=lambda record: (-record.created_at.timestamp(), record.id),
+    )
+    return RecallFold(composed, spilled)
 
 
 def summarise(composition: Composition) -> dict[str, object]:

@@ -1,4 +1,5 @@
-"""Recall for a message (SPEC §6.4): read the three tiers, let the pure core assemble.
+"""Recall for a message (SPEC §6.4, §19.3): read the four tiers, let the pure core
+assemble them.
 
 Every read is bounded: at most ``CANDIDATES`` records per tier, and of each only as
 much content as could ever fit the budget.
@@ -14,7 +15,7 @@ from lens.core.errors import DomainError
 from lens.core.text import unstorable
 from lens.models import Agent
 from memory import search
-from memory.composition import composed_memory_ids
+from memory.composition import recall_fold
 from memory.core.recall import Candidate, Recall, assemble_recall
 from memory.core.records import stored_problem
 from memory.core.tokenizer import terms
@@ -51,7 +52,8 @@ def _candidates(records: QuerySet[MemoryRecord]) -> list[Candidate]:
 
 def recall(agent: Agent, message: str) -> Recall:
     """What ``agent`` recalls for ``message``: profile memories, pinned candidates (when
-    the agent opts in), then the memories the message's words find.
+    the agent opts in), approved memories the Background's budget left out (spilled),
+    then the memories the message's words find.
     """
     if len(message) > MESSAGE_MAX_CHARS:
         raise InvalidMessage(
@@ -69,13 +71,24 @@ def recall(agent: Agent, message: str) -> Recall:
         promotion__status__in=_GONE
     )
     profile = _candidates(current.filter(kind="profile").order_by("-created_at", "id"))
+    # One fold gives both what the prompt holds (never recalled) and what its budget
+    # left out (spilled).
+    fold = recall_fold(agent, CANDIDATES)
+    spilled = [Candidate(record.id, record.content) for record in fold.spilled]
     pinned: list[Candidate] = []
     if agent.recall_pinned_candidates:
         placed = current.filter(
             promotion__section__isnull=False,
             promotion__status__in=(PromotionStatus.PENDING, PromotionStatus.APPROVED),
         )
-        pinned = _candidates(placed.order_by("-created_at", "id"))
+        # A spilled memory is placed and not composed too, but recalled as spilled: the
+        # tier that says why, within the sub-budget that keeps room for hits.
+        over_budget = {candidate.id for candidate in spilled}
+        pinned = [
+            candidate
+            for candidate in _candidates(placed.order_by("-created_at", "id"))
+            if candidate.id not in over_budget
+        ]
     # Looked up by primary key alone: filtered by agent too, the planner would rather
     # walk all the agent's records (search already kept to this agent).
     hit_rows = (
@@ -89,6 +102,8 @@ def recall(agent: Agent, message: str) -> Recall:
         profile,
         pinned,
         hits,
-        composed_memory_ids(agent),
+        fold.composed_ids,
         settings.MEMORY_RECALL_BUDGET_CHARS,
+        spilled=spilled,
+        spill_budget_chars=settings.MEMORY_RECALL_SPILL_CHARS,
     )

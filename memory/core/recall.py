@@ -1,10 +1,12 @@
-"""Recall assembly (SPEC §6.4): the ``### Recalled Memories`` block. Pure.
+"""Recall assembly (SPEC §6.4, §19.3): the ``### Recalled Memories`` block. Pure.
 
-Three tiers, in order: profile memories (newest first, within their own sub-budget),
-pinned candidates (placed by routing but not composed), then search hits for the
-message. A memory already composed into the Background is never repeated, and none
-appears twice. Whole lines only, each ``- {collapse(content)}``, the heading counted in
-the budget; a line that does not fit is skipped and the walk goes on.
+Four tiers, in order: profile memories (newest first, within their own sub-budget),
+pinned candidates (placed by routing but not composed), spilled memories (approved but
+left out of the Background by its budget, newest first, within their own sub-budget),
+then search hits for the message. A memory already composed into the Background is never
+repeated, and none appears twice: an earlier tier keeps it. Whole lines only, each
+``- {collapse(content)}``, the heading counted in the budget; a line that does not fit
+is skipped and the walk goes on.
 """
 
 from __future__ import annotations
@@ -18,8 +20,13 @@ from lens.core.text import collapse
 HEADING = "### Recalled Memories\n"
 DEFAULT_BUDGET_CHARS = 4000
 PROFILE_BUDGET_CHARS = 1500
+# Spill has a sub-budget of its own, well below the whole, so that an agent with many
+# over-budget memories still has room left for what the message's words find.
+SPILL_BUDGET_CHARS = 1000
 
-Tier = Literal["profile", "pinned", "hit"]
+RecallTier = Literal["profile", "pinned", "spilled", "hits"]
+# Every tier, in the order the block takes them (and answers list them).
+TIERS: tuple[RecallTier, ...] = ("profile", "pinned", "spilled", "hits")
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +38,7 @@ class Candidate:
 @dataclass(frozen=True, slots=True)
 class RecallLine:
     memory_id: str
-    tier: Tier
+    tier: RecallTier
     text: str  # the whole line, bullet and newline included
 
 
@@ -48,6 +55,15 @@ class Recall:
     def memory_ids(self) -> tuple[str, ...]:
         return tuple(line.memory_id for line in self.lines)
 
+    @property
+    def tiers(self) -> tuple[tuple[RecallTier, tuple[str, ...]], ...]:
+        """Every tier in order with the ids it brought, an empty tier included: a
+        reader tells "nothing spilled" from "no such tier" without knowing the list."""
+        return tuple(
+            (tier, tuple(line.memory_id for line in self.lines if line.tier == tier))
+            for tier in TIERS
+        )
+
 
 def line_of(content: str) -> str:
     # collapse: no content can begin a line of the prompt, whoever wrote it.
@@ -61,18 +77,26 @@ def assemble_recall(
     composed_ids: frozenset[str] | set[str] = frozenset(),
     budget_chars: int = DEFAULT_BUDGET_CHARS,
     profile_budget_chars: int = PROFILE_BUDGET_CHARS,
+    *,
+    spilled: Iterable[Candidate] = (),
+    spill_budget_chars: int = SPILL_BUDGET_CHARS,
 ) -> Recall:
-    """The recall block from the three tiers, each already in its own order."""
+    """The recall block from the four tiers, each already in its own order."""
     left = budget_chars - len(HEADING)
     if left <= len(line_of("")):
         return Recall()
     seen = set(composed_ids)
     lines: list[RecallLine] = []
-    profile_left = profile_budget_chars
-    tiers: tuple[tuple[Tier, Iterable[Candidate]], ...] = (
+    # The tiers with a sub-budget of their own, and what is left of it.
+    tier_left: dict[RecallTier, int] = {
+        "profile": profile_budget_chars,
+        "spilled": spill_budget_chars,
+    }
+    tiers: tuple[tuple[RecallTier, Iterable[Candidate]], ...] = (
         ("profile", profile),
         ("pinned", pinned),
-        ("hit", hits),
+        ("spilled", spilled),
+        ("hits", hits),
     )
     for tier, candidates in tiers:
         for candidate in candidates:
@@ -80,11 +104,12 @@ def assemble_recall(
                 continue
             text = line_of(candidate.content)
             cost = len(text)
-            if cost > left or (tier == "profile" and cost > profile_left):
+            own = tier_left.get(tier)
+            if cost > left or (own is not None and cost > own):
                 continue
             seen.add(candidate.id)
             left -= cost
-            if tier == "profile":
-                profile_left -= cost
+            if own is not None:
+                tier_left[tier] = own - cost
             lines.append(RecallLine(candidate.id, tier, text))
     return Recall(tuple(lines))

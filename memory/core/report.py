@@ -51,7 +51,8 @@ DROP_REASON_HELP: dict[str, str] = {
     "revoked": "A reviewer took it out of the prompt after approving it.",
     "authored-wins": "An authored entry holds the same key, and authored entries always win.",
     "reconciled": "Another memory at the same place won.",
-    "over-budget": "Its line does not fit in what is left of the memory budget.",
+    "over-budget": "Its line does not fit in what is left of the memory budget; recall "
+    "may still bring it, as spilled.",
 }
 
 

@@ -44,7 +44,7 @@ def test_hits_follow_the_profile_tier_and_superseded_memories_never_appear(
     assert found.memory_ids[0] == profile
     assert old not in found.memory_ids
     assert unrelated not in found.memory_ids
-    assert [line.tier for line in found.lines] == ["profile", "hit"]
+    assert [line.tier for line in found.lines] == ["profile", "hits"]
 
 
 def test_pinned_candidates_are_recalled_only_when_the_agent_opts_in(team: Team) -> None:
@@ -75,7 +75,16 @@ def test_the_api_answers_text_and_ids(api: ApiClient, wren: Agent) -> None:
     episode = remember(wren, "episode", "Had tea with Anna.")
     answer = api.get("/api/agents/wren/recall?message=tea%3F")
     assert answer.status_code == 200
-    assert answer.json() == {"text": HEADING + "- Had tea with Anna.\n", "memory_ids": [episode]}
+    assert answer.json() == {
+        "text": HEADING + "- Had tea with Anna.\n",
+        "memory_ids": [episode],
+        "tiers": [
+            {"tier": "profile", "memory_ids": []},
+            {"tier": "pinned", "memory_ids": []},
+            {"tier": "spilled", "memory_ids": []},
+            {"tier": "hits", "memory_ids": [episode]},
+        ],
+    }
 
 
 @pytest.mark.parametrize("query", ["", "?message=" + "x" * 4001, "?message=tea%00"])

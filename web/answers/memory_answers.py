@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 
 from lens.actors import Actor
 from lens.models import Agent
+from memory.core.recall import RecallTier
 from memory.core.records import MemoryInput, MemoryView
 from memory.queries import memory_page, view_of
 from memory.recall import recall
@@ -67,11 +68,24 @@ def memory_list(agent: Agent, params: ListParams) -> MemoryList:
     )
 
 
+class RecallTierOut(BaseModel):
+    tier: RecallTier
+    memory_ids: list[str]
+
+
 class RecallOut(BaseModel):
     text: str
     memory_ids: list[str]
+    tiers: list[RecallTierOut] = Field(
+        description="Every tier in order (profile, pinned, spilled, hits), an empty one "
+        "included, with the ids of the lines it brought"
+    )
 
 
 def recall_answer(agent: Agent, message: str) -> RecallOut:
     found = recall(agent, message)
-    return RecallOut(text=found.text, memory_ids=list(found.memory_ids))
+    return RecallOut(
+        text=found.text,
+        memory_ids=list(found.memory_ids),
+        tiers=[RecallTierOut(tier=tier, memory_ids=list(ids)) for tier, ids in found.tiers],
+    )

@@ -77,12 +77,14 @@ MEMORY_RECALL = f"""\
 The memories relevant to a message, as text ready to read: call it with the user's \
 message before you answer it.
 
-Returns JSON: {{"text", "memory_ids"}}. `text` is a `### Recalled Memories` block with \
-one `- ...` line per memory: what you know about the user first, then memories that \
-share words with the message, within a budget of characters (4,000 unless the \
-deployment sets another). It is empty when nothing is recalled; memories that were \
-replaced (superseded) never appear. The message is at most {MESSAGE_MAX_CHARS:,} \
-characters.
+Returns JSON: {{"text", "memory_ids", "tiers": [{{"tier", "memory_ids"}}]}}. `text` is \
+a `### Recalled Memories` block with one `- ...` line per memory: what you know about \
+the user first, then approved memories that did not fit your prompt ("spilled"), then \
+memories that share words with the message, within a budget of characters (4,000 \
+unless the deployment sets another). `tiers` lists every tier in that order (profile, \
+pinned, spilled, hits), empty ones too, with the ids each brought. It is empty when \
+nothing is recalled; memories already in your prompt and memories that were replaced \
+(superseded) never appear. The message is at most {MESSAGE_MAX_CHARS:,} characters.
 """
 
 KV_STORE = f"""\

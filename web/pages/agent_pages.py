@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -23,6 +22,7 @@ from memory.as_of import compose_as_of, revision_at
 from memory.composition import compose, compose_many, summarise
 from memory.core.composition import Composition, counts_words
 from memory.core.deliveries import parse_moment, sha256_hex
+from memory.core.recall import RecallTier
 from memory.core.report import DROP_REASON_HELP
 from memory.core.routing import DeclaredSection, RoutingContext
 from memory.deliveries.ledger import last_delivery
@@ -294,9 +294,18 @@ def _recall_preview(agent: Agent, message: str | None) -> dict[str, Any]:
         found = recall(agent, message)
     except InvalidMessage as exc:
         return {**context, "recall_error": exc.message}
-    tiers = Counter(line.tier for line in found.lines)
-    in_order = [(tier, tiers[tier]) for tier in ("profile", "pinned", "hit") if tiers[tier]]
-    return {**context, "recall": found, "recall_tiers": in_order}
+    in_order = [(tier, len(ids)) for tier, ids in found.tiers if ids]
+    rows = [(line, RECALL_TIER_TITLES[line.tier]) for line in found.lines]
+    return {**context, "recall": found, "recall_tiers": in_order, "recall_rows": rows}
+
+
+# What each recall line's label means, as its tooltip says it.
+RECALL_TIER_TITLES: dict[RecallTier, str] = {
+    "profile": "Profile: what the agent knows about the user",
+    "pinned": "Pinned candidate: placed by routing but not in the prompt",
+    "spilled": "Spilled: approved, but the prompt's memory budget had no room for it",
+    "hits": "Hit: the message's words found it",
+}
 
 
 def _drop_stats(composition: Composition, memories: int) -> dict[str, str]:

@@ -1,11 +1,11 @@
-"""Recall assembly (``memory.core.recall.assemble_recall``, SPEC §6.4): pure."""
+"""Recall assembly (``memory.core.recall.assemble_recall``, SPEC §6.4, §19.3): pure."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory.core.recall import HEADING, Candidate, assemble_recall, line_of
+from memory.core.recall import HEADING, TIERS, Candidate, Recall, assemble_recall, line_of
 from tests.samples import SPEC_LINE_BREAKS
 
 
@@ -21,7 +21,59 @@ def test_tiers_come_in_order_with_the_heading() -> None:
     )
     assert recall.text == HEADING + "- Name is Doug.\n- Prefers tea.\n- Tea at four.\n"
     assert recall.memory_ids == ("p0", "c0", "h0")
-    assert [line.tier for line in recall.lines] == ["profile", "pinned", "hit"]
+    assert [line.tier for line in recall.lines] == ["profile", "pinned", "hits"]
+
+
+def test_spilled_memories_come_after_pinned_candidates_and_before_hits() -> None:
+    recall = assemble_recall(
+        candidates("p", "Name is Doug."),
+        candidates("c", "Prefers tea."),
+        candidates("h", "Tea at four."),
+        spilled=candidates("s", "Prefers green tea."),
+    )
+    assert recall.memory_ids == ("p0", "c0", "s0", "h0")
+    assert recall.tiers == (
+        ("profile", ("p0",)),
+        ("pinned", ("c0",)),
+        ("spilled", ("s0",)),
+        ("hits", ("h0",)),
+    )
+
+
+def test_every_tier_is_listed_even_when_empty() -> None:
+    assert Recall().tiers == tuple((tier, ()) for tier in TIERS)
+    assert assemble_recall([], [], candidates("h", "Tea.")).tiers[-1] == ("hits", ("h0",))
+
+
+def test_spill_has_its_own_sub_budget_and_leaves_the_rest_to_hits() -> None:
+    long = "x" * 400
+    spilled = candidates("s", long, long, long, "short")
+    recall = assemble_recall(
+        [], [], candidates("h", long, long), spilled=spilled, spill_budget_chars=1000
+    )
+    # Two long lines fit the spill budget, the third is skipped, the short one fits; the
+    # hits still find room.
+    assert recall.memory_ids == ("s0", "s1", "s3", "h0", "h1")
+
+
+def test_a_spilled_memory_is_not_repeated_in_hits_nor_an_earlier_tier_in_spill() -> None:
+    recall = assemble_recall(
+        [Candidate("a", "Name is Doug.")],
+        [],
+        [Candidate("b", "Prefers tea."), Candidate("c", "Tea at four.")],
+        composed_ids={"z"},
+        spilled=[
+            Candidate("a", "Name is Doug."),
+            Candidate("b", "Prefers tea."),
+            Candidate("z", "In the prompt."),
+        ],
+    )
+    assert recall.tiers == (
+        ("profile", ("a",)),
+        ("pinned", ()),
+        ("spilled", ("b",)),
+        ("hits", ("c",)),
+    )
 
 
 def test_nothing_recalled_is_no_block_at_all() -> None:
@@ -64,25 +116,50 @@ CANDIDATE = st.builds(Candidate, st.sampled_from("abcdefghij"), st.text(min_size
     st.lists(CANDIDATE, max_size=8),
     st.lists(CANDIDATE, max_size=8),
     st.lists(CANDIDATE, max_size=8),
+    st.lists(CANDIDATE, max_size=8),
     st.sets(st.sampled_from("abcdefghij"), max_size=4),
     st.integers(0, 4000),
     st.integers(0, 2000),
+    st.integers(0, 2000),
 )
-def test_the_budget_holds_no_id_repeats_and_no_composed_id_returns(
+def test_the_budgets_hold_tiers_keep_their_order_and_no_id_repeats_or_returns(
     profile: list[Candidate],
     pinned: list[Candidate],
+    spilled: list[Candidate],
     hits: list[Candidate],
     composed: set[str],
     budget: int,
     profile_budget: int,
+    spill_budget: int,
 ) -> None:
-    recall = assemble_recall(profile, pinned, hits, composed, budget, profile_budget)
+    recall = assemble_recall(
+        profile,
+        pinned,
+        hits,
+        composed,
+        budget,
+        profile_budget,
+        spilled=spilled,
+        spill_budget_chars=spill_budget,
+    )
     assert len(recall.text) <= budget
     ids = recall.memory_ids
     assert len(ids) == len(set(ids))
     assert not set(ids) & composed
-    profile_chars = sum(len(line.text) for line in recall.lines if line.tier == "profile")
-    assert profile_chars <= profile_budget
+    # Tiers in order: profile, pinned, spilled, hits, each line from its own tier's input.
+    ranks = [TIERS.index(line.tier) for line in recall.lines]
+    assert ranks == sorted(ranks)
+    given_ids = {"profile": profile, "pinned": pinned, "spilled": spilled, "hits": hits}
+    for line in recall.lines:
+        assert line.memory_id in {c.id for c in given_ids[line.tier]}
+    assert [tier for tier, _ids in recall.tiers] == list(TIERS)
+    assert tuple(i for _tier, tier_ids in recall.tiers for i in tier_ids) == ids
+
+    def chars(tier: str) -> int:
+        return sum(len(line.text) for line in recall.lines if line.tier == tier)
+
+    assert chars("profile") <= profile_budget
+    assert chars("spilled") <= spill_budget
     # Whole lines: the text is the heading then exactly the recalled lines.
     if recall.lines:
         body = recall.text.removeprefix(HEADING)

@@ -141,6 +141,12 @@ def test_memory_recall_answers_the_recalled_block(
     assert answer == {
         "text": "### Recalled Memories\n- Adopted a cat named Miso.\n",
         "memory_ids": [cat["id"]],
+        "tiers": [
+            {"tier": "profile", "memory_ids": []},
+            {"tier": "pinned", "memory_ids": []},
+            {"tier": "spilled", "memory_ids": []},
+            {"tier": "hits", "memory_ids": [cat["id"]]},
+        ],
     }
     api = ApiClient(raws.ours).get("/api/agents/wren/recall?message=How%20is%20Miso%20doing%3F")
     assert answer == api.json()

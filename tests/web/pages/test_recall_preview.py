@@ -7,7 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from lens.models import Agent, Team
 from memory.models import MemoryEvent, MemoryRecord
@@ -36,7 +38,7 @@ def test_the_block_shows_each_line_linked_with_its_tier(member_client: Client, w
     page = dom(member_client.get("/agents/wren/try/?recall=tea+with+Anna"))
     assert recalled(page) == [
         (name, "profile", "- Name is Doug.\n"),
-        (tea, "hit", "- Had tea with Anna.\n"),
+        (tea, "hits", "- Had tea with Anna.\n"),
     ]
     links = [e.get("href") for e in page.all("data-recall-line")]
     assert links == [f"/memories/{name}/", f"/memories/{tea}/"]
@@ -104,3 +106,56 @@ def test_a_recall_link_to_the_lens_lands_on_the_tools_page(
     assert response.status_code == 302
     assert response["Location"] == "/agents/wren/try/?recall=tea+time&team=acme"
     assert stranger_client.get("/agents/wren/?recall=tea").status_code == 404
+
+
+def spill_story(team: Team, settings: Any, spilled: int) -> Agent:
+    """Ada: one preference in the prompt and ``spilled`` more the budget left out, a
+    profile memory, and an episode the message finds."""
+    settings.MEMORY_OVERLAY_BUDGET_CHARS = 40  # one preference line
+    agent = create_agent(team, "ada", memory_config(preferences="auto"))
+    for n in range(spilled + 1):
+        remember(agent, "preference", f"Prefers tea number {n}.", label=f"tea{n}")
+    remember(agent, "profile", "Name is Ada Lovelace, mathematician.", label="name")
+    remember(agent, "episode", "Walked by the sea.")
+    return agent
+
+
+def test_each_line_says_its_tier_beside_the_exact_line(
+    member_client: Client, team: Team, settings: Any
+) -> None:
+    spill_story(team, settings, 2)
+    page = dom(member_client.get("/agents/ada/try/?recall=sea"))
+    rows = [
+        (label.text, line.get("data-tier"))
+        for label, line in zip(
+            page.all("data-recall-tier-label"), page.all("data-recall-line"), strict=True
+        )
+    ]
+    assert rows == [
+        ("profile", "profile"),
+        ("spilled", "spilled"),
+        ("spilled", "spilled"),
+        ("hits", "hits"),
+    ]
+    # The label sits beside the line, not in it: each line is still the prompt's text.
+    assert [line.text for line in page.all("data-recall-line")][-1] == "- Walked by the sea.\n"
+    spilled = page.all("data-tier", "spilled")
+    assert "budget had no room" in (spilled[0].get("title") or "")
+    assert "by tier: profile 1, spilled 2, hits 1" in page.one("data-recall-result").squashed
+
+
+def test_the_preview_costs_the_same_queries_however_many_memories_spill(
+    member_client: Client, team: Team, settings: Any
+) -> None:
+    spill_story(team, settings, 2)
+
+    def queries() -> int:
+        with CaptureQueriesContext(connection) as captured:
+            assert member_client.get("/agents/ada/try/?recall=sea").status_code == 200
+        return len(captured.captured_queries)
+
+    queries()  # the first request of a session reads a few things once
+    few = queries()
+    for n in range(3, 40):
+        remember(Agent.objects.get(slug="ada"), "preference", f"Prefers tea {n}.", label=f"t{n}")
+    assert queries() == few
