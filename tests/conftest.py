@@ -12,6 +12,8 @@ from typing import Any
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 from lens.actors import Actor
 from lens.models import Agent, ApiToken, SectionDeclaration, Team
@@ -27,6 +29,12 @@ from tests.factories import (
     remember,
 )
 from tests.pages import FormData, admin_agent_url, admin_section_url, form_data
+
+# Generating inputs is timed against the wall clock; on a shared, loaded machine a
+# strategy that takes 0.1 s in a quiet run can take a second. The properties still run
+# their examples; only that timing check is off.
+hypothesis_settings.register_profile("suite", suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("suite")
 
 
 @pytest.fixture(autouse=True)
