@@ -83,7 +83,7 @@ _ORDER_VERBS = (
     "comply|agree|follow|accept|approve|delete|disable|enable|bypass|override|"
     "pay attention|focus|consider|think|proceed|continue|create|develop|outline|"
     "draft|compose|produce|list all|list every|show me|show the|give me|let me|"
-    "let'?s|imagine|roleplay|role-play|simulate|emulate|become|stay|from now on"
+    "let'?s|imagine|roleplay|role-play|simulate|emulate|become|stay"
 )
 # Not an order when the word after the verb shows a noun: "Use of tabs is…", "Keep time".
 _NOT_ORDER = r"(?![ \t]+(?:of|is|was|are|were|has|had|been|did|case|cases|date|time)\b)"
@@ -160,7 +160,7 @@ _OVERRIDE = re.compile(
     r"(?:instructions?|prompts?|rules|directions|directives|guidelines|context|messages|"
     r"constraints|programming|restrictions|polic(?:y|ies)|filters|guardrails|training|"
     r"commands?|orders|everything|text)\b"
-    r"|\b(?:ignore|disregard|forget)[ \t]+(?:everything[ \t]+)?(?:above|before|said|that came)\b"
+    r"|\b(?:ignore|disregard|forget)[ \t]+(?:everything[ \t]+|the[ \t]+)?(?:above|before|said|that came)\b"
     r"|\bnew[ \t]+(?:system[ \t]+)?(?:prompt|instructions?|rules|directives?)[ \t]*[:.!]"
     r"|\bnew[ \t]+system[ \t]+prompt\b"
     r"|\b(?:developer|dan|god|jailbreak|unrestricted|debug)[ \t_]+mode\b"
@@ -256,9 +256,7 @@ def screen(content: str) -> Screen:
             if len(found) >= SIGNALS_MAX * len(_RULES):
                 break
     if found and (reported := _reported(content)):
-        found = [
-            s for s in found if s.kind not in _REPORTED_KINDS or not _inside(s, reported)
-        ]
+        found = [s for s in found if s.kind not in _REPORTED_KINDS or not _inside(s, reported)]
     found.sort(key=lambda s: (s.start, -len(s.text)))
     kept: list[Signal] = []
     end = -1
