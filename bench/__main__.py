@@ -50,6 +50,7 @@ def main() -> int:
         request_floor_bench,
         revision_bench,
         routing_eval_bench,
+        screening_bench,
         search_bench,
         stability_bench,
         webhook_bench,
@@ -77,6 +78,7 @@ def main() -> int:
         webhook_bench,
         stability_bench,
         routing_eval_bench,
+        screening_bench,
         migration_bench,
     )
     for module in modules:
