@@ -51,3 +51,12 @@ def test_the_lens_drop_says_it(wren: Agent, member_client: Client) -> None:
     assert f'data-memory-id="{record}"' in page
     assert WORDS in page
     assert "<mark>always</mark>" in page
+
+
+def test_the_memory_page_says_why_an_auto_sections_memory_waits(
+    wren: Agent, member_client: Client
+) -> None:
+    record = remember(wren, "profile", ORDER)
+    page = member_client.get(f"/memories/{record}/").content.decode()
+    assert "it reads as an instruction to the model, and the system never approves one" in page
+    assert "is a guarded section" not in page
