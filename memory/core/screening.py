@@ -90,7 +90,7 @@ _NOT_ORDER = r"(?![ \t]+(?:of|is|was|are|were|has|had|been|did|case|cases|date|t
 # "Always", "never" and "only" open an order ("Always answer in French") or a subjectless
 # fact ("Always takes the train", "Never been to Japan", "Only child", "Always late"): a
 # fact when the next word is a third-person or past verb, or an adjective or article.
-_ADVERB = r"\b(?:always|never|only)\b"
+_ADVERB = r"\b(?:always|never)\b"
 _NOT_ORDER_ADVERB = (
     r"(?![ \t]+(?:is|was|are|were|has|had|been|did|does|ate|went|saw|got|drove|flew|took|"
     r"made|met|heard|wrote|knew|thought|felt|ran|won|lost|bought|spent|left|came|gave|forgot|"
@@ -108,6 +108,12 @@ _IMPERATIVE = re.compile(
     + "|"
     + _ADVERB
     + _NOT_ORDER_ADVERB
+    # "Only" opens an order when a verb of an order follows ("Only answer in English"),
+    # else a fact ("Only P0 fixes may merge", "Only eats breakfast on weekends").
+    + r"|\bonly[ \t]+(?:"
+    + _ORDER_VERBS
+    + r")\b"
+    + _NOT_ORDER
     + ")",
     _FLAGS,
 )
@@ -140,6 +146,7 @@ _ADDRESSED = re.compile(
 # Rules that name the model's own future replies: "respond in", "all future responses".
 _REPLIES = re.compile(
     r"(?<!\bto )(?<!\bthe )(?<!\ban )(?<!\bmy )(?<!\bher )(?<!\bhis )(?<!\btheir )"
+    r"(?<!\bevery )(?<!\beach )(?<!\ball )(?<!\bany )(?<!\bno )"  # "wants every reply in…"
     r"\b(?:respond|reply|answer|speak|talk)[ \t]+(?:only[ \t]+)?(?:in|with|using)[ \t]+"
     r"(?!the (?:evening|morning|afternoon|weekend|meeting|office)\b)\w+"
     r"|\b(?:all|every|each|any)[ \t]+(?:future|subsequent|further|following)[ \t]+"
