@@ -50,6 +50,7 @@ def main() -> int:
         request_floor_bench,
         revision_bench,
         routing_eval_bench,
+        screening_bench,
         search_bench,
         stability_bench,
         webhook_bench,
@@ -78,6 +79,7 @@ def main() -> int:
         webhook_bench,
         stability_bench,
         routing_eval_bench,
+        screening_bench,
         migration_bench,
         what_if_bench,
     )

@@ -376,7 +376,8 @@ class _Context:
             case "awaiting-approval":
                 again = self.reopened.get(row.memory_id)
                 if again is None:
-                    return {"since": row.promoted_at}
+                    # "instruction-shaped": why a memory of an auto section waits.
+                    return {"since": row.promoted_at, "held": row.reason}
                 return {
                     "since": again.at,
                     "reopened_by": again.by,

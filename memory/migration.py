@@ -407,7 +407,10 @@ def _renew(
     row.spec_version = current.spec_version
     row.tier = move.tier
     row.status = status
-    row.reason = move.reason if status == PromotionStatus.DECLINED else ""
+    # A declined move keeps its decline reason; a pending one its hold (instruction-shaped).
+    row.reason = (
+        move.reason if status in (PromotionStatus.DECLINED, PromotionStatus.PENDING) else ""
+    )
     row.promoted_at = at
     row.decided_by = decider.user if decider is not None else None
     row.decided_at = at if status == PromotionStatus.APPROVED else None

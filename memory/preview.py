@@ -16,11 +16,12 @@ from django.conf import settings
 from lens.agents import config_of
 from lens.core.background import Tier
 from lens.models import Agent
-from memory.core.outcome import route_outcome
+from memory.core.outcome import HoldReason, route_outcome, screened
 from memory.core.overlay import apply_memory_overlay, entry_cost
 from memory.core.records import MemoryInput
 from memory.core.report import DeclineReason, DropReason
 from memory.core.routing import KeySource, PlacedRecord, Placement, spec_key_source
+from memory.core.screening import Screen, screen
 from memory.models import MemoryRecord
 from memory.queries import placed_records
 from memory.saving import Routed, gate, next_timestamp, route
@@ -35,7 +36,7 @@ class Preview:
     placement: Placement | None
     key_source: KeySource | None
     tier: Tier | None
-    reason: DeclineReason | None
+    reason: DeclineReason | HoldReason | None
     existing: MemoryRecord | None  # the holder, when the gate would answer conflict
     would_compose: bool  # approved, and the fold would render it now
     # Why the fold would leave a placed memory out now (authored-wins, over-budget).
@@ -44,6 +45,8 @@ class Preview:
     needed: int | None = None
     left: int | None = None
     budget: int = 0
+    # The screen (SPEC §19.4): does the content read as an instruction to the model?
+    screen: Screen = Screen("fact")
 
 
 def preview_save(agent: Agent, data: MemoryInput) -> Preview:
@@ -53,10 +56,19 @@ def preview_save(agent: Agent, data: MemoryInput) -> Preview:
     routed = route(agent, data)
     placement, spec = routed.placement, routed.spec
     key_source = spec_key_source(spec, routed.routable) if placement and spec else None
-    outcome = route_outcome(placement, routed.ctx)
+    found = screen(data.content)
+    outcome = screened(route_outcome(placement, routed.ctx), data.content, found)
     if (conflict := gate(agent, routed, data.supersedes)) is not None:
         return Preview(
-            "conflict", placement, key_source, outcome.tier, None, conflict.existing, False, None
+            "conflict",
+            placement,
+            key_source,
+            outcome.tier,
+            None,
+            conflict.existing,
+            False,
+            None,
+            screen=found,
         )
     fold = Fold(None, None, None)
     if placement is not None and outcome.status != "declined":
@@ -73,6 +85,7 @@ def preview_save(agent: Agent, data: MemoryInput) -> Preview:
         needed=fold.needed,
         left=fold.left,
         budget=settings.MEMORY_OVERLAY_BUDGET_CHARS,
+        screen=found,
     )
 
 

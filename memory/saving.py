@@ -12,7 +12,7 @@ from lens.core.errors import DomainError
 from lens.models import Agent, SectionDeclaration
 from lens.tracing import MEMORY_ID, agent_attributes, span
 from memory import search
-from memory.core.outcome import route_outcome
+from memory.core.outcome import route_outcome, screened
 from memory.core.records import MemoryInput
 from memory.core.routing import (
     DeclaredSection,
@@ -199,7 +199,8 @@ def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> st
         ).update(status=PromotionStatus.SUPERSEDED)
         events.append(new_event(older.pk, agent.pk, EventKind.SUPERSEDED, actor, at, by=record.id))
 
-    outcome = route_outcome(placement, routed.ctx)
+    # Screened here, in the transaction: an instruction-shaped memory waits for a person.
+    outcome = screened(route_outcome(placement, routed.ctx), data.content)
     Promotion.objects.create(
         record=record,
         agent=agent,

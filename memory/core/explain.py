@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from typing import Literal
 
 from lens.core.text import collapse
+from memory.core.outcome import INSTRUCTION_SHAPED
 
 # Beyond the routing report's reasons: an approved memory whose stored row no longer
 # reads as a record (skipped by every reader), and a record with no routing outcome.
@@ -120,8 +121,10 @@ class Facts:
     # spec-declined: the routing spec that declined it (empty: the agent had none).
     spec_key: str = ""
     spec_version: str = ""
-    # awaiting-approval: since when.
+    # awaiting-approval: since when, and why the system held it back when it would have
+    # approved it ("instruction-shaped", SPEC §19.4; empty: its section is guarded).
     since: datetime | None = None
+    held: str = ""
     # rejected, revoked: who decided (None: unknown), when, and their reason; erased:
     # who erased it, when and why.
     decided_by: str | None = None
@@ -306,6 +309,15 @@ def _awaiting(facts: Facts) -> list[Piece]:
             Piece(
                 f"Reopened by {who} on {utc(facts.reopened_at)}{why}; waits for a "
                 "reviewer's decision."
+            )
+        ]
+    elif facts.held == INSTRUCTION_SHAPED:
+        since = f" since {utc(facts.since)}" if facts.since else ""
+        pieces = [
+            Piece(
+                f"Waiting for approval{since}: it reads as an instruction to the model, "
+                f"and the system never approves one, although {_section(facts)} is an "
+                f"{facts.tier or 'auto'} section."
             )
         ]
     else:

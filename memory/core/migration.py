@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Literal
 
 from lens.core.background import Tier
-from memory.core.outcome import Outcome, route_outcome
+from memory.core.outcome import Outcome, route_outcome, screened
 from memory.core.routing import (
     KeySource,
     RoutableRecord,
@@ -155,7 +155,8 @@ def _wish(row: CommittedRow, spec: RoutingSpec, ctx: RoutingContext) -> _Wish | 
     routable = _routable(row)
     placement = evaluate(spec, routable, ctx)
     target = None if placement is None else Address(placement.section, placement.key)
-    outcome = route_outcome(placement, ctx)
+    # Re-promotion applies the save's rule: an instruction-shaped memory into auto waits.
+    outcome = screened(route_outcome(placement, ctx), row.content)
     # At the same address, only a change between holding it and not is a move: a
     # declined memory whose section is now declared (or no longer locked), a held one
     # whose section was removed or locked. A tier moving between auto and guarded

@@ -1,7 +1,9 @@
 """Where a placement leads: the one rule from a section's tier to a promotion outcome.
 
 Saving (the committed outcome), the fold's re-check of committed placements, and the
-routing preview all ask this module, so the tier → reason mapping has one home.
+routing preview all ask this module, so the tier → reason mapping has one home. So does
+the rule that the system never approves a memory that reads as an instruction to the
+model (``screened``, SPEC §19.4): saving, the preview, re-promotion and migration ask it.
 """
 
 from __future__ import annotations
@@ -12,8 +14,12 @@ from typing import Literal
 from lens.core.background import Tier
 from memory.core.report import DeclineReason
 from memory.core.routing import Placement, RoutingContext
+from memory.core.screening import Screen, screen
 
 OutcomeStatus = Literal["approved", "pending", "declined"]
+# Why a memory the system would have approved waits for a person instead.
+HoldReason = Literal["instruction-shaped"]
+INSTRUCTION_SHAPED: HoldReason = "instruction-shaped"
 
 
 def tier_block(tier: Tier | None) -> DeclineReason | None:
@@ -32,7 +38,7 @@ class Outcome:
     """The promotion a fresh save gets: its status, the decline reason, and the tier."""
 
     status: OutcomeStatus
-    reason: DeclineReason | None = None
+    reason: DeclineReason | HoldReason | None = None
     tier: Tier | None = None
 
 
@@ -45,3 +51,22 @@ def route_outcome(placement: Placement | None, ctx: RoutingContext) -> Outcome:
     if (reason := tier_block(tier)) is not None:
         return Outcome("declined", reason, tier)
     return Outcome("approved" if tier == "auto" else "pending", None, tier)
+
+
+def system_may_approve(found: Screen) -> bool:
+    """The one rule (SPEC §19.4): the system never approves a memory screened as an
+    instruction to the model; only a person may. Every path where the system would
+    approve (an auto section, an earned section's sightings, re-promotion) asks this."""
+    return found.verdict != "instruction"
+
+
+def screened(outcome: Outcome, content: str, found: Screen | None = None) -> Outcome:
+    """``outcome`` with the screen applied: an approval the system would make for an
+    instruction-shaped ``content`` becomes ``pending`` with reason ``instruction-shaped``
+    (into the human queue); every other outcome is unchanged. Pass ``found`` when the
+    content was screened already."""
+    if outcome.status != "approved":
+        return outcome
+    if system_may_approve(found if found is not None else screen(content)):
+        return outcome
+    return Outcome("pending", INSTRUCTION_SHAPED, outcome.tier)

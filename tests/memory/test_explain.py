@@ -226,7 +226,7 @@ def test_a_memory_the_spec_leaves_out_is_reconciled_in_words(team: Team, setting
     ]
     agent = create_agent(team, "wren", memory_config(routing_spec="skipping"))
     kept = remember(agent, "profile", "Mira", label="name")
-    skipped = remember(agent, "profile", "skip me", label="city")
+    skipped = remember(agent, "profile", "Lives in Gdansk (skip)", label="city")
     assert explained(agent, kept).in_prompt
     found = explained(agent, skipped)
     assert found.reason == "reconciled"

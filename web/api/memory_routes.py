@@ -43,15 +43,35 @@ class PlacementOut(BaseModel):
     key: str
 
 
+class SignalOut(BaseModel):
+    kind: Literal["override", "role", "imperative", "prompt-structure"]
+    text: str = Field(description="The exact span of the content that matched")
+
+
+class ScreenOut(BaseModel):
+    verdict: Literal["fact", "instruction"]
+    signals: list[SignalOut]
+
+
 class PreviewOut(BaseModel):
     outcome: Literal["approved", "pending", "declined", "conflict"]
     placement: PlacementOut | None
     key_source: Literal["label", "content"] | None
     tier: Literal["auto", "guarded", "locked", "earned"] | None
-    reason: Literal["spec-declined", "undeclared-section", "locked-section", "earned-inert"] | None
+    reason: (
+        Literal[
+            "spec-declined",
+            "undeclared-section",
+            "locked-section",
+            "earned-inert",
+            "instruction-shaped",
+        ]
+        | None
+    )
     existing: MemoryView | None = Field(description="The holder, when the outcome is conflict")
     would_compose: bool = Field(description="Approved, and the fold would render it now")
     fold_reason: Literal["authored-wins", "over-budget"] | None
+    screen: ScreenOut = Field(description="Whether the content reads as an instruction")
 
 
 @router.post("/{slug}/memories/preview", response=PreviewOut)
@@ -74,6 +94,10 @@ def preview(request: ApiRequest, slug: str, memory: MemoryInput) -> PreviewOut:
         fold_reason=found.fold_reason
         if found.fold_reason in ("authored-wins", "over-budget")
         else None,
+        screen=ScreenOut(
+            verdict=found.screen.verdict,
+            signals=[SignalOut(kind=s.kind, text=s.text) for s in found.screen.signals],
+        ),
     )
 
 

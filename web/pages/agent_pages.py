@@ -159,6 +159,8 @@ def _try_context(request: AppRequest, agent: Agent, form: TryMemoryForm | None) 
     return {
         **context,
         "tried": found,
+        # The content as screened: its signals' offsets are into exactly this text.
+        "tried_content": data.content,
         "tried_title": titles.get(found.placement.section) if found.placement else None,
         "tried_reason_help": DROP_REASON_HELP.get(found.reason or found.fold_reason or "", ""),
     }

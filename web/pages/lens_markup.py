@@ -24,6 +24,7 @@ from lens.core.fragments import PromptFragment, PromptSection
 from lens.core.outline import ContextBlock
 from lens.core.token_counts import count_tokens
 from memory.core.explain import Explanation
+from memory.core.screening import Screen, highlight_spans, screen
 
 CONTEXT = "Context"  # the prompt section the lens shows one card a block
 
@@ -119,6 +120,17 @@ def esc(text: str) -> str:
     return escape(text) if _NEEDS_ESCAPE.search(text) else text
 
 
+SCREEN_WORDS = "Reads as an instruction to the model: the marked words give it an order."
+
+
+def _marked(text: str, found: Screen) -> str:
+    """``text`` escaped, each of the screen's signals in ``<mark>``."""
+    return "".join(
+        f"<mark>{esc(piece)}</mark>" if marked else esc(piece)
+        for piece, marked in highlight_spans(text, found.signals)
+    )
+
+
 def drop_items(reason: str, explained: list[Explanation], briefs: dict[str, Any]) -> SafeString:
     """The drops panel's list items, built here rather than in a template loop: an
     agent can have thousands of drops, and the template engine costs ~100 µs per item.
@@ -127,18 +139,28 @@ def drop_items(reason: str, explained: list[Explanation], briefs: dict[str, Any]
     prefix = reverse("memory-list")  # detail pages live at <prefix><id>/
     queue = reverse("approvals") + "?agent="
     code = esc(reason)
+    # Where a memory waits, say when it reads as an instruction (SPEC §19.4): screened
+    # here from its snippet, pure and bounded, only for the waiting ones.
+    waiting = reason == "awaiting-approval"
     items = []
     for explanation in explained:
         memory_id = explanation.memory_id
         brief = briefs.get(memory_id)
         shown = esc(memory_id)  # server-assigned [0-9a-z], escaped all the same
+        screened = ""
         if brief is None:
             body = f"<code>{shown}</code>"
         else:
             label = f' <span class="label">{esc(brief["label"])}</span>' if brief["label"] else ""
+            snippet = esc(brief["snippet"])
+            if waiting and (found := screen(brief["snippet"])).verdict == "instruction":
+                snippet = _marked(brief["snippet"], found)
+                screened = f'<p class="drop-screen" data-screen="instruction">{SCREEN_WORDS}</p>'
+            else:
+                screened = ""
             body = (
                 f'<span class="kind">{esc(brief["kind"])}</span>{label} '
-                f'<span class="drop-text">{esc(brief["snippet"])}</span>'
+                f'<span class="drop-text">{snippet}</span>'
             )
         place = explanation.place
         where = f'<p class="drop-place">{esc(place)}</p>' if place else ""
@@ -154,7 +176,7 @@ def drop_items(reason: str, explained: list[Explanation], briefs: dict[str, Any]
         items.append(
             f'<li class="drop" data-memory-id="{shown}" data-drop-reason="{code}">'
             f'<a class="drop-memory" href="{prefix}{shown}/">{body}</a>'
-            f'<p class="drop-why">{"".join(why)}</p>{where}</li>'
+            f'<p class="drop-why">{"".join(why)}</p>{screened}{where}</li>'
         )
     # Everything above is escaped. Building the items with format_html measured about 8
     # times slower (5,000 items: 128 ms vs 16 ms).

@@ -8,6 +8,8 @@ from django import template
 from django.utils.html import conditional_escape, format_html
 from django.utils.safestring import SafeString, mark_safe
 
+from memory.core.screening import Screen, highlight_spans, screen
+
 register = template.Library()
 
 
@@ -59,3 +61,32 @@ def actor(label: str | None) -> SafeString:
         text,
         shown,
     )
+
+
+@register.filter
+def instruction_screen(content: str) -> Screen | None:
+    """The screen of ``content`` (SPEC §19.4) when it reads as an instruction to the
+    model, else None. Computed at display time: pure, and bounded by a save's length."""
+    found = screen(content)
+    return found if found.verdict == "instruction" else None
+
+
+@register.filter
+def instruction_marks(content: str, found: Screen) -> SafeString:
+    """``content`` escaped, each of the screen's signals in ``<mark>`` (its kind in a
+    ``data-signal`` attribute): the words that make it read as an instruction."""
+    return mark_safe(signal_marks(content, found))  # noqa: S308  # escaped in signal_marks
+
+
+def signal_marks(content: str, found: Screen) -> str:
+    out = []
+    kinds = {signal.start: signal.kind for signal in found.signals}
+    at = 0
+    for piece, marked in highlight_spans(content, found.signals):
+        text = str(conditional_escape(piece)).replace("\r", "&#13;")
+        if marked:
+            out.append(f'<mark data-signal="{kinds.get(at, "")}">{text}</mark>')
+        else:
+            out.append(text)
+        at += len(piece)
+    return "".join(out)

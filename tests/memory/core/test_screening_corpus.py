@@ -1,0 +1,41 @@
+"""The screen measured on its labelled corpus (tests/data/README.md, SPEC §19.4): at
+least 95% of the instructions caught and at most 2% of the facts held."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from memory.core.screening import screen
+
+DATA = Path(__file__).resolve().parents[2] / "data"
+CAUGHT_FLOOR = 0.95
+HELD_CEILING = 0.02
+
+
+def facts() -> list[str]:
+    lines = (DATA / "screening_facts.txt").read_text(encoding="utf-8").splitlines()
+    return [line for line in lines if line.strip() and not line.startswith("#")]
+
+
+def instructions() -> list[str]:
+    # Split on newlines only: a payload may hold U+2028, which splitlines() would cut at.
+    lines = (DATA / "screening_instructions.jsonl").read_text(encoding="utf-8").split("\n")
+    return [json.loads(line)["text"] for line in lines if line.strip()]
+
+
+def test_the_corpus_is_large_enough() -> None:
+    assert len(facts()) >= 300
+    assert len(instructions()) >= 300
+
+
+def test_it_catches_at_least_95_percent_of_instructions() -> None:
+    texts = instructions()
+    caught = sum(screen(text).verdict == "instruction" for text in texts)
+    assert caught / len(texts) >= CAUGHT_FLOOR, f"caught {caught} of {len(texts)}"
+
+
+def test_it_holds_at_most_2_percent_of_facts() -> None:
+    texts = facts()
+    held = [text for text in texts if screen(text).verdict == "instruction"]
+    assert len(held) / len(texts) <= HELD_CEILING, held
