@@ -282,6 +282,9 @@ MEMORY_ROUTING_SPECS: list[str] = env_list(
 )
 # Code points of memory-derived Background lines, prefix and newline included.
 MEMORY_OVERLAY_BUDGET_CHARS = env_int("MEMORY_OVERLAY_BUDGET_CHARS", 3000, minimum=0)
+# Distinct sessions that must save one memory before an earned section takes it (SPEC
+# §19.1), the memory itself included.
+EARNED_SIGHTINGS = env_int("EARNED_SIGHTINGS", 3, minimum=1)
 MEMORY_RECALL_BUDGET_CHARS = env_int("MEMORY_RECALL_BUDGET_CHARS", 4000, minimum=0)
 # Model name (case-folded) -> context window in tokens: lens.core.context_windows's
 # table, extended or overridden by "name=tokens,…" items.

@@ -406,7 +406,8 @@ def _renew(
     row.spec_version = current.spec_version
     row.tier = move.tier
     row.status = status
-    row.reason = move.reason if status == PromotionStatus.DECLINED else ""
+    # A decline's reason, or ``earning`` for a move into an earned section (SPEC §19.1).
+    row.reason = move.reason if status != PromotionStatus.APPROVED else ""
     row.promoted_at = at
     row.decided_by = decider.user if decider is not None else None
     row.decided_at = at if status == PromotionStatus.APPROVED else None

@@ -19,11 +19,12 @@ from lens.models import Agent
 from memory.core.outcome import route_outcome
 from memory.core.overlay import apply_memory_overlay, entry_cost
 from memory.core.records import MemoryInput
+from memory.core.outcome import PendingReason
 from memory.core.report import DeclineReason, DropReason
 from memory.core.routing import KeySource, PlacedRecord, Placement, spec_key_source
 from memory.models import MemoryRecord
 from memory.queries import placed_records
-from memory.saving import Routed, gate, next_timestamp, route
+from memory.saving import Conflict, Routed, gate, next_timestamp, route
 
 # Sorts after every real id ([0-9a-z]), so it never wins a tie it should not.
 CANDIDATE_ID = "~candidate"
@@ -35,7 +36,7 @@ class Preview:
     placement: Placement | None
     key_source: KeySource | None
     tier: Tier | None
-    reason: DeclineReason | None
+    reason: DeclineReason | PendingReason | None
     existing: MemoryRecord | None  # the holder, when the gate would answer conflict
     would_compose: bool  # approved, and the fold would render it now
     # Why the fold would leave a placed memory out now (authored-wins, over-budget).
@@ -54,10 +55,15 @@ def preview_save(agent: Agent, data: MemoryInput) -> Preview:
     placement, spec = routed.placement, routed.spec
     key_source = spec_key_source(spec, routed.routable) if placement and spec else None
     outcome = route_outcome(placement, routed.ctx)
-    if (conflict := gate(agent, routed, data.supersedes)) is not None:
+    found = gate(agent, routed, data.supersedes)
+    if isinstance(found, Conflict):
         return Preview(
-            "conflict", placement, key_source, outcome.tier, None, conflict.existing, False, None
+            "conflict", placement, key_source, outcome.tier, None, found.existing, False, None
         )
+    if found is not None:
+        # A sighting of an earning memory (SPEC §19.1): it waits with it; whether it
+        # tips the count is the sessions', which a preview does not guess.
+        return Preview("pending", placement, key_source, outcome.tier, "earning", None, False, None)
     fold = Fold(None, None, None)
     if placement is not None and outcome.status != "declined":
         fold = _fold(agent, routed, placement, key_source or "content")

@@ -14,16 +14,18 @@ from memory.core.report import DeclineReason
 from memory.core.routing import Placement, RoutingContext
 
 OutcomeStatus = Literal["approved", "pending", "declined"]
+PendingReason = Literal["earning"]
 
 
 def tier_block(tier: Tier | None) -> DeclineReason | None:
-    """Why memory may not fill a section of ``tier`` (None: no such section), or None."""
+    """Why memory may not fill a section of ``tier`` (None: no such section), or None.
+
+    An earned section admits the memories that earned their place (and those a person
+    approved): its gate is at saving, where a save waits for its sightings."""
     if tier is None:
         return "undeclared-section"
     if tier == "locked":
         return "locked-section"
-    if tier == "earned":
-        return "earned-inert"  # reserved tier, inert in v1
     return None
 
 
@@ -32,7 +34,7 @@ class Outcome:
     """The promotion a fresh save gets: its status, the decline reason, and the tier."""
 
     status: OutcomeStatus
-    reason: DeclineReason | None = None
+    reason: DeclineReason | PendingReason | None = None
     tier: Tier | None = None
 
 
@@ -44,4 +46,7 @@ def route_outcome(placement: Placement | None, ctx: RoutingContext) -> Outcome:
     tier = section.promotion if section is not None else None
     if (reason := tier_block(tier)) is not None:
         return Outcome("declined", reason, tier)
+    if tier == "earned":
+        # Waits for sightings in other sessions (SPEC §19.1), out of the queue's default view.
+        return Outcome("pending", "earning", tier)
     return Outcome("approved" if tier == "auto" else "pending", None, tier)

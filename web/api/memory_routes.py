@@ -48,7 +48,7 @@ class PreviewOut(BaseModel):
     placement: PlacementOut | None
     key_source: Literal["label", "content"] | None
     tier: Literal["auto", "guarded", "locked", "earned"] | None
-    reason: Literal["spec-declined", "undeclared-section", "locked-section", "earned-inert"] | None
+    reason: Literal["spec-declined", "undeclared-section", "locked-section", "earning"] | None
     existing: MemoryView | None = Field(description="The holder, when the outcome is conflict")
     would_compose: bool = Field(description="Approved, and the fold would render it now")
     fold_reason: Literal["authored-wins", "over-budget"] | None

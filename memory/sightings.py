@@ -1,0 +1,108 @@
+"""Sightings of earning memories (SPEC §19.1), as saving records them: the holder's
+lock, its sightings so far, and the one place the system approves an earned memory.
+
+A save routed to an earned section waits (``pending``, reason ``earning``). Each later
+save of the same content at its address is a sighting: a record of its own whose
+promotion row ``corroborates`` the holder. Once the holder and its sightings come from
+``EARNED_SIGHTINGS`` distinct sessions, ``approve_earned`` approves the holder in the
+sighting's transaction.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.conf import settings
+
+from lens.actors import SYSTEM
+from memory.core.sightings import Sighting, distinct_sessions
+from memory.models import (
+    HOLDING,
+    EventKind,
+    MemoryEvent,
+    MemoryRecord,
+    Promotion,
+    PromotionStatus,
+    new_event,
+)
+
+EARNING = "earning"
+EARNED = "earned"
+
+
+def earned_sightings() -> int:
+    """How many distinct sessions earn a memory its place (``EARNED_SIGHTINGS``)."""
+    return int(getattr(settings, "EARNED_SIGHTINGS", 3))
+
+
+class HolderMoved(Exception):
+    """The holder stopped holding its address between the gate and the lock (it was
+    superseded, decided or erased meanwhile): the save looks again."""
+
+
+@dataclass(frozen=True)
+class Holder:
+    """The locked promotion row of the earning memory a sighting saw."""
+
+    promotion: Promotion
+
+    @property
+    def earning(self) -> bool:
+        row = self.promotion
+        return row.status == PromotionStatus.PENDING and row.reason == EARNING
+
+
+def lock_holder(holder_id: str) -> Holder:
+    """The holder's promotion row, locked until the transaction ends: concurrent
+    sightings of one memory are counted one at a time (PostgreSQL; SQLite serialises
+    every write). Raises HolderMoved when it no longer holds its address."""
+    row = (
+        Promotion.objects.select_for_update()
+        .filter(record_id=holder_id, status__in=HOLDING)
+        .first()
+    )
+    if row is None:
+        raise HolderMoved(holder_id)
+    return Holder(row)
+
+
+def sightings_of(holder_ids: list[str]) -> dict[str, list[Sighting]]:
+    """Each holder's own save and its live sightings, as the count reads them (one query)."""
+    found: dict[str, list[Sighting]] = {holder: [] for holder in holder_ids}
+    rows = MemoryRecord.objects.filter(pk__in=holder_ids).values_list("pk", "session", "created_at")
+    for record_id, session, at in rows:
+        found[record_id].append(Sighting(record_id, session, at))
+    seen = Promotion.objects.filter(
+        corroborates_id__in=holder_ids, status=PromotionStatus.CORROBORATES
+    ).values_list("corroborates_id", "record_id", "record__session", "record__created_at")
+    for holder, record_id, session, at in seen:
+        found[holder].append(Sighting(record_id, session, at))
+    return found
+
+
+def approve_earned(holder: Holder, sightings: list[Sighting], at: datetime) -> list[MemoryEvent]:
+    """The one place the system approves a memory on its sightings: when the holder is
+    still earning and its sightings come from enough distinct sessions, approve it
+    (``decided_by`` NULL, reason ``earned``) and answer the event that says so.
+
+    Any rule that must keep a memory from composing without a person belongs here,
+    before the approval."""
+    sessions = distinct_sessions(sightings)
+    if not holder.earning or sessions < earned_sightings():
+        return []
+    row = holder.promotion
+    Promotion.objects.filter(pk=row.pk, status=PromotionStatus.PENDING).update(
+        status=PromotionStatus.APPROVED, decided_by=None, decided_at=at, reason=EARNED
+    )
+    return [
+        new_event(
+            row.record_id,
+            row.agent_id,
+            EventKind.EARNED,
+            SYSTEM,
+            at,
+            section=row.section,
+            sessions=sessions,
+        )
+    ]
