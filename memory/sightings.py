@@ -10,10 +10,12 @@ sighting's transaction.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
+from django.db.models import Q
 
 from lens.actors import SYSTEM
 from memory.core.sightings import Sighting, distinct_sessions
@@ -67,17 +69,19 @@ def lock_holder(holder_id: str) -> Holder:
     return Holder(row)
 
 
-def sightings_of(holder_ids: list[str]) -> dict[str, list[Sighting]]:
-    """Each holder's own save and its live sightings, as the count reads them (one query)."""
+def sightings_of(holder_ids: Collection[str]) -> dict[str, list[Sighting]]:
+    """Each holder's own save and its live sightings, as the count reads them (one
+    query, none for no holders)."""
     found: dict[str, list[Sighting]] = {holder: [] for holder in holder_ids}
-    rows = MemoryRecord.objects.filter(pk__in=holder_ids).values_list("pk", "session", "created_at")
-    for record_id, session, at in rows:
-        found[record_id].append(Sighting(record_id, session, at))
-    seen = Promotion.objects.filter(
-        corroborates_id__in=holder_ids, status=PromotionStatus.CORROBORATES
-    ).values_list("corroborates_id", "record_id", "record__session", "record__created_at")
-    for holder, record_id, session, at in seen:
-        found[holder].append(Sighting(record_id, session, at))
+    if not found:
+        return found
+    ids = list(found)
+    rows = Promotion.objects.filter(
+        Q(record_id__in=ids)
+        | Q(corroborates_id__in=ids, status=PromotionStatus.CORROBORATES)
+    ).values_list("record_id", "corroborates_id", "record__session", "record__created_at")
+    for record_id, holder, session, at in rows:
+        found[holder or record_id].append(Sighting(record_id, session, at))
     return found
 
 

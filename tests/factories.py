@@ -269,12 +269,18 @@ def remember(
     tags: list[str] | None = None,
     supersedes: str | None = None,
     actor: Actor = SYSTEM,
+    session: str | None = None,
 ) -> str:
     """Save a memory the way the API does; return its id (it must be saved)."""
     result = save_memory(
         agent,
         MemoryInput(
-            kind=kind, content=content, label=label, tags=tags or [], supersedes=supersedes
+            kind=kind,
+            content=content,
+            label=label,
+            tags=tags or [],
+            supersedes=supersedes,
+            session=session,
         ),
         actor,
     )

@@ -302,7 +302,7 @@ def _locked(facts: Facts) -> list[Piece]:
 def seen_in(seen: int | None, needed: int | None) -> str:
     """ "seen in 2 of 3 sessions" (a sighting's count includes the memory itself)."""
     if seen is None or needed is None:
-        return "still earning its place"
+        return "seen in too few sessions yet"
     noun = "session" if needed == 1 else "sessions"
     return f"seen in {seen} of {needed} {noun}"
 

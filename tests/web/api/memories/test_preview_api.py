@@ -180,16 +180,16 @@ OUTCOMES = [
         answer("declined", "user_profile", "name", "label", "locked", "locked-section"),
     ),
     (
-        "earned-inert",
+        "earning",
         "vault",
         memory_body("preference", "Prefers a dark theme."),
         answer(
-            "declined",
+            "pending",
             "user_preferences",
             content_key("Prefers a dark theme."),
             "content",
             "earned",
-            "earned-inert",
+            "earning",
         ),
     ),
 ]
@@ -522,7 +522,7 @@ def test_a_run_of_every_answer_writes_nothing(
         "spec-declined",
         "undeclared-section",
         "locked-section",
-        "earned-inert",
+        "earning",
         "invalid_kind",
         "invalid_label",
         "invalid_content",
