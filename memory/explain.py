@@ -308,9 +308,7 @@ class _Context:
             return {}
         # A sighting's sentence names the memory it saw (one query more, only then).
         self.briefs.update(self._briefs(seen_again - self.briefs.keys()))
-        return {
-            holder: distinct_sessions(found) for holder, found in sightings_of(holders).items()
-        }
+        return {holder: distinct_sessions(found) for holder, found in sightings_of(holders).items()}
 
     def _erasures(self) -> dict[str, tuple[str, datetime | None, str]]:
         """Who erased each erased memory, when and why (one query, skipped when none

@@ -77,8 +77,7 @@ def sightings_of(holder_ids: Collection[str]) -> dict[str, list[Sighting]]:
         return found
     ids = list(found)
     rows = Promotion.objects.filter(
-        Q(record_id__in=ids)
-        | Q(corroborates_id__in=ids, status=PromotionStatus.CORROBORATES)
+        Q(record_id__in=ids) | Q(corroborates_id__in=ids, status=PromotionStatus.CORROBORATES)
     ).values_list("record_id", "corroborates_id", "record__session", "record__created_at")
     for record_id, holder, session, at in rows:
         found[holder or record_id].append(Sighting(record_id, session, at))
