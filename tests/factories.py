@@ -620,7 +620,9 @@ def agent_state(agent: Agent) -> dict[str, Any]:
         "memories": list(
             MemoryRecord.objects.filter(agent=agent)
             .order_by("id")
-            .values_list("id", "kind", "content", "tags", "label", "supersedes_id", "created_at")
+            .values_list(
+                "id", "kind", "content", "tags", "label", "supersedes_id", "created_at", "session"
+            )
         ),
         "promotions": list(
             Promotion.objects.filter(agent=agent)
@@ -640,6 +642,7 @@ def agent_state(agent: Agent) -> dict[str, Any]:
                 "decided_by__username",
                 "decided_at",
                 "decision_note",
+                "corroborates_id",
             )
         ),
         "migrated_promotions": list(
