@@ -16,10 +16,9 @@ from django.conf import settings
 from lens.agents import config_of
 from lens.core.background import Tier
 from lens.models import Agent
-from memory.core.outcome import route_outcome
+from memory.core.outcome import PendingReason, route_outcome
 from memory.core.overlay import apply_memory_overlay, entry_cost
 from memory.core.records import MemoryInput
-from memory.core.outcome import PendingReason
 from memory.core.report import DeclineReason, DropReason
 from memory.core.routing import KeySource, PlacedRecord, Placement, spec_key_source
 from memory.models import MemoryRecord

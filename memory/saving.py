@@ -14,7 +14,6 @@ from lens.tracing import MEMORY_ID, agent_attributes, span
 from memory import search
 from memory.core.outcome import route_outcome
 from memory.core.records import MemoryInput
-from memory.core.sightings import same_content
 from memory.core.routing import (
     DeclaredSection,
     Placement,
@@ -25,6 +24,7 @@ from memory.core.routing import (
     placement_key,
     spec_key_source,
 )
+from memory.core.sightings import same_content
 from memory.events import saved_details, write_events
 from memory.models import (
     HOLDING,

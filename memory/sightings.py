@@ -18,12 +18,11 @@ from django.conf import settings
 from django.db.models import Q
 
 from lens.actors import SYSTEM
-from memory.core.sightings import Sighting, distinct_sessions
+from memory.core.sightings import Sighting, counted, distinct_sessions
 from memory.models import (
     HOLDING,
     EventKind,
     MemoryEvent,
-    MemoryRecord,
     Promotion,
     PromotionStatus,
     new_event,
@@ -109,3 +108,47 @@ def approve_earned(holder: Holder, sightings: list[Sighting], at: datetime) -> l
             sessions=sessions,
         )
     ]
+
+
+@dataclass(frozen=True)
+class SeenLine:
+    """One save of an earning memory's content, as its page lists it."""
+
+    memory_id: str
+    session: str | None
+    at: datetime
+    counted: bool  # a session no earlier save of it had
+
+
+@dataclass(frozen=True)
+class Seen:
+    """An earned-section memory's sightings, for the page of it or of one of them."""
+
+    holder: str
+    lines: list[SeenLine]
+    needed: int
+
+    @property
+    def sessions(self) -> int:
+        return sum(line.counted for line in self.lines)
+
+
+def seen_for(promotion: Promotion | None) -> Seen | None:
+    """The sightings story of the memory whose row is ``promotion``: a memory saved
+    to an earned section, or a sighting of one (one query; None, with no query, for
+    any other memory)."""
+    if promotion is None:
+        return None
+    if promotion.corroborates_id is not None:
+        holder = promotion.corroborates_id
+    elif promotion.tier == "earned" and promotion.section is not None:
+        holder = promotion.record_id
+    else:
+        return None
+    found = sightings_of([holder])[holder]
+    kept = {s.memory_id for s in counted(found)}
+    lines = [
+        SeenLine(s.memory_id, s.session, s.created_at, s.memory_id in kept)
+        for s in sorted(found, key=lambda s: (s.created_at, s.memory_id))
+    ]
+    return Seen(holder, lines, earned_sightings())
