@@ -82,6 +82,8 @@ def _check_session(session: str | None) -> str | None:
         raise ValueError(f"session must be 1 to {SESSION_MAX} code points, got {len(session)}")
     if (bad := forbidden_char(session)) is not None:
         raise ValueError(f"session must not contain control characters (found U+{ord(bad):04X})")
+    if problem := bidi_problem(session, "session"):
+        raise ValueError(problem)
     return session
 
 

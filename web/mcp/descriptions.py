@@ -63,7 +63,7 @@ if yours corrects the existing one, save it again with `supersedes` set to \
 `existing.id`; if it is a different thing, use a different label.
 
 Errors: `invalid_kind`, `invalid_content`, `invalid_tags`, `invalid_label`, \
-`invalid_session`, `unknown_supersedes` (no such memory of this agent), `agent_not_found`.
+`unknown_supersedes` (no such memory of this agent), `agent_not_found`.
 """
 
 MEMORY_SEARCH = f"""\

@@ -328,6 +328,12 @@ BAD_BODIES = [
     ("tags-33", memory_body(tags=[f"t{n}" for n in range(33)]), "invalid_tags"),
     ("unknown-field-target", memory_body(target="user_profile"), "invalid_request"),
     ("unknown-field-payload", memory_body(payload={"section": "x"}), "invalid_request"),
+    ("session-empty", memory_body(session=""), "invalid_request"),
+    ("session-129", memory_body(session="s" * 129), "invalid_request"),
+    ("session-newline", memory_body(session="a\nb"), "invalid_request"),
+    ("session-control", memory_body(session="a\x07b"), "invalid_request"),
+    ("session-not-a-string", memory_body(session=7), "invalid_request"),
+    ("session-bidi", memory_body(session="a\u202eb"), "invalid_request"),
     ("unknown-supersedes", memory_body(supersedes="zzzzzzzz"), "unknown_supersedes"),
     ("supersedes-not-an-id", memory_body(supersedes="not an id!"), "unknown_supersedes"),
 ]
