@@ -181,5 +181,5 @@ def test_a_bundle_carries_sessions_and_sightings(
     agent = import_bundle(path, other_team).agent
     assert agent_state(agent) == before
     sessions = dict(MemoryRecord.objects.filter(agent=agent).values_list("pk", "session"))
-    assert sorted(sessions.values()) == ["a", "b", "c"]
+    assert sorted(str(s) for s in sessions.values()) == ["a", "b", "c"]
     assert Promotion.objects.filter(agent=agent, corroborates_id=holder).count() == 2
