@@ -42,9 +42,10 @@ def test_the_earning_filter_lists_earning_memories_with_their_sessions(
         assert page.locator("li[data-promotion-id]").count() == 2
         seen = page.locator(f'li[data-promotion-id="{jazz}"] [data-earning]')
         assert "seen in 2 of 3 sessions" in seen.inner_text()
-        assert "seen in 1 of 3 sessions" in page.locator(
-            f'li[data-promotion-id="{tea}"] [data-earning]'
-        ).inner_text()
+        assert (
+            "seen in 1 of 3 sessions"
+            in page.locator(f'li[data-promotion-id="{tea}"] [data-earning]').inner_text()
+        )
         # No row runs off a phone's screen.
         overflow = page.evaluate(
             "() => document.documentElement.scrollWidth - document.documentElement.clientWidth"
