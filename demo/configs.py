@@ -169,8 +169,8 @@ SUPPORT: dict[str, Any] = {
     "routing_spec": "user-background",
     "background": {
         "sections": [
-            # Memory may not fill these yet: profile facts must be earned (inert in v1)
-            # and preferences are locked until legal signs off on storing them.
+            # Profile facts must be earned: saved in three conversations before they
+            # enter the prompt. Preferences are locked until legal signs off on them.
             {"id": "user_profile", "title": "About the Customer", "promotion": "earned"},
             {"id": "user_preferences", "title": "Customer Preferences", "promotion": "locked"},
             {

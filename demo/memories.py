@@ -22,6 +22,7 @@ class Demo:
     ref: str | None = None
     decision: str | None = None  # "approve" or "reject" (with a reason)
     reason: str = ""
+    session: str | None = None  # the conversation it was saved in (earned sections)
 
 
 WREN = [
@@ -186,7 +187,28 @@ SENTINEL = [
 ]
 
 ATLAS = [
-    Demo("profile", "Customer account is on the Enterprise plan since 2023.", label="plan"),
+    # About the Customer is earned: the plan was saved in three conversations, so it
+    # earned its place; the city in two, so it is still earning.
+    Demo(
+        "profile",
+        "Customer account is on the Enterprise plan since 2023.",
+        label="plan",
+        session="chat-1041",
+    ),
+    Demo("profile", "Customer is based in Porto.", label="city", session="chat-1041"),
+    Demo(
+        "profile",
+        "Customer account is on the Enterprise plan since 2023.",
+        label="plan",
+        session="chat-1077",
+    ),
+    Demo("profile", "customer is based in  Porto.", label="city", session="chat-1077"),
+    Demo(
+        "profile",
+        "Customer account is on the enterprise plan since 2023.",
+        label="plan",
+        session="chat-1102",
+    ),
     Demo("preference", "Customer wants every reply in Portuguese.", label="language"),
     Demo("episode", "Customer asked about invoice 1042 twice this month."),
 ]
@@ -205,9 +227,9 @@ def seed_memories(
     ``before_each`` is called before each one is saved (the delivery history opens its
     sessions there, ``demo.sessions``).
     """
-    if agent.memories.exists():
-        return 0
     actor = Actor.for_token(token)
+    if agent.memories.exists():
+        return _missing_sightings(agent, actor)
     saved_ids: dict[str, str] = {}
     count = 0
     for demo in DEMO_MEMORIES.get(agent.slug, []):
@@ -219,6 +241,7 @@ def seed_memories(
             label=demo.label,
             tags=list(demo.tags),
             supersedes=saved_ids.get(demo.supersedes) if demo.supersedes else None,
+            session=demo.session,
         )
         result = save_memory(agent, data, actor)
         if not isinstance(result, Saved):
@@ -228,4 +251,21 @@ def seed_memories(
             saved_ids[demo.ref] = result.id
         if demo.decision:
             decide(result.id, demo.decision == "approve", reviewer, demo.reason)
+    return count
+
+
+def _missing_sightings(agent: Agent, actor: Actor) -> int:
+    """The demo memories saved in a session that an agent seeded before sessions existed
+    lacks (an earned section's sightings): each saved once, found by its label and
+    session."""
+    stored = set(agent.memories.exclude(session=None).values_list("label", "session"))
+    count = 0
+    for demo in DEMO_MEMORIES.get(agent.slug, []):
+        if demo.session is None or (demo.label, demo.session) in stored:
+            continue
+        data = MemoryInput(
+            kind=demo.kind, content=demo.content, label=demo.label, session=demo.session
+        )
+        if isinstance(save_memory(agent, data, actor), Saved):
+            count += 1
     return count

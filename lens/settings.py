@@ -282,6 +282,9 @@ MEMORY_ROUTING_SPECS: list[str] = env_list(
 )
 # Code points of memory-derived Background lines, prefix and newline included.
 MEMORY_OVERLAY_BUDGET_CHARS = env_int("MEMORY_OVERLAY_BUDGET_CHARS", 3000, minimum=0)
+# Distinct sessions that must save one memory before an earned section takes it (SPEC
+# §19.1), the memory itself included.
+EARNED_SIGHTINGS = env_int("EARNED_SIGHTINGS", 3, minimum=1)
 MEMORY_RECALL_BUDGET_CHARS = env_int("MEMORY_RECALL_BUDGET_CHARS", 4000, minimum=0)
 # Of the recall block, what memories the overlay budget left out may take (SPEC §19.3):
 # below the whole, so spill never starves what the message's words find.

@@ -64,6 +64,9 @@ STATUS_AFTER: dict[str, str] = {
     EventKind.REOPENED: PromotionStatus.PENDING,
     EventKind.SUPERSEDED: PromotionStatus.SUPERSEDED,
     EventKind.ERASED: PromotionStatus.ERASED,
+    # A sighting (SPEC §19.1) holds no address; its holder's approval on sightings.
+    EventKind.CORROBORATES: PromotionStatus.CORROBORATES,
+    EventKind.EARNED: PromotionStatus.APPROVED,
 }
 
 
@@ -122,13 +125,24 @@ def _composed_at(agent: Agent, moment: datetime) -> Composition:
     statuses = statuses_at(agent, moment)
     earlier = rows_in_force(agent, moment)
     reasons: dict[str, str] = {}
-    for record_id, reason, status in Promotion.objects.filter(
+    holders: dict[str, str] = {}
+    for record_id, reason, status, holder in Promotion.objects.filter(
         agent=agent, record__created_at__lte=moment
-    ).values_list("record_id", "reason", "status"):
+    ).values_list("record_id", "reason", "status", "corroborates_id"):
         reasons[record_id] = earlier[record_id].reason if record_id in earlier else reason
+        if reasons[record_id] == "earned":
+            # Approved on its sightings later: until then it was earning.
+            reasons[record_id] = "earning"
+        if holder is not None:
+            holders[record_id] = holder
         if status == PromotionStatus.ERASED and record_id in statuses:
             statuses[record_id] = PromotionStatus.ERASED  # whatever it was then
-    approved = {rid for rid, status in statuses.items() if status == PromotionStatus.APPROVED}
+    # Approved records, and the sightings that compose with them (SPEC §19.1).
+    approved = {
+        rid
+        for rid, status in statuses.items()
+        if status in (PromotionStatus.APPROVED, PromotionStatus.CORROBORATES)
+    }
     live = Promotion.objects.filter(agent=agent, record__created_at__lte=moment)
     placed = placed_of(
         live.filter(Q(section__isnull=False) | Q(record_id__in=list(earlier))), keep=approved
@@ -136,7 +150,9 @@ def _composed_at(agent: Agent, moment: datetime) -> Composition:
     if earlier:
         placed = _placed_then(placed, agent.pk, earlier)
     states = [
-        PromotionState(memory_id=rid, status=status, reason=reasons.get(rid, ""))
+        PromotionState(
+            memory_id=rid, status=status, reason=reasons.get(rid, ""), holder=holders.get(rid)
+        )
         for rid, status in statuses.items()
     ]
     return compose_from(

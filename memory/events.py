@@ -26,9 +26,11 @@ _ACTIONS = {
     EventKind.REOPENED: "memory.reopened",
     EventKind.ERASED: "memory.erased",
     EventKind.MIGRATED: "memory.migrated",
+    # Approved by the system on its sightings (SPEC §19.1): an approval all the same.
+    EventKind.EARNED: "memory.approved",
 }
 # A save's outcome, said in its ``memory.saved`` event.
-_OUTCOMES = {EventKind.PROMOTED, EventKind.QUEUED, EventKind.DECLINED}
+_OUTCOMES = {EventKind.PROMOTED, EventKind.QUEUED, EventKind.DECLINED, EventKind.CORROBORATES}
 
 
 def content_sha256(content: str) -> str:
@@ -115,6 +117,9 @@ def write_events(
             details = {"by": event.detail.get("by")}
         elif event.kind == EventKind.MIGRATED:
             details = migrated_details(event.detail)
+        elif event.kind == EventKind.EARNED:
+            # Approved by the system: the distinct sessions that saved it.
+            details = {"bulk": False, "earned": True, "sessions": event.detail.get("sessions")}
         elif event.kind == EventKind.ERASED:
             # Who, when and why (the eraser's reason, which the page asks not to quote
             # the memory), the hash the save already logged and counts: nothing of the text.

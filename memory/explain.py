@@ -27,6 +27,7 @@ from memory.core.explain import UNREADABLE, UNROUTED, Explanation, Facts, explai
 from memory.core.overlay import apply_memory_overlay, entry_cost
 from memory.core.report import PromotionState, routing_report
 from memory.core.routing import PlacedRecord
+from memory.core.sightings import distinct_sessions
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
 from memory.queries import (
     SNIPPET_CHARS,
@@ -36,6 +37,7 @@ from memory.queries import (
     reopenings,
 )
 from memory.registry import get_spec
+from memory.sightings import earned_sightings, sightings_of
 
 # Up to this many ids, rows are looked up by id; past it, by agent and kept in Python
 # (one long ``IN`` list costs more than reading the agent's rows). A lens page explains
@@ -66,6 +68,7 @@ class _Row:
     note: str
     kind: str
     content: str | None  # read for an approved row only: an over-budget line's cost
+    holder: str | None  # a sighting's: the earning memory it saw again
 
 
 def explain_agent(
@@ -190,6 +193,7 @@ def _rows(agent: Agent, wanted: set[str] | None) -> dict[str, _Row]:
         "decision_note",
         "record__kind",
         "line",
+        "corroborates_id",
     )
     found = {}
     for value in values:
@@ -231,6 +235,7 @@ class _Context:
         self.costs = self._costs()
         self.reopened = self._reopened()
         self.erasures = self._erasures()
+        self.seen = self._seen()
 
     def _of(self, reason: str) -> list[str]:
         return [memory_id for memory_id, r in self.reasons.items() if r == reason]
@@ -289,6 +294,21 @@ class _Context:
         )
         wanted = set(waiting)
         return {memory_id: found[memory_id] for memory_id in found.keys() & wanted}
+
+    def _seen(self) -> dict[str, int]:
+        """The distinct sessions that saved each earning memory so far, for its own
+        sentence and its sightings' (one query, skipped when none is earning)."""
+        seen_again = {
+            holder
+            for memory_id in self._of("corroborating")
+            if (holder := self.rows[memory_id].holder) is not None
+        }
+        holders = set(self._of("earning")) | seen_again
+        if not holders:
+            return {}
+        # A sighting's sentence names the memory it saw (one query more, only then).
+        self.briefs.update(self._briefs(seen_again - self.briefs.keys()))
+        return {holder: distinct_sessions(found) for holder, found in sightings_of(holders).items()}
 
     def _erasures(self) -> dict[str, tuple[str, datetime | None, str]]:
         """Who erased each erased memory, when and why (one query, skipped when none
@@ -383,6 +403,16 @@ class _Context:
                     "reopened_by": again.by,
                     "reopened_at": again.at,
                     "note": again.note,
+                }
+            case "earning":
+                return {"seen": self.seen.get(row.memory_id), "needed_sessions": earned_sightings()}
+            case "corroborating":
+                holder = row.holder
+                return {
+                    "other_id": holder,
+                    "other_words": self.briefs.get(holder) if holder else None,
+                    "seen": self.seen.get(holder) if holder else None,
+                    "needed_sessions": earned_sightings(),
                 }
             case "erased":
                 by, at, why = self.erasures.get(row.memory_id, ("", None, ""))

@@ -407,10 +407,9 @@ def _renew(
     row.spec_version = current.spec_version
     row.tier = move.tier
     row.status = status
-    # A declined move keeps its decline reason; a pending one its hold (instruction-shaped).
-    row.reason = (
-        move.reason if status in (PromotionStatus.DECLINED, PromotionStatus.PENDING) else ""
-    )
+    # A declined move keeps its decline reason; a pending one its hold (instruction-shaped)
+    # or ``earning`` for a move into an earned section (SPEC §19.1).
+    row.reason = move.reason if status != PromotionStatus.APPROVED else ""
     row.promoted_at = at
     row.decided_by = decider.user if decider is not None else None
     row.decided_at = at if status == PromotionStatus.APPROVED else None

@@ -49,6 +49,9 @@ class MemoryRecord(models.Model):
         "self", on_delete=models.RESTRICT, null=True, blank=True, related_name="superseded_by"
     )
     created_at = models.DateTimeField()
+    # The conversation the model saved it in (SPEC §19.1): tells sightings apart. NULL:
+    # not given (its UTC day stands in); never "".
+    session = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
     # Erasure (SPEC §15): the content, label and tags are blanked; what stays is the id,
     # kind, times, the SHA-256 of the content as it was, and who erased it, when and why.
     # Blank until then: the hash of a live record is computed from its content.
@@ -87,6 +90,9 @@ class PromotionStatus(models.TextChoices):
     # A row replaced by a migration (SPEC §18.3): only archived rows
     # (``MigratedPromotion``) have it; the live row carries the new placement.
     MIGRATED = "migrated"
+    # A sighting (SPEC §19.1): the same content saved again at an earned memory's
+    # address. It holds no address; it composes with the memory it saw.
+    CORROBORATES = "corroborates"
 
 
 HOLDING = (PromotionStatus.PENDING, PromotionStatus.APPROVED)
@@ -121,6 +127,11 @@ class Promotion(models.Model):
     )
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_note = models.TextField(blank=True)
+    # A sighting's row (status ``corroborates``): the earning memory it saw again.
+    # RESTRICT, as ``supersedes``: a holder goes only with its sightings.
+    corroborates = models.ForeignKey(
+        MemoryRecord, on_delete=models.RESTRICT, null=True, blank=True, related_name="sightings"
+    )
 
     class Meta:
         permissions = [
@@ -159,6 +170,10 @@ class EventKind(models.TextChoices):
     ERASED = "erased"
     # A migration moved the record's placement (SPEC §18.3); the outcome event follows.
     MIGRATED = "migrated"
+    # A save that was a sighting of an earning memory (its outcome, as promoted/queued).
+    CORROBORATES = "corroborates"
+    # An earning memory approved by its sightings (by the system, SPEC §19.1).
+    EARNED = "earned"
 
 
 class MigratedPromotion(models.Model):

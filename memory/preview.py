@@ -16,7 +16,7 @@ from django.conf import settings
 from lens.agents import config_of
 from lens.core.background import Tier
 from lens.models import Agent
-from memory.core.outcome import HoldReason, route_outcome, screened
+from memory.core.outcome import HoldReason, PendingReason, route_outcome, screened
 from memory.core.overlay import apply_memory_overlay, entry_cost
 from memory.core.records import MemoryInput
 from memory.core.report import DeclineReason, DropReason
@@ -24,7 +24,7 @@ from memory.core.routing import KeySource, PlacedRecord, Placement, spec_key_sou
 from memory.core.screening import Screen, screen
 from memory.models import MemoryRecord
 from memory.queries import placed_records
-from memory.saving import Routed, gate, next_timestamp, route
+from memory.saving import Conflict, Routed, gate, next_timestamp, route
 
 # Sorts after every real id ([0-9a-z]), so it never wins a tie it should not.
 CANDIDATE_ID = "~candidate"
@@ -36,7 +36,7 @@ class Preview:
     placement: Placement | None
     key_source: KeySource | None
     tier: Tier | None
-    reason: DeclineReason | HoldReason | None
+    reason: DeclineReason | PendingReason | HoldReason | None
     existing: MemoryRecord | None  # the holder, when the gate would answer conflict
     would_compose: bool  # approved, and the fold would render it now
     # Why the fold would leave a placed memory out now (authored-wins, over-budget).
@@ -56,19 +56,34 @@ def preview_save(agent: Agent, data: MemoryInput) -> Preview:
     routed = route(agent, data)
     placement, spec = routed.placement, routed.spec
     key_source = spec_key_source(spec, routed.routable) if placement and spec else None
-    found = screen(data.content)
-    outcome = screened(route_outcome(placement, routed.ctx), data.content, found)
-    if (conflict := gate(agent, routed, data.supersedes)) is not None:
+    screened_as = screen(data.content)
+    outcome = screened(route_outcome(placement, routed.ctx), data.content, screened_as)
+    found = gate(agent, routed, data.supersedes)
+    if isinstance(found, Conflict):
         return Preview(
             "conflict",
             placement,
             key_source,
             outcome.tier,
             None,
-            conflict.existing,
+            found.existing,
             False,
             None,
-            screen=found,
+            screen=screened_as,
+        )
+    if found is not None:
+        # A sighting of an earning memory (SPEC §19.1): it waits with it; whether it
+        # tips the count is the sessions', which a preview does not guess.
+        return Preview(
+            "pending",
+            placement,
+            key_source,
+            outcome.tier,
+            "earning",
+            None,
+            False,
+            None,
+            screen=screened_as,
         )
     fold = Fold(None, None, None)
     if placement is not None and outcome.status != "declined":
@@ -85,7 +100,7 @@ def preview_save(agent: Agent, data: MemoryInput) -> Preview:
         needed=fold.needed,
         left=fold.left,
         budget=settings.MEMORY_OVERLAY_BUDGET_CHARS,
-        screen=found,
+        screen=screened_as,
     )
 
 

@@ -26,18 +26,31 @@ def promotion_states(agent_ids: Iterable[int]) -> dict[int, list[PromotionState]
     states: dict[int, list[PromotionState]] = defaultdict(list)
     rows = raw_rows(
         Promotion.objects.filter(agent_id__in=list(agent_ids)).values_list(
-            "agent_id", "record_id", "status", "reason"
+            "agent_id", "record_id", "status", "reason", "corroborates_id"
         )
     )
-    for agent_id, record_id, status, reason in rows:
-        states[agent_id].append(PromotionState(memory_id=record_id, status=status, reason=reason))
+    for agent_id, record_id, status, reason, holder in rows:
+        states[agent_id].append(
+            PromotionState(memory_id=record_id, status=status, reason=reason, holder=holder)
+        )
     return states
 
 
 # A row of ``placed_records``' query. Its filter makes ``section`` non-null, a placed row
-# always has its ``key`` too, and ``key_source`` is written from ``spec_key_source``.
+# always has its ``key`` too, and ``key_source`` is written from ``spec_key_source``; the
+# last is the holder a sighting corroborates (None for every other row).
 _PlacedRow = tuple[
-    int, str, str, str, str | None, str | None, datetime | str, str, str, KeySource | None
+    int,
+    str,
+    str,
+    str,
+    str | None,
+    str | None,
+    datetime | str,
+    str,
+    str,
+    KeySource | None,
+    str | None,
 ]
 
 
@@ -57,18 +70,23 @@ def placed_records(agent_ids: Iterable[int]) -> Placed:
     """Approved records joined with their committed placement, by agent (one query).
 
     Approved rows are never superseded: superseding moves the row to ``superseded``. A
-    row that no longer parses costs one record: it is skipped and named.
+    row that no longer parses costs one record: it is skipped and named. Sightings
+    (``corroborates`` rows, SPEC §19.1) come in the same query and join their holder.
     """
     return placed_of(
         Promotion.objects.filter(
-            agent_id__in=list(agent_ids), status=PromotionStatus.APPROVED, section__isnull=False
+            agent_id__in=list(agent_ids),
+            status__in=(PromotionStatus.APPROVED, PromotionStatus.CORROBORATES),
+            section__isnull=False,
         )
     )
 
 
 def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = None) -> Placed:
     """The placed records of ``promotions`` (one query), by agent; with ``keep``, only
-    those whose record id it holds (a past composition's approved records)."""
+    those whose record id it holds (a past composition's approved records and
+    sightings). A sighting row (one that corroborates a holder) is not placed itself:
+    its id joins its holder's ``sightings`` when the holder is placed."""
     placed: dict[int, list[PlacedRecord]] = defaultdict(list)
     unreadable: dict[int, set[str]] = defaultdict(set)
     # Unconverted rows (``lens.rows``): tags are decoded together, times one by one.
@@ -86,13 +104,18 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
                 "section",
                 "key",
                 "key_source",
+                "corroborates_id",
             )
         ),
     )
     if keep is not None:
         rows = [row for row in rows if row[1] in keep]
+    seen: dict[str, list[str]] = defaultdict(list)
+    if any(row[10] is not None for row in rows):
+        seen = _sightings(rows, unreadable)
+        rows = [row for row in rows if row[10] is None]
     all_tags = json_values([row[4] for row in rows])
-    for (agent_id, rid, kind, content, _text, label, stamp, section, key, source), tags in zip(
+    for (agent_id, rid, kind, content, _t, label, stamp, section, key, source, _h), tags in zip(
         rows, all_tags, strict=True
     ):
         try:
@@ -114,9 +137,28 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
                 section=section,
                 key=key,
                 key_source=source or "content",
+                sightings=tuple(seen.get(rid, ())),
             )
         )
     return Placed(placed, unreadable)
+
+
+def _sightings(rows: list[_PlacedRow], unreadable: dict[int, set[str]]) -> dict[str, list[str]]:
+    """The readable sightings among ``rows``, by the holder they corroborate."""
+    seen: dict[str, list[str]] = defaultdict(list)
+    for agent_id, rid, kind, content, _t, label, stamp, _s, _k, _src, holder in rows:
+        if holder is None:
+            continue
+        try:
+            aware(stamp)
+        except ValueError:
+            unreadable[agent_id].add(rid)
+            continue
+        if not stored_readable(kind, len(content), [], label):
+            unreadable[agent_id].add(rid)
+            continue
+        seen[holder].append(rid)
+    return seen
 
 
 SNIPPET_CHARS = 140

@@ -26,9 +26,11 @@ from lens.core.text import value_text
 from lens.models import Agent, SectionDeclaration, Team
 from memory.core.impact import Baseline, Impact, Withdrawal, record_words
 from memory.core.routing import PlacedRecord
+from memory.core.sightings import distinct_sessions
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
 from memory.queries import Reopening, latest_reopenings, placed_records
 from memory.registry import get_spec
+from memory.sightings import EARNING, earned_sightings, sightings_of
 
 # Steps every word diff on one page may spend together (``lens.core.diffs.word_diff``):
 # about 20 ms of pure Python on a loaded core. A row that finds it spent still shows a
@@ -36,9 +38,17 @@ from memory.registry import get_spec
 PAGE_WORD_BUDGET = 100_000
 
 
-def pending(team: Team, agent: str = "", section: str = "") -> QuerySet[Promotion]:
-    """``team``'s pending promotions, oldest first, optionally of one agent or section."""
+# The queue's views: what waits for a person (the default), or the memories of earned
+# sections still earning their place on sightings (SPEC §19.1), which a person may
+# approve or reject too but need not.
+EARNING_VIEW = "earning"
+
+
+def pending(team: Team, agent: str = "", section: str = "", show: str = "") -> QuerySet[Promotion]:
+    """``team``'s pending promotions, oldest first, optionally of one agent or section:
+    those waiting for a person, or with ``show="earning"`` those earning their place."""
     rows = Promotion.objects.filter(agent__team=team, status=PromotionStatus.PENDING)
+    rows = rows.filter(reason=EARNING) if show == EARNING_VIEW else rows.exclude(reason=EARNING)
     if agent:
         rows = rows.filter(agent__slug=agent)
     if section:
@@ -123,6 +133,9 @@ class QueueRow:
     impact: Impact | None  # None for a row without a placement
     # Who put it back in the queue, when and why (None: it waits since it was saved).
     reopened: Reopening | None = None
+    # An earning memory's distinct sessions so far, and how many earn it its place.
+    seen: int | None = None
+    needed: int | None = None
 
     @property
     def section_title(self) -> str | None:
@@ -150,6 +163,8 @@ def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
     }
     savers, reopened = _stories(p.record_id for p in promotions)  # 1 query
     older_places = _older_places(promotions)  # 1 query
+    # Earning rows' sessions so far (1 query, none when no row is earning).
+    seen = sightings_of([p.record_id for p in promotions if p.reason == EARNING])
     word_budget = [PAGE_WORD_BUDGET]
     rows = []
     for promotion in promotions:
@@ -169,6 +184,8 @@ def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
                 replaces=_replaces(promotion, section, older_places, word_budget),
                 impact=impact,
                 reopened=reopened.get(record.pk),
+                seen=distinct_sessions(seen[record.pk]) if record.pk in seen else None,
+                needed=earned_sightings() if record.pk in seen else None,
             )
         )
     return rows

@@ -24,6 +24,7 @@ from memory.core.routing import (
     placement_key,
     spec_key_source,
 )
+from memory.core.sightings import same_content
 from memory.events import saved_details, write_events
 from memory.models import (
     HOLDING,
@@ -35,6 +36,7 @@ from memory.models import (
 )
 from memory.moments import after_newest
 from memory.registry import get_spec
+from memory.sightings import HolderMoved, approve_earned, lock_holder, sightings_of
 
 CONFLICT_HINT = "supersede it or use a different label"
 
@@ -54,6 +56,13 @@ class Saved:
 
 
 @dataclass(frozen=True)
+class SightingOf:
+    """The gate's answer for a save that saw an earning memory again (SPEC §19.1)."""
+
+    holder: str
+
+
+@dataclass(frozen=True)
 class Conflict:
     existing: MemoryRecord
     message: str = f"Another memory already holds this address: {CONFLICT_HINT}."
@@ -63,9 +72,12 @@ _DECLARATIONS = (
     f"SELECT section_id, title, promotion FROM {SectionDeclaration._meta.db_table} "
     "WHERE agent_id = %s ORDER BY position, id"
 )
+# The holder and, for a sighting's comparison, its tier and content: the record is
+# joined on its primary key, so this stays one indexed lookup.
 _HOLDER = (
-    f"SELECT record_id FROM {Promotion._meta.db_table} "
-    "WHERE agent_id = %s AND placement_key = %s AND status IN (%s, %s) LIMIT 1"
+    f"SELECT p.record_id, p.tier, r.content FROM {Promotion._meta.db_table} p "
+    f"JOIN {MemoryRecord._meta.db_table} r ON r.id = p.record_id "
+    "WHERE p.agent_id = %s AND p.placement_key = %s AND p.status IN (%s, %s) LIMIT 1"
 )
 _HOLDING = [status.value for status in HOLDING]
 
@@ -131,23 +143,45 @@ def route(agent: Agent, data: MemoryInput) -> Routed:
     return Routed(spec, ctx, routable, placement, address, older)
 
 
-def holder_id(agent: Agent, address: str) -> str | None:
-    """``holder_of``'s record id alone: the same indexed lookup, as plain SQL."""
+@dataclass(frozen=True)
+class Held:
+    """Who holds an address: the record, its tier at promotion, its content."""
+
+    record_id: str
+    tier: str | None
+    content: str
+
+
+def held_at(agent: Agent, address: str) -> Held | None:
+    """``holder_of`` as plain SQL, with what a sighting is compared on."""
     with connection.cursor() as cursor:
         cursor.execute(_HOLDER, [agent.pk, address, *_HOLDING])
         found = cursor.fetchone()
-    return None if found is None else str(found[0])
+    return None if found is None else Held(str(found[0]), found[1], found[2])
 
 
-def gate(agent: Agent, routed: Routed, supersedes: str | None) -> Conflict | None:
+def holder_id(agent: Agent, address: str) -> str | None:
+    """``holder_of``'s record id alone: the same indexed lookup, as plain SQL."""
+    held = held_at(agent, address)
+    return None if held is None else held.record_id
+
+
+def gate(agent: Agent, routed: Routed, supersedes: str | None) -> Conflict | SightingOf | None:
     """The collision gate: the record holding the address, unless it is superseded
-    (read whole only when it is a conflict)."""
+    (read whole only when it is a conflict). At an earned memory's address, a save of
+    the same content (normalised) that supersedes nothing is a sighting of it."""
     if routed.address is None:
         return None
-    held = holder_id(agent, routed.address)
-    if held is not None and held != supersedes:
-        return Conflict(MemoryRecord.objects.get(pk=held))
-    return None
+    held = held_at(agent, routed.address)
+    if held is None or held.record_id == supersedes:
+        return None
+    if (
+        supersedes is None
+        and held.tier == "earned"
+        and same_content(held.content, routed.routable.content)
+    ):
+        return SightingOf(held.record_id)
+    return Conflict(MemoryRecord.objects.get(pk=held.record_id))
 
 
 def save_memory(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Conflict:
@@ -164,13 +198,19 @@ def save_memory(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Confli
 def _save(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Conflict:
     routed = route(agent, data)
     for _attempt in range(3):
-        if (conflict := gate(agent, routed, data.supersedes)) is not None:
-            return conflict
+        found = gate(agent, routed, data.supersedes)
+        if isinstance(found, Conflict):
+            return found
         try:
+            if isinstance(found, SightingOf):
+                return Saved(_commit_sighting(agent, data, actor, routed, found.holder))
             return Saved(_commit(agent, data, actor, routed))
         except IntegrityError:
             # A concurrent save took the address between our lookup and our insert
             # (the partial unique index refused ours): look again and answer conflict.
+            continue
+        except HolderMoved:
+            # The memory this one saw stopped holding its address meanwhile: look again.
             continue
     raise RuntimeError("memory_save could not settle a concurrent conflict")  # pragma: no cover
 
@@ -187,6 +227,7 @@ def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> st
         label=data.label,
         supersedes=older,
         created_at=at,
+        session=data.session,
     )
     # Indexed in the same transaction: a saved memory is searchable at once, or not saved.
     search.document(record).save()
@@ -230,5 +271,57 @@ def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> st
         events.append(
             new_event(record.pk, agent.pk, EventKind.DECLINED, SYSTEM, at, reason=outcome.reason)
         )
+    write_events(events, agent=agent, saved={record.pk: saved_details(record)})
+    return record.id
+
+
+@transaction.atomic
+def _commit_sighting(
+    agent: Agent, data: MemoryInput, actor: Actor, routed: Routed, holder_id: str
+) -> str:
+    """Write a sighting of ``holder_id``: its record, a ``corroborates`` row at the
+    holder's address, and, when this sighting earns the holder its place, the holder's
+    approval, all in one transaction. The holder's row is locked first, so concurrent
+    sightings are counted one at a time and exactly one of them approves it."""
+    holder = lock_holder(holder_id)
+    row = holder.promotion
+    at = next_timestamp(agent)
+    record = MemoryRecord.objects.create(
+        agent=agent,
+        kind=data.kind,
+        content=data.content,
+        tags=list(data.tags),
+        label=data.label,
+        created_at=at,
+        session=data.session,
+    )
+    search.document(record).save()
+    Promotion.objects.create(
+        record=record,
+        agent=agent,
+        section=row.section,
+        key=row.key,
+        placement_key=row.placement_key,
+        key_source=row.key_source,
+        spec_key=row.spec_key,
+        spec_version=row.spec_version,
+        tier=row.tier,
+        status=PromotionStatus.CORROBORATES,
+        promoted_at=at,
+        corroborates_id=holder_id,
+    )
+    events = [
+        new_event(record.pk, agent.pk, EventKind.SAVED, actor, at),
+        new_event(
+            record.pk,
+            agent.pk,
+            EventKind.CORROBORATES,
+            SYSTEM,
+            at,
+            section=row.section,
+            holder=holder_id,
+        ),
+    ]
+    events += approve_earned(holder, sightings_of([holder_id])[holder_id], at)
     write_events(events, agent=agent, saved={record.pk: saved_details(record)})
     return record.id

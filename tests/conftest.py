@@ -166,7 +166,7 @@ def story(team: Team, member: User) -> Story:
         ids=ids,
         expected_drops={
             ids["locked"]: "locked-section",
-            ids["earned"]: "earned-inert",
+            ids["earned"]: "earning",
             ids["undeclared"]: "undeclared-section",
             ids["declined"]: "spec-declined",
             ids["pending"]: "awaiting-approval",

@@ -269,12 +269,18 @@ def remember(
     tags: list[str] | None = None,
     supersedes: str | None = None,
     actor: Actor = SYSTEM,
+    session: str | None = None,
 ) -> str:
     """Save a memory the way the API does; return its id (it must be saved)."""
     result = save_memory(
         agent,
         MemoryInput(
-            kind=kind, content=content, label=label, tags=tags or [], supersedes=supersedes
+            kind=kind,
+            content=content,
+            label=label,
+            tags=tags or [],
+            supersedes=supersedes,
+            session=session,
         ),
         actor,
     )
@@ -614,7 +620,9 @@ def agent_state(agent: Agent) -> dict[str, Any]:
         "memories": list(
             MemoryRecord.objects.filter(agent=agent)
             .order_by("id")
-            .values_list("id", "kind", "content", "tags", "label", "supersedes_id", "created_at")
+            .values_list(
+                "id", "kind", "content", "tags", "label", "supersedes_id", "created_at", "session"
+            )
         ),
         "promotions": list(
             Promotion.objects.filter(agent=agent)
@@ -634,6 +642,7 @@ def agent_state(agent: Agent) -> dict[str, Any]:
                 "decided_by__username",
                 "decided_at",
                 "decision_note",
+                "corroborates_id",
             )
         ),
         "migrated_promotions": list(

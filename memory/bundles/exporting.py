@@ -224,6 +224,7 @@ def _memories(agent: Agent) -> Iterator[dict[str, Any]]:
             "erased_at",
             "erased_by",
             "erase_reason",
+            "session",
         )
         .iterator(chunk_size=MEMORIES_PER_FETCH)
     )
@@ -239,6 +240,7 @@ def _memories(agent: Agent) -> Iterator[dict[str, Any]]:
         erased_at,
         erased_by,
         erase_reason,
+        session,
     ) in rows:
         line = {
             "type": "memory",
@@ -250,6 +252,8 @@ def _memories(agent: Agent) -> Iterator[dict[str, Any]]:
             "supersedes": supersedes,
             "created_at": stamp(created_at),
         }
+        if session is not None:
+            line["session"] = session
         if erased_at is not None:
             line.update(
                 content_sha256=content_sha256,
@@ -279,6 +283,7 @@ def _promotions(agent: Agent) -> Iterator[dict[str, Any]]:
             "decided_by__username",
             "decided_at",
             "decision_note",
+            "corroborates_id",
         )
         .iterator(chunk_size=ROWS_PER_FETCH)
     )
@@ -298,8 +303,9 @@ def _promotions(agent: Agent) -> Iterator[dict[str, Any]]:
             decided_by,
             decided_at,
             note,
+            corroborates,
         ) = row
-        yield {
+        line = {
             "type": "promotion",
             "memory_id": record_id,
             "section": section,
@@ -316,6 +322,9 @@ def _promotions(agent: Agent) -> Iterator[dict[str, Any]]:
             "decided_at": stamp(decided_at) if decided_at is not None else None,
             "decision_note": note,
         }
+        if corroborates is not None:
+            line["corroborates"] = corroborates
+        yield line
 
 
 def _migrated_promotions(agent: Agent) -> Iterator[dict[str, Any]]:

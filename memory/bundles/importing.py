@@ -346,6 +346,7 @@ class _Import:
                 erased_at=line.erased_at,
                 erased_by=line.erased_by,
                 erase_reason=line.erase_reason,
+                session=line.session,
             )
             for _number, line in items
         ]
@@ -366,6 +367,7 @@ class _Import:
         if repeat is not None:
             raise InvalidBundle(repeat, "a second promotion of the same memory")
         self._one_holder_per_address(items)
+        self._holders_known(items)
         users = self._users(line.decided_by for _number, line in items)
         Promotion.objects.bulk_create(
             Promotion(
@@ -384,9 +386,27 @@ class _Import:
                 decided_by_id=users.get(line.decided_by) if line.decided_by else None,
                 decided_at=line.decided_at,
                 decision_note=line.decision_note,
+                corroborates_id=line.corroborates,
             )
             for _number, line in items
         )
+
+    def _holders_known(self, items: Sequence[tuple[int, PromotionLine]]) -> None:
+        """A sighting's holder is a memory of this agent on an earlier line (one query,
+        none when no line is a sighting)."""
+        wanted = {line.corroborates for _number, line in items if line.corroborates}
+        if not wanted:
+            return
+        found = set(
+            MemoryRecord.objects.filter(agent=self._agent_row, pk__in=wanted).values_list(
+                "pk", flat=True
+            )
+        )
+        for number, line in items:
+            if line.corroborates is not None and line.corroborates not in found:
+                raise InvalidBundle(
+                    number, f"it corroborates {line.corroborates}, which is not a memory"
+                )
 
     def _migrated_promotions(self, batch: Sequence[Numbered]) -> None:
         agent = self._agent_row

@@ -31,7 +31,7 @@ from lens.core import nesting
 from lens.core.config import AGENT_SLUG_PATTERN, AgentConfig
 from lens.core.fragments import SECTION_SEPARATOR
 from lens.core.revisions import Change
-from memory.core.records import is_record_id
+from memory.core.records import Session, is_record_id
 from memory.core.routing_eval import CaseInput
 
 # The types in the order their lines come: each line refers only to lines before it
@@ -53,7 +53,15 @@ TYPES = (
 # checks they are the same).
 ViaName = Literal["api", "admin", "restore", "proposal", "import"]
 PromotionStatusName = Literal[
-    "pending", "approved", "rejected", "revoked", "declined", "superseded", "erased", "migrated"
+    "pending",
+    "approved",
+    "rejected",
+    "revoked",
+    "declined",
+    "superseded",
+    "erased",
+    "migrated",
+    "corroborates",
 ]
 EventKindName = Literal[
     "saved",
@@ -67,6 +75,8 @@ EventKindName = Literal[
     "reopened",
     "erased",
     "migrated",
+    "corroborates",
+    "earned",
 ]
 # PositiveIntegerField's range on every backend.
 INT_MAX = 2_147_483_647
@@ -185,6 +195,8 @@ class MemoryLine(_Line):
     label: Label | None
     supersedes: RecordId | None
     created_at: Stamp
+    # The conversation it was saved in (SPEC §19.1); left out when there was none.
+    session: Session = None
     # An erased memory (SPEC §15) travels as its tombstone: no content, label or tags,
     # the hash of what it held, who erased it, when and why.
     content_sha256: Sha256 | None = None
@@ -217,6 +229,9 @@ class PromotionLine(_Line):
     decided_by: Username | None
     decided_at: Stamp | None
     decision_note: StrictStr
+    # A sighting's row (status ``corroborates``): the earning memory it saw again; left
+    # out for every other row.
+    corroborates: RecordId | None = None
 
 
 class MigratedPromotionLine(_Line):

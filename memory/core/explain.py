@@ -29,7 +29,8 @@ GROUP_TITLES: dict[str, str] = {
     "spec-declined": "Recall only",
     "undeclared-section": "Section not declared",
     "locked-section": "Locked section",
-    "earned-inert": "Earned section, not active yet",
+    "earning": "Earning its place",
+    "corroborating": "Seen again, still earning",
     "awaiting-approval": "Waiting for approval",
     "rejected": "Rejected",
     "revoked": "Revoked",
@@ -47,7 +48,8 @@ SHORT_WORDS: dict[str, str] = {
     "spec-declined": "recall only",
     "undeclared-section": "section not declared",
     "locked-section": "locked section",
-    "earned-inert": "earned section",
+    "earning": "earning its place",
+    "corroborating": "seen again, still earning",
     "awaiting-approval": "waiting for approval",
     "rejected": "rejected",
     "revoked": "revoked",
@@ -65,6 +67,8 @@ Tone = Literal["in", "wait", "note", "quiet"]
 # none of these is an error.
 _TONES: dict[str, Tone] = {
     "awaiting-approval": "wait",
+    "earning": "wait",
+    "corroborating": "wait",
     "erased": "quiet",
     "superseded": "quiet",
     "spec-declined": "quiet",
@@ -133,6 +137,10 @@ class Facts:
     # awaiting-approval after a reviewer reopened it: who, and when (None: never reopened).
     reopened_by: str | None = None
     reopened_at: datetime | None = None
+    # earning, corroborating: the distinct sessions that saved its content so far and
+    # how many it needs (SPEC §19.1); corroborating: ``other_id`` is the earning memory.
+    seen: int | None = None
+    needed_sessions: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -294,8 +302,37 @@ def _locked(facts: Facts) -> list[Piece]:
     return [Piece(f"{_section(facts)} is a locked section: memory never fills it.")]
 
 
-def _earned(facts: Facts) -> list[Piece]:
-    return [Piece(f"{_section(facts)} is an earned section, a tier that takes no memory yet.")]
+def seen_in(seen: int | None, needed: int | None) -> str:
+    """ "seen in 2 of 3 sessions" (a sighting's count includes the memory itself)."""
+    if seen is None or needed is None:
+        return "seen in too few sessions yet"
+    noun = "session" if needed == 1 else "sessions"
+    return f"seen in {seen} of {needed} {noun}"
+
+
+def _earning(facts: Facts) -> list[Piece]:
+    needed = facts.needed_sessions
+    return [
+        Piece(
+            f"{_section(facts)} is earned: this memory enters the prompt once it has been "
+            f"saved in {needed or 'enough'} distinct sessions. It has been "
+            f"{seen_in(facts.seen, needed)}."
+        )
+    ]
+
+
+def _corroborating(facts: Facts) -> list[Piece]:
+    if facts.other_id is None:
+        return [Piece(f"It saw again a memory still earning its place in {_section(facts)}.")]
+    words = quoted(facts.other_words) if facts.other_words else facts.other_id
+    return [
+        Piece("It saw again "),
+        Piece(words, Link("memory", facts.other_id)),
+        Piece(
+            f", which is {seen_in(facts.seen, facts.needed_sessions)} and joins "
+            f"{_section(facts)} once it has earned its place."
+        ),
+    ]
 
 
 def _awaiting(facts: Facts) -> list[Piece]:
@@ -422,7 +459,8 @@ _WORDS: dict[str, _Words] = {
     "spec-declined": _spec_declined,
     "undeclared-section": _undeclared,
     "locked-section": _locked,
-    "earned-inert": _earned,
+    "earning": _earning,
+    "corroborating": _corroborating,
     "awaiting-approval": _awaiting,
     "rejected": _rejected,
     "revoked": _revoked,

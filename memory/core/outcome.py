@@ -20,16 +20,19 @@ OutcomeStatus = Literal["approved", "pending", "declined"]
 # Why a memory the system would have approved waits for a person instead.
 HoldReason = Literal["instruction-shaped"]
 INSTRUCTION_SHAPED: HoldReason = "instruction-shaped"
+# Why a memory waits for its sightings (SPEC §19.1).
+PendingReason = Literal["earning"]
 
 
 def tier_block(tier: Tier | None) -> DeclineReason | None:
-    """Why memory may not fill a section of ``tier`` (None: no such section), or None."""
+    """Why memory may not fill a section of ``tier`` (None: no such section), or None.
+
+    An earned section admits the memories that earned their place (and those a person
+    approved): its gate is at saving, where a save waits for its sightings."""
     if tier is None:
         return "undeclared-section"
     if tier == "locked":
         return "locked-section"
-    if tier == "earned":
-        return "earned-inert"  # reserved tier, inert in v1
     return None
 
 
@@ -38,7 +41,7 @@ class Outcome:
     """The promotion a fresh save gets: its status, the decline reason, and the tier."""
 
     status: OutcomeStatus
-    reason: DeclineReason | HoldReason | None = None
+    reason: DeclineReason | PendingReason | HoldReason | None = None
     tier: Tier | None = None
 
 
@@ -50,6 +53,9 @@ def route_outcome(placement: Placement | None, ctx: RoutingContext) -> Outcome:
     tier = section.promotion if section is not None else None
     if (reason := tier_block(tier)) is not None:
         return Outcome("declined", reason, tier)
+    if tier == "earned":
+        # Waits for sightings in other sessions (SPEC §19.1), out of the queue's default view.
+        return Outcome("pending", "earning", tier)
     return Outcome("approved" if tier == "auto" else "pending", None, tier)
 
 
@@ -62,10 +68,13 @@ def system_may_approve(found: Screen) -> bool:
 
 def screened(outcome: Outcome, content: str, found: Screen | None = None) -> Outcome:
     """``outcome`` with the screen applied: an approval the system would make for an
-    instruction-shaped ``content`` becomes ``pending`` with reason ``instruction-shaped``
-    (into the human queue); every other outcome is unchanged. Pass ``found`` when the
+    instruction-shaped ``content`` (at once, or on sightings) becomes ``pending`` with
+    reason ``instruction-shaped`` (into the human queue); every other outcome is
+    unchanged. Pass ``found`` when the
     content was screened already."""
-    if outcome.status != "approved":
+    # An approval the system makes now (auto), or one its sightings would make later
+    # (earned, SPEC §19.1): either way a person decides an instruction instead.
+    if outcome.status != "approved" and outcome.reason != "earning":
         return outcome
     if system_may_approve(found if found is not None else screen(content)):
         return outcome

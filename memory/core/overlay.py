@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
+from dataclasses import replace
 from datetime import UTC, datetime
 from operator import attrgetter, itemgetter
 
@@ -71,17 +72,19 @@ def _reconcile(
     ``group`` is sorted newest first, ties to the smaller id (plain string order).
     """
     when, winner = group[0]
-    ids = [winner.id]
+    ids = [winner.id, *winner.sightings]
     decide = spec_reconcile(spec)
     for challenger_when, challenger in group[1:]:
         verdict = decide(winner.routable(), challenger.routable()) if decide else "a"
         if verdict == "both":
-            ids.append(challenger.id)  # corroboration: the newest value, both ids
+            # corroboration: the newest value, both ids (and their sightings)
+            ids.extend((challenger.id, *challenger.sightings))
         elif verdict == "b":
             drops.extend(Drop(mid, "reconciled") for mid in ids)
-            when, winner, ids = challenger_when, challenger, [challenger.id]
+            when, winner = challenger_when, challenger
+            ids = [challenger.id, *challenger.sightings]
         else:
-            drops.append(Drop(challenger.id, "reconciled"))
+            drops.extend(Drop(mid, "reconciled") for mid in (challenger.id, *challenger.sightings))
     return when, winner, tuple(sorted(ids))
 
 
@@ -127,11 +130,15 @@ def _fold(
     budget_chars: int,
 ) -> tuple[Background, RoutingReport]:
     records = _unique(placed)
+    sighted = _claim_sightings(records)
     drops: list[Drop] = []
     survivors = _admitted(background, records, drops)
     buckets = _candidates(survivors, spec, drops)
     _finalize(spec, records, buckets, drops)
     composed, used = _within_budget(buckets, spec, budget_chars, drops)
+    if sighted:
+        # A sighting left out with its holder is reported as such (SPEC §5.6).
+        drops = [Drop(d.memory_id, "corroborating") if d.memory_id in sighted else d for d in drops]
     drops.sort(key=_DROP_ORDER)
     stats = ReportStats(
         placed=len(records),
@@ -164,7 +171,9 @@ def _admitted(
             else:
                 group.append(item)
         else:
-            drops.append(Drop(record.id, _recheck(record, declared)))
+            reason = _recheck(record, declared)
+            drops.append(Drop(record.id, reason))
+            drops.extend(Drop(mid, reason) for mid in record.sightings)
     return survivors
 
 
@@ -207,7 +216,11 @@ def _candidates(
     for group in survivors.values():
         if len(group) == 1:
             when, winner = group[0]
-            buckets[1].append((-when, winner.id, winner, (winner.id,)))
+            if winner.sightings:
+                ids = tuple(sorted((winner.id, *winner.sightings)))
+                buckets[len(ids)].append((-when, winner.id, winner, ids))
+            else:
+                buckets[1].append((-when, winner.id, winner, (winner.id,)))
             continue
         group.sort(key=lambda item: (-item[0], item[1].id))
         when, winner, ids = _reconcile(group, spec, drops)
@@ -285,6 +298,33 @@ def _assemble(background: Background, composed: list[_Composed]) -> Background:
         for section in background.sections
     )
     return Background.model_construct(sections=sections)
+
+
+def _claim_sightings(records: dict[str, PlacedRecord]) -> set[str]:
+    """The ids of every sighting, each kept by one holder only: a sighting is never a
+    placed record itself, and one claimed by two holders stays with the smaller id, so
+    every memory is counted once whatever the input order. Rewrites ``records`` only
+    when something had to be removed."""
+    claimed: dict[str, str] = {}
+    sighted = False
+    for record in records.values():
+        if not record.sightings:
+            continue
+        sighted = True
+        for sighting in record.sightings:
+            if sighting in records or sighting == record.id:
+                continue
+            holder = claimed.get(sighting)
+            if holder is None or record.id < holder:
+                claimed[sighting] = record.id
+    if not sighted:
+        return set()
+    for rid, record in list(records.items()):
+        if record.sightings:
+            mine = tuple(sorted({s for s in record.sightings if claimed.get(s) == rid}))
+            if mine != record.sightings:
+                records[rid] = replace(record, sightings=mine)
+    return set(claimed)
 
 
 def _unique(placed: Iterable[PlacedRecord]) -> dict[str, PlacedRecord]:

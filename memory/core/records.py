@@ -16,6 +16,7 @@ CONTENT_MAX = 10_000
 TAGS_MAX = 32
 TAG_MAX = 64
 LABEL_MAX = 64
+SESSION_MAX = 128
 RECORD_ID_PATTERN = r"^[0-9a-z]{1,32}$"
 
 _KIND_RE = re.compile(KIND_PATTERN)
@@ -70,6 +71,20 @@ def _check_label(label: str | None) -> str | None:
             f"label must not contain control characters or line breaks (found U+{ord(bad):04X})"
         )
     return label
+
+
+def _check_session(session: str | None) -> str | None:
+    # The conversation a memory was saved in: it tells sightings apart (SPEC §19.1), so
+    # it is a name like a label, never text that could break a line or a listing.
+    if session is None:
+        return None
+    if not 1 <= len(session) <= SESSION_MAX:
+        raise ValueError(f"session must be 1 to {SESSION_MAX} code points, got {len(session)}")
+    if (bad := forbidden_char(session)) is not None:
+        raise ValueError(f"session must not contain control characters (found U+{ord(bad):04X})")
+    if problem := bidi_problem(session, "session"):
+        raise ValueError(problem)
+    return session
 
 
 def _check_new_label(label: str | None) -> str | None:
@@ -132,6 +147,7 @@ Label = Annotated[StrictStr | None, AfterValidator(_check_label)]
 NewLabel = Annotated[
     StrictStr | None, AfterValidator(_check_label), AfterValidator(_check_new_label)
 ]
+Session = Annotated[StrictStr | None, AfterValidator(_check_session)]
 if TYPE_CHECKING:
     # What a validated model holds: ``_check_tags`` turns the list into a tuple.
     Tags = tuple[str, ...]
@@ -141,7 +157,8 @@ else:
 
 
 class MemoryInput(BaseModel):
-    """``memory_save``: five flat fields. The model never chooses where a memory lands."""
+    """``memory_save``: flat fields, no unions. The model never chooses where a memory
+    lands; ``session`` names the conversation it was saved in (SPEC §19.1)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -150,6 +167,7 @@ class MemoryInput(BaseModel):
     tags: Tags = Field(default_factory=tuple)
     label: NewLabel = None
     supersedes: StrictStr | None = None
+    session: Session = None
 
 
 class MemoryView(BaseModel):

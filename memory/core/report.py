@@ -20,7 +20,8 @@ DropReason = Literal[
     "spec-declined",
     "undeclared-section",
     "locked-section",
-    "earned-inert",
+    "earning",
+    "corroborating",
     "awaiting-approval",
     "rejected",
     "revoked",
@@ -31,7 +32,7 @@ DropReason = Literal[
 DROP_REASONS: tuple[DropReason, ...] = get_args(DropReason)
 
 # The outcomes decided when a memory is saved that keep it out of every section.
-DeclineReason = Literal["spec-declined", "undeclared-section", "locked-section", "earned-inert"]
+DeclineReason = Literal["spec-declined", "undeclared-section", "locked-section"]
 # As a lookup that keeps the reason's type (a set membership test would not).
 _DECLINED: dict[str, DeclineReason] = {reason: reason for reason in get_args(DeclineReason)}
 
@@ -44,7 +45,10 @@ DROP_REASON_HELP: dict[str, str] = {
     "recall-only.",
     "undeclared-section": "It was routed to a section this agent does not declare.",
     "locked-section": "Its section is locked: memory never fills it.",
-    "earned-inert": "Its section's tier is earned, which takes no memory yet.",
+    "earning": "Its section is earned: it enters the prompt once the same memory has been "
+    "saved in enough distinct sessions.",
+    "corroborating": "It saw again a memory that is still earning its place; it joins that "
+    "memory's line once it composes.",
     "awaiting-approval": "Its section is guarded: a person approves each memory before it "
     "enters the prompt.",
     "rejected": "A reviewer rejected it.",
@@ -90,8 +94,11 @@ class PromotionState:
     # A promotion row's status: pending, approved, rejected, revoked, declined,
     # superseded or erased.
     status: str
-    # The save-time outcome for a declined row (spec-declined, undeclared-section, ...).
+    # The save-time outcome for a declined row (spec-declined, undeclared-section, ...),
+    # ``earning`` for a pending row of an earned section.
     reason: str = ""
+    # A sighting (status ``corroborates``): the earning memory it saw again.
+    holder: str | None = None
 
 
 def routing_report(
@@ -102,10 +109,17 @@ def routing_report(
     """Every record not composed, with exactly one reason (SPEC §5.6 precedence).
 
     Erased first (nothing of it is left to compose, whatever else became of it), then
-    superseded; then the promotion's own outcome (declined at save time, awaiting
-    approval, rejected, revoked); then the fold's reason for an approved record.
+    superseded; then the promotion's own outcome (declined at save time, earning or
+    corroborating while earning, awaiting approval, rejected, revoked); then the fold's
+    reason for an approved record.
     """
     fold_reasons = {drop.memory_id: drop.reason for drop in fold.drops}
+    states = list(states)
+    # A sighting composes with its holder's line: only when the holder was given to the
+    # fold (approved, readable) and the fold did not drop the sighting.
+    folded = {
+        s.memory_id for s in states if s.status == "approved" and s.memory_id not in unreadable
+    }
     drops: list[Drop] = []
     for state in states:
         if state.memory_id in unreadable:
@@ -117,8 +131,11 @@ def routing_report(
             reason = "superseded"
         elif state.status == "declined":
             reason = _DECLINED.get(state.reason, "spec-declined")
+        elif state.status == "corroborates":
+            composed = state.holder in folded and state.memory_id not in fold_reasons
+            reason = None if composed else "corroborating"
         elif state.status == "pending":
-            reason = "awaiting-approval"
+            reason = "earning" if state.reason == "earning" else "awaiting-approval"
         elif state.status == "rejected":
             reason = "rejected"
         elif state.status == "revoked":

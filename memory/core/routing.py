@@ -90,6 +90,9 @@ class PlacedRecord:
     tags: tuple[str, ...] = ()
     label: str | None = None
     key_source: KeySource = "content"
+    # Its sightings (SPEC §19.1): later saves of the same content in an earned section.
+    # They compose with its line, their ids in its fragment's ``memory_ids``.
+    sightings: tuple[str, ...] = ()
 
     @property
     def placement_key(self) -> str:

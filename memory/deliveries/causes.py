@@ -34,6 +34,8 @@ _COUNTED = (
     EventKind.SUPERSEDED,
     EventKind.ERASED,
     EventKind.MIGRATED,
+    # Approved on its sightings (SPEC §19.1): it entered the prompt.
+    EventKind.EARNED,
 )
 
 

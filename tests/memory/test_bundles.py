@@ -56,6 +56,7 @@ from tests.factories import (
     create_agent,
     deliver_through,
     rebundle,
+    remember,
     v2_config,
 )
 from tests.samples import SAMPLE_CONFIG, SECTION_ORDER, V2_SPECS
@@ -327,9 +328,12 @@ def test_the_documented_fields_are_the_fields_an_export_writes(
     ids = bundle_story(team, api, reviewer)
     erase_memory(ids["city"], Actor.for_user(reviewer), "Asked to be forgotten.")
     settings.MEMORY_ROUTING_SPECS = V2_SPECS
-    store_agent(team, "wren", AgentConfig.model_validate(v2_config()))
+    store_agent(team, "wren", AgentConfig.model_validate(v2_config(about_user="earned")))
     wren = get_agent(team, "wren")
     apply_migration(wren, migration_plan(wren).sha256, actor=Actor.for_user(reviewer))
+    # A memory saved in a session, and a sighting of it (SPEC §19.1).
+    remember(wren, "profile", "Rides a bicycle.", session="morning")
+    remember(wren, "profile", "rides a  bicycle.", session="evening")
     manifest, *lines = [
         json.loads(line)
         for line in bundle_text(exported(get_agent(team, "wren"), tmp_path / "w.gz"))

@@ -125,9 +125,10 @@ def test_locked_and_earned_sections_name_their_title_and_tier(team: Team) -> Non
     assert found.facts.tier == "locked"
     assert found.sentence == "About the User is a locked section: memory never fills it."
     found = explained(vault, earned)
-    assert found.reason == "earned-inert"
+    assert found.reason == "earning"
     assert found.facts.tier == "earned"
-    assert found.sentence.startswith("User Preferences is an earned section")
+    assert found.sentence.startswith("User Preferences is earned")
+    assert "seen in 1 of 3 sessions" in found.sentence
 
 
 def test_a_section_locked_after_approval_says_so_with_today_s_tier(team: Team) -> None:

@@ -149,9 +149,8 @@ def test_an_authored_entry_always_wins_its_key() -> None:
     [
         (False, "auto", True, "undeclared-section"),
         (True, "locked", True, "locked-section"),
-        (True, "earned", True, "earned-inert"),
+        (True, "earned", True, "authored-wins"),
         (True, "locked", False, "locked-section"),
-        (True, "earned", False, "earned-inert"),
         (True, "auto", True, "authored-wins"),
         (True, "guarded", True, "authored-wins"),
     ],

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import zlib
 from collections import Counter, defaultdict
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
@@ -43,7 +44,7 @@ KEY_POOL = ("k0", "k1", "k2", "k3")
 FOLD_REASONS = {
     "undeclared-section",
     "locked-section",
-    "earned-inert",
+    "corroborating",
     "authored-wins",
     "reconciled",
     "over-budget",
@@ -156,8 +157,6 @@ def check_reason(background_: Background, record: PlacedRecord) -> str | None:
         return "undeclared-section"
     if declared.promotion == "locked":
         return "locked-section"
-    if declared.promotion == "earned":
-        return "earned-inert"
     if declared.entry(record.key) is not None:
         return "authored-wins"
     return None
@@ -212,7 +211,7 @@ def test_the_fold_is_pure_total_budgeted_and_accounts_for_every_record(
         added = after.entries[len(before.entries) :]
         assert all(entry.memory_ids for entry in added)
         assert {e.key for e in added}.isdisjoint(e.key for e in before.entries)
-        assert before.promotion in {"auto", "guarded"} or not added
+        assert before.promotion in {"auto", "guarded", "earned"} or not added
 
 
 @settings(max_examples=100, deadline=None)
@@ -326,3 +325,51 @@ def test_the_fold_never_calls_background_merge(
         apply_memory_overlay(authored, records, spec_by_name(spec_name), budget)
     finally:
         Background.merge = original  # type: ignore[method-assign]  # restoring the patched method
+
+
+@st.composite
+def sighted_lists(draw: st.DrawFn) -> list[PlacedRecord]:
+    """Placed records, some with sightings (SPEC §19.1): ids of their own, or now and
+    then one that is another record's id or another holder's sighting too."""
+    records = draw(placed_lists(max_size=10))
+    ids = [record.id for record in records]
+    pool = st.one_of(
+        st.sampled_from([f"s{n}" for n in range(8)]), *([st.sampled_from(ids)] if ids else [])
+    )
+    return [
+        replace(record, sightings=tuple(draw(st.lists(pool, max_size=3, unique=True))))
+        for record in records
+    ]
+
+
+@settings(max_examples=150, deadline=None)
+@given(backgrounds(), sighted_lists(), BUDGETS, SPEC_NAMES, st.data())
+def test_sightings_compose_with_their_holder_or_are_dropped_corroborating(
+    authored: Background,
+    records: list[PlacedRecord],
+    budget: int,
+    spec_name: str,
+    data: st.DataObject,
+) -> None:
+    composed, report = apply_memory_overlay(authored, records, spec_by_name(spec_name), budget)
+    ids = {record.id for record in records}
+    sightings = {s for record in records for s in record.sightings} - ids
+    in_entries = Counter(composed_ids(composed))
+    in_drops = Counter(drop.memory_id for drop in report.drops)
+    # Every memory, sightings included, in exactly one entry or exactly one drop.
+    assert set(in_entries) | set(in_drops) == ids | sightings
+    assert not set(in_entries) & set(in_drops)
+    assert all(count == 1 for count in (in_entries + in_drops).values())
+    for drop in report.drops:
+        assert (drop.reason == "corroborating") == (drop.memory_id in sightings)
+    # A sighting composes only in the line of a holder that claims it.
+    for _, entry in memory_entries(composed):
+        holders = [r for r in records if r.id in entry.memory_ids]
+        for memory_id in set(entry.memory_ids) & sightings:
+            assert any(memory_id in holder.sightings for holder in holders)
+    assert report.stats.composed == sum(in_entries.values())
+    # Order-independent with sightings too.
+    shuffled = data.draw(st.permutations(records))
+    again = apply_memory_overlay(authored, shuffled, spec_by_name(spec_name), budget)
+    assert again[0].model_dump() == composed.model_dump()
+    assert again[1] == report

@@ -258,5 +258,5 @@ def test_the_histories_reach_every_outcome(team: Team, member: User) -> None:
         "spec-declined",
         "undeclared-section",
         "locked-section",
-        "earned-inert",
+        "earning",
     }

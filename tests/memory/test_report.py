@@ -31,7 +31,8 @@ ALLOWED = (
     "spec-declined",
     "undeclared-section",
     "locked-section",
-    "earned-inert",
+    "earning",
+    "corroborating",
     "awaiting-approval",
     "rejected",
     "revoked",
@@ -44,15 +45,25 @@ SAVE_TIME: tuple[DropReason, ...] = (
     "spec-declined",
     "undeclared-section",
     "locked-section",
-    "earned-inert",
 )
 FOLD_ONLY: tuple[DropReason, ...] = ("authored-wins", "reconciled", "over-budget")
-STATUSES = ("pending", "approved", "rejected", "revoked", "declined", "superseded", "erased")
+STATUSES = (
+    "pending",
+    "approved",
+    "rejected",
+    "revoked",
+    "declined",
+    "superseded",
+    "erased",
+    "corroborates",
+)
 T0 = datetime(2025, 6, 1, tzinfo=UTC)
 
 
-def state(memory_id: str, status: str, reason: str = "") -> PromotionState:
-    return PromotionState(memory_id=memory_id, status=status, reason=reason)
+def state(
+    memory_id: str, status: str, reason: str = "", holder: str | None = None
+) -> PromotionState:
+    return PromotionState(memory_id=memory_id, status=status, reason=reason, holder=holder)
 
 
 def fold(*drops: tuple[str, DropReason], **stats: object) -> RoutingReport:
@@ -69,17 +80,18 @@ def reasons(report: RoutingReport) -> dict[str, str]:
 # --- the vocabulary -------------------------------------------------------------------
 
 
-def test_drop_reasons_are_exactly_the_twelve_of_the_spec() -> None:
+def test_drop_reasons_are_exactly_the_thirteen_of_the_spec() -> None:
     assert set(DROP_REASONS) == set(ALLOWED)
-    assert len(DROP_REASONS) == 12
+    assert len(DROP_REASONS) == 13
     assert set(DROP_REASON_HELP) == set(ALLOWED)
 
 
 def test_drop_reasons_are_listed_in_precedence_order() -> None:
     assert DROP_REASONS[:2] == ("erased", "superseded")
-    assert DROP_REASONS[2:6] == SAVE_TIME
-    assert DROP_REASONS[6:9] == ("awaiting-approval", "rejected", "revoked")
-    assert set(DROP_REASONS[9:]) == set(FOLD_ONLY)
+    assert DROP_REASONS[2:5] == SAVE_TIME
+    assert DROP_REASONS[5:7] == ("earning", "corroborating")
+    assert DROP_REASONS[7:10] == ("awaiting-approval", "rejected", "revoked")
+    assert set(DROP_REASONS[10:]) == set(FOLD_ONLY)
 
 
 # --- precedence -----------------------------------------------------------------------
@@ -123,7 +135,7 @@ def test_a_rejected_row_is_rejected() -> None:
     assert reasons(routing_report([state("m1", "rejected")], fold())) == {"m1": "rejected"}
 
 
-@pytest.mark.parametrize("fold_reason", [*FOLD_ONLY, "undeclared-section", "earned-inert"])
+@pytest.mark.parametrize("fold_reason", [*FOLD_ONLY, "undeclared-section", "locked-section"])
 def test_an_approved_row_takes_the_fold_reason(fold_reason: DropReason) -> None:
     report = routing_report([state("m1", "approved")], fold(("m1", fold_reason)))
     assert reasons(report) == {"m1": fold_reason}
@@ -161,9 +173,21 @@ def test_the_report_recounts_drops_and_keeps_the_fold_stats() -> None:
 
 
 def test_the_report_holds_ids_and_reasons_only() -> None:
-    report = routing_report([state("m1", "declined", "earned-inert")], fold())
+    report = routing_report([state("m1", "declined", "locked-section")], fold())
     dumped = report.model_dump(mode="json")
-    assert dumped["drops"] == [{"memory_id": "m1", "reason": "earned-inert"}]
+    assert dumped["drops"] == [{"memory_id": "m1", "reason": "locked-section"}]
+
+
+def test_an_earning_row_is_earning_and_its_sightings_corroborate_until_it_composes() -> None:
+    earning = [state("h", "pending", "earning"), state("s", "corroborates", holder="h")]
+    assert reasons(routing_report(earning, fold())) == {"h": "earning", "s": "corroborating"}
+    earned = [state("h", "approved"), state("s", "corroborates", holder="h")]
+    assert reasons(routing_report(earned, fold())) == {}
+    dropped = fold(("h", "over-budget"), ("s", "corroborating"))
+    assert reasons(routing_report(earned, dropped)) == {"h": "over-budget", "s": "corroborating"}
+    # Superseded and erased come first, for a sighting too.
+    gone = [state("h", "approved"), state("s", "superseded")]
+    assert reasons(routing_report(gone, fold())) == {"s": "superseded"}
 
 
 # --- none silent, over random agents --------------------------------------------------
@@ -195,11 +219,26 @@ def authored_backgrounds(draw: st.DrawFn) -> Background:
 def memories(draw: st.DrawFn) -> tuple[list[PromotionState], list[PlacedRecord]]:
     states: list[PromotionState] = []
     placed: list[PlacedRecord] = []
+    holders: list[str] = []
+    sightings: dict[str, list[str]] = {}
     for record_id in draw(st.lists(RECORD_IDS, unique=True, max_size=16)):
         status = draw(st.sampled_from(STATUSES))
+        if status == "corroborates" and not holders:
+            status = "pending"
         reason = draw(st.sampled_from(SAVE_TIME)) if status == "declined" else ""
-        states.append(state(record_id, status, reason))
-        if status == "approved":
+        if status == "pending" and draw(st.booleans()):
+            reason = "earning"
+        holder = None
+        if status == "corroborates":
+            # A sighting of an earlier earning (or earned) memory (SPEC §19.1).
+            holder = draw(st.sampled_from(holders))
+            sightings.setdefault(holder, []).append(record_id)
+        elif status in ("pending", "approved"):
+            holders.append(record_id)
+        states.append(state(record_id, status, reason, holder))
+    by_id = {s.memory_id: s for s in states}
+    for record_id in holders:
+        if by_id[record_id].status == "approved":
             placed.append(
                 PlacedRecord(
                     id=record_id,
@@ -208,6 +247,7 @@ def memories(draw: st.DrawFn) -> tuple[list[PromotionState], list[PlacedRecord]]
                     created_at=T0 + timedelta(seconds=draw(st.integers(0, 3))),
                     section=draw(st.sampled_from((*SECTION_POOL, "gone"))),
                     key=draw(st.sampled_from(KEY_POOL)),
+                    sightings=tuple(sightings.get(record_id, ())),
                 )
             )
     return states, placed
@@ -243,6 +283,7 @@ def test_every_memory_is_either_in_the_prompt_or_in_the_drops_never_both_never_n
     report = routing_report(states, folded)
     sections = render_sections(AgentConfig(name="x", background=authored), composed)
 
+    by_id = {s.memory_id: s for s in states}
     fragments = [f for s in sections for f in s.fragments]
     in_prompt = Counter(mid for f in fragments for mid in f.memory_ids)
     in_drops = Counter(drop.memory_id for drop in report.drops)
@@ -262,7 +303,15 @@ def test_every_memory_is_either_in_the_prompt_or_in_the_drops_never_both_never_n
         elif row.status == "declined":
             assert dropped[row.memory_id] == row.reason
         elif row.status == "pending":
-            assert dropped[row.memory_id] == "awaiting-approval"
+            waits = "earning" if row.reason == "earning" else "awaiting-approval"
+            assert dropped[row.memory_id] == waits
+        elif row.status == "corroborates":
+            holder = by_id[row.holder or ""]
+            if row.memory_id in in_prompt:
+                assert holder.status == "approved"
+                assert holder.memory_id in in_prompt
+            else:
+                assert dropped[row.memory_id] == "corroborating"
         elif row.status in ("rejected", "revoked"):
             assert dropped[row.memory_id] == row.status
         else:
@@ -292,9 +341,10 @@ def save_time(
     declared = ctx.section(placement.section)
     if declared is None:
         return state(record_id, "declined", "undeclared-section"), None
-    if declared.promotion in ("locked", "earned"):
-        reason = "locked-section" if declared.promotion == "locked" else "earned-inert"
-        return state(record_id, "declined", reason), None
+    if declared.promotion == "locked":
+        return state(record_id, "declined", "locked-section"), None
+    if declared.promotion == "earned":
+        return state(record_id, "pending", "earning"), None
     status = "approved" if declared.promotion == "auto" else "pending"
     placed = PlacedRecord(
         id=record_id,

@@ -33,6 +33,7 @@ class ReadOnlyAdmin(admin.ModelAdmin[_M]):
 
 class PromotionInline(admin.StackedInline[Promotion, MemoryRecord]):
     model = Promotion
+    fk_name = "record"
     can_delete = False
     readonly_fields = [f.name for f in Promotion._meta.fields]
 

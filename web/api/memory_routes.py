@@ -63,7 +63,7 @@ class PreviewOut(BaseModel):
             "spec-declined",
             "undeclared-section",
             "locked-section",
-            "earned-inert",
+            "earning",
             "instruction-shaped",
         ]
         | None

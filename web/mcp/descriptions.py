@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from kvstore.core.bootstrap import BOOTSTRAP_BUDGET
 from kvstore.core.keys import KEY_MAX, PAYLOAD_MAX_RUNES
-from memory.core.records import CONTENT_MAX, LABEL_MAX, TAG_MAX, TAGS_MAX
+from memory.core.records import CONTENT_MAX, LABEL_MAX, SESSION_MAX, TAG_MAX, TAGS_MAX
 from memory.recall import MESSAGE_MAX_CHARS
 from memory.search import QUERY_MAX_CHARS, QUERY_MAX_TERMS
 
@@ -22,6 +22,11 @@ never for things you would find by a question. Every error is JSON: \
 {{"error": {{"code", "message", ...}}}}. Sizes are counted in characters (Unicode code \
 points); a payload is at most {PAYLOAD_MAX_RUNES:,}.
 """
+
+SESSION = (
+    "The id of the conversation you are in: pass your conversation id, the same for "
+    "every save of one conversation."
+)
 
 AGENT = "Your agent's slug, e.g. `wren`. An unknown agent is the error `agent_not_found`."
 
@@ -46,6 +51,9 @@ characters, no control characters).
 characters), e.g. `name`, `timezone`, `theme`. Give one whenever the memory answers a \
 question that has one answer at a time, so a later correction can replace it.
 - `supersedes`: optional id of an earlier memory of yours that this one replaces.
+- `session`: optional id of the conversation you are in (1-{SESSION_MAX} characters, \
+no control characters): pass your conversation id with every save, the same one for \
+the whole conversation.
 
 Returns JSON: {{"status": "saved", "id": "..."}}; or, when an earlier memory already \
 holds this (for example the same kind and label), nothing is saved and the answer is \

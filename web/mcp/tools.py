@@ -336,6 +336,7 @@ def _register_tools(server: LensMCP) -> None:
         supersedes: Annotated[
             str | None, Field(description="The id of an earlier memory this one replaces.")
         ] = None,
+        session: Annotated[str | None, Field(description=descriptions.SESSION)] = None,
     ) -> CallToolResult:
         return await server.answer(
             operations.memory_save,
@@ -345,6 +346,7 @@ def _register_tools(server: LensMCP) -> None:
             tags=tags,
             label=label,
             supersedes=supersedes,
+            session=session,
         )
 
     async def memory_search(

@@ -103,7 +103,9 @@ def _form_team(request: AppRequest, queue_page: bool = True) -> Team | HttpRespo
 
 
 def _filters(request: AppRequest) -> dict[str, str]:
-    return {k: request.GET.get(k, "") or request.POST.get(k, "") for k in ("agent", "section")}
+    return {
+        k: request.GET.get(k, "") or request.POST.get(k, "") for k in ("agent", "section", "show")
+    }
 
 
 def _filter_query(request: AppRequest) -> str:
@@ -124,6 +126,7 @@ def _queue_context(request: AppRequest, team: Team, **extra: Any) -> dict[str, A
     shows_proposals = (
         page.number == 1
         and not filters["section"]
+        and not filters["show"]
         and any(a.protected for a in agents if a.slug == filters["agent"] or not filters["agent"])
     )
     return {

@@ -24,6 +24,7 @@ from memory.deliveries.ledger import shaped_by
 from memory.explain import explain_memory, prompt_reasons
 from memory.models import MemoryRecord
 from memory.queries import ERASED_WORDS, listed
+from memory.sightings import seen_for
 from web.costly import costly_when, searching
 from web.pages.routing_case_forms import case_form_for
 from web.pages.toolkit import (
@@ -142,6 +143,7 @@ def detail_context(request: AppRequest, record: MemoryRecord, agent: Agent) -> d
         "deliveries": delivered[0],
         "delivery_total": delivered[1],
         "case_form": None if record.erased else case_form_for(record, agent, promotion),
+        "seen": seen_for(promotion),
         "nav": "memories",
     }
 

@@ -22,7 +22,10 @@ def queue_count(team: Team) -> int:
     """Memories waiting for approval plus proposed changes waiting to be published or
     rejected: both are the queue's work. One query, as the memories' count alone was
     (every page's top bar shows it)."""
-    memories = Promotion.objects.filter(agent__team=OuterRef("pk"), status=PromotionStatus.PENDING)
+    # Earning memories (SPEC §19.1) wait for sightings, not for a person: not counted.
+    memories = Promotion.objects.filter(
+        agent__team=OuterRef("pk"), status=PromotionStatus.PENDING
+    ).exclude(reason="earning")
     proposals = Proposal.objects.filter(agent__team=OuterRef("pk"), status=ProposalStatus.PENDING)
     found = (
         Team.objects.filter(pk=team.pk)

@@ -172,8 +172,38 @@ def test_undeclared_section_names_the_missing_section() -> None:
 def test_locked_and_earned_name_the_section_and_its_tier() -> None:
     locked = said(reason="locked-section", section="rules", section_title="Ground Rules")
     assert locked == "Ground Rules is a locked section: memory never fills it."
-    earned = said(reason="earned-inert", section="prefs", section_title="User Preferences")
-    assert earned == "User Preferences is an earned section, a tier that takes no memory yet."
+    earned = said(
+        reason="earning",
+        section="prefs",
+        section_title="User Preferences",
+        seen=2,
+        needed_sessions=3,
+    )
+    assert earned == (
+        "User Preferences is earned: this memory enters the prompt once it has been saved "
+        "in 3 distinct sessions. It has been seen in 2 of 3 sessions."
+    )
+
+
+def test_a_sighting_names_the_memory_it_saw_and_its_count() -> None:
+    found = explain(
+        Facts(
+            "m2",
+            reason="corroborating",
+            section="prefs",
+            section_title="User Preferences",
+            other_id="m1",
+            other_words="Likes jazz.",
+            seen=1,
+            needed_sessions=3,
+        )
+    )
+    assert found.sentence == (
+        "It saw again “Likes jazz.”, which is seen in 1 of 3 sessions and joins User "
+        "Preferences once it has earned its place."
+    )
+    assert found.links == (Link("memory", "m1"),)
+    assert found.tone == "wait"
     # A section no longer declared has no title: its id stands in.
     assert said(reason="locked-section", section="rules").startswith("rules is a locked")
 

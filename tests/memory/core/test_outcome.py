@@ -39,7 +39,7 @@ def at(section: str, key: str = "name") -> Placement:
     ("tier", "reason"),
     [
         ("locked", "locked-section"),
-        ("earned", "earned-inert"),
+        ("earned", None),
         ("guarded", None),
         ("auto", None),
         (None, "undeclared-section"),
@@ -55,7 +55,7 @@ def test_tier_block_covers_every_tier() -> None:
     assert {tier: tier_block(tier) for tier in TIERS} == {
         "locked": "locked-section",
         "guarded": None,
-        "earned": "earned-inert",
+        "earned": None,
         "auto": None,
     }
 
@@ -82,9 +82,9 @@ def test_a_locked_section_declines_and_records_the_tier() -> None:
     )
 
 
-def test_an_earned_section_declines_as_inert_and_records_the_tier() -> None:
+def test_an_earned_section_waits_for_its_sightings_and_records_the_tier() -> None:
     assert route_outcome(at("notes"), context(notes="earned")) == Outcome(
-        "declined", "earned-inert", "earned"
+        "pending", "earning", "earned"
     )
 
 
@@ -102,7 +102,7 @@ def test_the_outcome_reads_the_tier_of_the_named_section_only() -> None:
     ctx = context(rules="locked", notes="auto", later="earned")
     assert route_outcome(at("notes"), ctx).status == "approved"
     assert route_outcome(at("rules"), ctx).reason == "locked-section"
-    assert route_outcome(at("later"), ctx).reason == "earned-inert"
+    assert route_outcome(at("later"), ctx).reason == "earning"
 
 
 # --- the save-time outcome and the fold agree ------------------------------------------

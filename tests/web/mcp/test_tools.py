@@ -34,7 +34,16 @@ def test_the_server_lists_exactly_the_five_tools_each_described_with_a_schema(
         assert len(tool.description) > 200, tool.name  # written for a model, not a label
         assert tool.input_schema["type"] == "object"
     save = listed["memory_save"].input_schema
-    assert set(save["properties"]) == {"agent", "kind", "content", "tags", "label", "supersedes"}
+    assert set(save["properties"]) == {
+        "agent",
+        "kind",
+        "content",
+        "tags",
+        "label",
+        "supersedes",
+        "session",
+    }
+    assert "conversation id" in save["properties"]["session"]["description"]
     assert set(save["required"]) == {"agent", "kind", "content"}
     assert set(listed["memory_search"].input_schema["properties"]) == {
         "agent",

@@ -76,7 +76,8 @@ def test_each_drop_says_in_words_what_blocks_it(
 
     assert "user_preferences" in why_of(drop_of(page, ids["undeclared"]))
     assert "is a locked section" in why_of(drop_of(page, ids["locked"]))
-    assert "is an earned section" in why_of(drop_of(page, ids["earned"]))
+    assert "is earned:" in why_of(drop_of(page, ids["earned"]))
+    assert "seen in 1 of 3 sessions" in why_of(drop_of(page, ids["earned"]))
     assert "user-background v1" in why_of(drop_of(page, ids["declined"]))
     assert "“fact”" in why_of(drop_of(page, ids["declined"]))
 

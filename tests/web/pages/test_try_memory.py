@@ -207,14 +207,13 @@ DECLINED = [
     ("spec-declined", "plain", form(label="name", content="Doug.")),
     ("undeclared-section", "solo", form(kind="preference", label="theme", content="Dark.")),
     ("locked-section", "vault", form(label="name", content="Doug.")),
-    ("earned-inert", "vault", form(kind="preference", label="theme", content="Dark.")),
 ]
 
 
 @pytest.mark.parametrize(
     ("reason", "slug", "data"),
     DECLINED,
-    ids=["spec-declined", "no-spec", "undeclared-section", "locked-section", "earned-inert"],
+    ids=["spec-declined", "no-spec", "undeclared-section", "locked-section"],
 )
 def test_a_declined_memory_says_why(
     member_client: Client,
@@ -552,3 +551,13 @@ def test_an_instruction_shaped_memory_says_so_with_its_signals_marked(
 def test_a_fact_reads_as_a_fact(wren: Agent, member_client: Client) -> None:
     (partial, _whole) = both_ways(member_client, form(content="Prefers answers in French"))
     assert "Reads as a fact, not an instruction to the model." in answer_in(partial).squashed
+
+
+def test_an_earned_section_s_memory_would_be_earning(
+    member_client: Client, agents: dict[str, Agent]
+) -> None:
+    data = form(kind="preference", label="theme", content="Dark.")
+    for result in both_ways(member_client, data, "vault"):
+        answer = answer_in(result)
+        assert answer.get("data-try-outcome") == "pending"
+        assert "Would be earning its place" in answer.squashed

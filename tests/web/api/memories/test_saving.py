@@ -68,8 +68,8 @@ OUTCOMES = [
     (
         "vault",
         memory_body("preference", "Prefers dark mode.", label="theme"),
-        "declined",
-        "earned-inert",
+        "pending",
+        "earning",
         "user_preferences",
         "earned",
     ),
@@ -109,7 +109,7 @@ DROP_OF = {"approved": None, "pending": "awaiting-approval"}
         "auto",
         "guarded",
         "locked-section",
-        "earned-inert",
+        "earning",
         "undeclared-section",
         "spec-declined",
         "no-spec",
@@ -245,3 +245,12 @@ def test_declined_outcomes_hold_no_address(api: ApiClient, team: Team) -> None:
     first = post_memory(api, memory_body("profile", DOUG, label="name"), "vault")
     second = post_memory(api, memory_body("profile", "Doug again.", label="name"), "vault")
     assert promotion_of(first).status == promotion_of(second).status == "declined"
+
+
+def test_a_save_keeps_the_session_it_was_given(api: ApiClient, team: Team) -> None:
+    create_agent(team, "wren", CONFIGS["wren"])
+    body = memory_body("profile", "Lives by the sea.", label="home", session="conv-42 ☕")
+    response = api.post("/api/agents/wren/memories", body)
+    assert response.status_code == 201
+    assert set(response.json()) == {"status", "id"}
+    assert MemoryRecord.objects.get(pk=response.json()["id"]).session == "conv-42 ☕"

@@ -96,7 +96,8 @@ def test_the_queue_filters_by_agent_and_section(
     assert "with these filters" in empty.one("class", "empty card").squashed
 
     page = approval_queue(viewer_client, "?agent=atlas")
-    agent_select, section_select = (e for e in page.elements if e.tag == "select")
+    agent_select, section_select, show_select = (e for e in page.elements if e.tag == "select")
+    assert [o.get("value") for o in inside(show_select, "option")] == ["", "earning"]
     assert [o.get("value") for o in inside(agent_select, "option")] == ["", "atlas", "wren"]
     assert [o.get("value") for o in inside(agent_select, "option") if "selected" in o.attrs] == [
         "atlas"
