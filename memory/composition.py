@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
+from django.utils import timezone
 
 from lens.agents import config_of, load_entry_values
 from lens.core.config import AgentConfig
@@ -30,28 +32,33 @@ from memory.queries import placed_records, promotion_states
 from memory.registry import get_spec
 
 
-def compose(agent: Agent, states: list[PromotionState] | None = None) -> Composition:
+def compose(
+    agent: Agent, states: list[PromotionState] | None = None, now: datetime | None = None
+) -> Composition:
     """Compose ``agent`` (load it with ``lens.agents.with_config`` to stay query-flat).
 
-    ``states`` may be passed when the caller already read the promotion states.
+    ``states`` may be passed when the caller already read the promotion states; ``now``
+    is the time validity windows are judged at (SPEC §19.2; default: the clock's now).
     """
     preloaded = None if states is None else {agent.pk: states}
-    return compose_many([agent], preloaded)[agent.pk]
+    return compose_many([agent], preloaded, now)[agent.pk]
 
 
 def compose_many(
-    agents: Sequence[Agent], states: dict[int, list[PromotionState]] | None = None
+    agents: Sequence[Agent],
+    states: dict[int, list[PromotionState]] | None = None,
+    now: datetime | None = None,
 ) -> dict[int, Composition]:
     """Compose several agents with a fixed number of queries, whatever their sizes."""
     with span("lens.compose") as current:
-        composed = _compose_many(agents, states)
+        composed = _compose_many(agents, states, now or timezone.now())
         if current.is_recording():
             current.set_attributes(_composed(agents, composed))
         return composed
 
 
 def _compose_many(
-    agents: Sequence[Agent], states: dict[int, list[PromotionState]] | None
+    agents: Sequence[Agent], states: dict[int, list[PromotionState]] | None, now: datetime
 ) -> dict[int, Composition]:
     ids = [agent.pk for agent in agents]
     load_entry_values(agents)
@@ -64,6 +71,7 @@ def _compose_many(
             placed.of(agent.pk),
             states.get(agent.pk, []),
             placed.unreadable.get(agent.pk, set()),
+            now=now,
         )
         for agent in agents
     }
@@ -99,6 +107,7 @@ def prompt_texts(agent: Agent, configs: Sequence[AgentConfig]) -> list[str]:
     """The prompts ``compose_configs`` gives for ``configs``, as their text alone: no
     routing report (so no promotion states read) and no token counted."""
     placed = placed_records([agent.pk]).of(agent.pk)
+    now = timezone.now()
     texts = []
     for config in configs:
         background, _fold = apply_memory_overlay(
@@ -106,6 +115,7 @@ def prompt_texts(agent: Agent, configs: Sequence[AgentConfig]) -> list[str]:
             placed,
             get_spec(config.routing_spec),
             settings.MEMORY_OVERLAY_BUDGET_CHARS,
+            now=now,
         )
         texts.append(render_text(config, background))
     return texts
@@ -120,10 +130,14 @@ class Memories:
     placed: list[PlacedRecord]  # the approved, placed records the fold may compose
     states: list[PromotionState]
     unreadable: set[str]
+    # When they were read: the time validity windows are judged at.
+    now: datetime
 
     def compose(self, config: AgentConfig) -> Composition:
         """The agent composed with ``config`` in place of its stored declarations."""
-        return compose_from(self.agent, self.placed, self.states, self.unreadable, config)
+        return compose_from(
+            self.agent, self.placed, self.states, self.unreadable, config, now=self.now
+        )
 
 
 def memories_of(agents: Sequence[Agent]) -> dict[int, Memories]:
@@ -133,12 +147,14 @@ def memories_of(agents: Sequence[Agent]) -> dict[int, Memories]:
         return {}
     placed = placed_records(ids)
     states = promotion_states(ids)
+    now = timezone.now()
     return {
         agent.pk: Memories(
             agent,
             placed.of(agent.pk),
             states.get(agent.pk, []),
             placed.unreadable.get(agent.pk, set()),
+            now,
         )
         for agent in agents
     }
@@ -150,15 +166,17 @@ def compose_from(
     states: list[PromotionState],
     unreadable: set[str],
     config: AgentConfig | None = None,
+    *,
+    now: datetime,
 ) -> Composition:
     """``agent`` composed from what was read of it: its approved placed records, every
     record's promotion state, the approved rows that did not read, and its declarations
-    (``config``; its stored ones when None)."""
+    (``config``; its stored ones when None), at ``now`` (validity windows close by it)."""
     if config is None:
         config = config_of(agent)
     spec = get_spec(config.routing_spec)
     background, fold = apply_memory_overlay(
-        config.background, placed, spec, settings.MEMORY_OVERLAY_BUDGET_CHARS
+        config.background, placed, spec, settings.MEMORY_OVERLAY_BUDGET_CHARS, now=now
     )
     prompt = Prompt(sections=render_sections(config, background))
     return Composition(
@@ -166,13 +184,13 @@ def compose_from(
         spec=SpecRef(key=spec.key, version=spec.version) if spec is not None else None,
         background=background,
         prompt=prompt,
-        report=routing_report(states, fold, unreadable),
+        report=routing_report(states, fold, unreadable, now),
         counts=Counts.of(config.background, background),
         tokens=PromptTokens.of(prompt),
     )
 
 
-def composed_memory_ids(agent: Agent) -> frozenset[str]:
+def composed_memory_ids(agent: Agent, now: datetime | None = None) -> frozenset[str]:
     """The memories the agent's Background holds now: the fold alone, without the
     routing report (which would read every record's promotion state).
     """
@@ -181,6 +199,7 @@ def composed_memory_ids(agent: Agent) -> frozenset[str]:
         placed_records([agent.pk]).of(agent.pk),
         get_spec(agent.routing_spec),
         settings.MEMORY_OVERLAY_BUDGET_CHARS,
+        now=now or timezone.now(),
     )
     return frozenset(
         memory_id

@@ -26,6 +26,7 @@ _ACTIONS = {
     EventKind.REOPENED: "memory.reopened",
     EventKind.ERASED: "memory.erased",
     EventKind.MIGRATED: "memory.migrated",
+    EventKind.VALIDITY: "memory.validity_changed",
 }
 # A save's outcome, said in its ``memory.saved`` event.
 _OUTCOMES = {EventKind.PROMOTED, EventKind.QUEUED, EventKind.DECLINED}
@@ -115,6 +116,9 @@ def write_events(
             details = {"by": event.detail.get("by")}
         elif event.kind == EventKind.MIGRATED:
             details = migrated_details(event.detail)
+        elif event.kind == EventKind.VALIDITY:
+            # Two moments, never content.
+            details = {"from": event.detail.get("from"), "to": event.detail.get("to")}
         elif event.kind == EventKind.ERASED:
             # Who, when and why (the eraser's reason, which the page asks not to quote
             # the memory), the hash the save already logged and counts: nothing of the text.

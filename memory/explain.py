@@ -18,6 +18,7 @@ from typing import Any, cast
 from django.conf import settings
 from django.db.models import Case, F, QuerySet, When
 from django.db.models.functions import Substr
+from django.utils import timezone
 
 from lens.agents import background_of, load_entry_values
 from lens.core.text import value_text
@@ -115,7 +116,7 @@ def prompt_reasons(
         promotion = _promotion_of(record)
         if promotion is not None:
             states[record.agent_id].append(
-                PromotionState(record.pk, promotion.status, promotion.reason)
+                PromotionState(record.pk, promotion.status, promotion.reason, record.valid_until)
             )
     wanted = {record.agent_id for record in records}
     shown = [agent for agent in agents if agent.pk in wanted]
@@ -123,12 +124,14 @@ def prompt_reasons(
     placed = placed_records([agent.pk for agent in shown])  # no query for no agents
     composed: set[str] = set()
     drops: dict[str, str] = {}
+    now = timezone.now()
     for agent in shown:
         background, fold = apply_memory_overlay(
             background_of(agent),
             placed.of(agent.pk),
             get_spec(agent.routing_spec),
             settings.MEMORY_OVERLAY_BUDGET_CHARS,
+            now=now,
         )
         composed.update(
             memory_id
@@ -136,7 +139,7 @@ def prompt_reasons(
             for entry in section.entries
             for memory_id in entry.memory_ids
         )
-        report = routing_report(states[agent.pk], fold, placed.unreadable.get(agent.pk, set()))
+        report = routing_report(states[agent.pk], fold, placed.unreadable.get(agent.pk, set()), now)
         drops.update((drop.memory_id, drop.reason) for drop in report.drops)
     found: dict[str, str | None] = {}
     for record in records:

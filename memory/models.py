@@ -49,6 +49,10 @@ class MemoryRecord(models.Model):
         "self", on_delete=models.RESTRICT, null=True, blank=True, related_name="superseded_by"
     )
     created_at = models.DateTimeField()
+    # Validity window (SPEC §19.2): from this moment on the memory leaves the prompt and
+    # recall (drop reason ``expired``). NULL: valid for good. A reviewer may set, move or
+    # clear it (``memory.validity``); each change is a ``validity`` event.
+    valid_until = models.DateTimeField(null=True, blank=True)
     # Erasure (SPEC §15): the content, label and tags are blanked; what stays is the id,
     # kind, times, the SHA-256 of the content as it was, and who erased it, when and why.
     # Blank until then: the hash of a live record is computed from its content.
@@ -63,6 +67,12 @@ class MemoryRecord(models.Model):
             models.Index(fields=["agent", "created_at", "id"], name="memory_agent_created"),
             # Recall's profile tier and listings by kind: newest first within one kind.
             models.Index(fields=["agent", "kind", "created_at"], name="memory_agent_kind_created"),
+            # The worker's expiry check: the memories whose window closed since a moment.
+            models.Index(
+                fields=["valid_until"],
+                condition=Q(valid_until__isnull=False),
+                name="memory_valid_until",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -159,6 +169,9 @@ class EventKind(models.TextChoices):
     ERASED = "erased"
     # A migration moved the record's placement (SPEC §18.3); the outcome event follows.
     MIGRATED = "migrated"
+    # A reviewer set, moved or cleared the record's ``valid_until`` (SPEC §19.2); the
+    # detail holds both moments (``from``, ``to``: ISO 8601 or null).
+    VALIDITY = "validity"
 
 
 class MigratedPromotion(models.Model):

@@ -26,18 +26,42 @@ def promotion_states(agent_ids: Iterable[int]) -> dict[int, list[PromotionState]
     states: dict[int, list[PromotionState]] = defaultdict(list)
     rows = raw_rows(
         Promotion.objects.filter(agent_id__in=list(agent_ids)).values_list(
-            "agent_id", "record_id", "status", "reason"
+            "agent_id", "record_id", "status", "reason", "record__valid_until"
         )
     )
-    for agent_id, record_id, status, reason in rows:
-        states[agent_id].append(PromotionState(memory_id=record_id, status=status, reason=reason))
+    for agent_id, record_id, status, reason, until in rows:
+        states[agent_id].append(
+            PromotionState(
+                memory_id=record_id, status=status, reason=reason, valid_until=_moment(until)
+            )
+        )
     return states
+
+
+def _moment(value: datetime | str | None) -> datetime | None:
+    """A stored ``valid_until`` (None when there is none, or it no longer reads)."""
+    if value is None:
+        return None
+    try:
+        return aware(value)
+    except ValueError:
+        return None
 
 
 # A row of ``placed_records``' query. Its filter makes ``section`` non-null, a placed row
 # always has its ``key`` too, and ``key_source`` is written from ``spec_key_source``.
 _PlacedRow = tuple[
-    int, str, str, str, str | None, str | None, datetime | str, str, str, KeySource | None
+    int,
+    str,
+    str,
+    str,
+    str | None,
+    str | None,
+    datetime | str,
+    str,
+    str,
+    KeySource | None,
+    datetime | str | None,
 ]
 
 
@@ -86,15 +110,17 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
                 "section",
                 "key",
                 "key_source",
+                "record__valid_until",
             )
         ),
     )
     if keep is not None:
         rows = [row for row in rows if row[1] in keep]
     all_tags = json_values([row[4] for row in rows])
-    for (agent_id, rid, kind, content, _text, label, stamp, section, key, source), tags in zip(
-        rows, all_tags, strict=True
-    ):
+    for (
+        (agent_id, rid, kind, content, _text, label, stamp, section, key, source, until),
+        tags,
+    ) in zip(rows, all_tags, strict=True):
         try:
             created = aware(stamp)
         except ValueError:
@@ -114,6 +140,7 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
                 section=section,
                 key=key,
                 key_source=source or "content",
+                valid_until=_moment(until),
             )
         )
     return Placed(placed, unreadable)
@@ -123,7 +150,8 @@ SNIPPET_CHARS = 140
 
 
 def record_briefs(agent: Agent, record_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """Id, kind, label, the start of the content, tier and promotion status of each of
+    """Id, kind, label, the start of the content, tier, promotion status and
+    ``valid_until`` of each of
     ``record_ids`` that is a memory of ``agent`` (one query, none for no ids).
 
     Only what a page shows is read, and only the first characters of the content, so an
@@ -139,12 +167,14 @@ def record_briefs(agent: Agent, record_ids: Iterable[str]) -> dict[str, dict[str
         "record__kind",
         "record__label",
         Substr("record__content", 1, SNIPPET_CHARS + 1),
+        "record__valid_until",
     )
     briefs = {}
-    for record_id, status, tier, kind, label, head in rows:
+    for record_id, status, tier, kind, label, head, until in rows:
         brief = _brief(kind, label, head, status == PromotionStatus.ERASED)
-        # What the lens's tooltips tell beside it (``provenance``).
-        brief.update(status=status, tier=tier)
+        # What the lens's tooltips tell beside it (``provenance``), and when its window
+        # closes (the lens marks one closing within days).
+        brief.update(status=status, tier=tier, valid_until=until)
         briefs[record_id] = brief
     return briefs
 
@@ -236,6 +266,7 @@ def view_of(record: MemoryRecord) -> MemoryView:
             "label": record.label,
             "supersedes": record.supersedes_id,
             "created_at": record.created_at,
+            "valid_until": record.valid_until,
         }
     )
 

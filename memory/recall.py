@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import QuerySet
 from django.db.models.functions import Length, Substr
+from django.utils import timezone
 
 from lens.core.errors import DomainError
 from lens.core.text import unstorable
@@ -27,7 +28,8 @@ CANDIDATES = 200
 COMMON_WORD_RECORDS = 1000
 
 
-# Never recalled: a superseded record (replaced), an erased one (nothing left of it).
+# Never recalled: a superseded record (replaced), an erased one (nothing left of it);
+# nor one whose validity window has closed.
 _GONE = (PromotionStatus.SUPERSEDED, PromotionStatus.ERASED)
 
 
@@ -65,8 +67,12 @@ def recall(agent: Agent, message: str) -> Recall:
     words = list(dict.fromkeys(terms(message)))[: search.QUERY_MAX_TERMS]
     selective = search.selective_terms([agent.pk], words, COMMON_WORD_RECORDS)
     hit_ids = search.search_terms([agent.pk], selective, None, CANDIDATES, 0)
-    current = MemoryRecord.objects.filter(agent=agent, erased_at__isnull=True).exclude(
-        promotion__status__in=_GONE
+    # Expired memories leave recall as they leave the prompt (SPEC §19.2).
+    now = timezone.now()
+    current = (
+        MemoryRecord.objects.filter(agent=agent, erased_at__isnull=True)
+        .exclude(promotion__status__in=_GONE)
+        .exclude(valid_until__lte=now)
     )
     profile = _candidates(current.filter(kind="profile").order_by("-created_at", "id"))
     pinned: list[Candidate] = []
@@ -81,6 +87,7 @@ def recall(agent: Agent, message: str) -> Recall:
     hit_rows = (
         MemoryRecord.objects.filter(pk__in=hit_ids, erased_at__isnull=True)
         .exclude(promotion__status__in=_GONE)
+        .exclude(valid_until__lte=now)
         .order_by()
     )
     by_id = {c.id: c for c in _candidates(hit_rows)}
@@ -89,6 +96,6 @@ def recall(agent: Agent, message: str) -> Recall:
         profile,
         pinned,
         hits,
-        composed_memory_ids(agent),
+        composed_memory_ids(agent, now),
         settings.MEMORY_RECALL_BUDGET_CHARS,
     )

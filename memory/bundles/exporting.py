@@ -224,6 +224,7 @@ def _memories(agent: Agent) -> Iterator[dict[str, Any]]:
             "erased_at",
             "erased_by",
             "erase_reason",
+            "valid_until",
         )
         .iterator(chunk_size=MEMORIES_PER_FETCH)
     )
@@ -239,6 +240,7 @@ def _memories(agent: Agent) -> Iterator[dict[str, Any]]:
         erased_at,
         erased_by,
         erase_reason,
+        valid_until,
     ) in rows:
         line = {
             "type": "memory",
@@ -250,6 +252,8 @@ def _memories(agent: Agent) -> Iterator[dict[str, Any]]:
             "supersedes": supersedes,
             "created_at": stamp(created_at),
         }
+        if valid_until is not None:
+            line["valid_until"] = stamp(valid_until)
         if erased_at is not None:
             line.update(
                 content_sha256=content_sha256,

@@ -67,6 +67,7 @@ EventKindName = Literal[
     "reopened",
     "erased",
     "migrated",
+    "validity",
 ]
 # PositiveIntegerField's range on every backend.
 INT_MAX = 2_147_483_647
@@ -185,6 +186,9 @@ class MemoryLine(_Line):
     label: Label | None
     supersedes: RecordId | None
     created_at: Stamp
+    # Its validity window as it stands (SPEC §19.2); its changes travel as ``validity``
+    # events. Absent from bundles made before windows existed: none.
+    valid_until: Stamp | None = None
     # An erased memory (SPEC §15) travels as its tombstone: no content, label or tags,
     # the hash of what it held, who erased it, when and why.
     content_sha256: Sha256 | None = None

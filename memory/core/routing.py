@@ -90,6 +90,8 @@ class PlacedRecord:
     tags: tuple[str, ...] = ()
     label: str | None = None
     key_source: KeySource = "content"
+    # From this moment on the record is dropped ``expired`` (SPEC §19.2); None: never.
+    valid_until: datetime | None = None
 
     @property
     def placement_key(self) -> str:

@@ -43,8 +43,15 @@ def error_fields(error: ValidationError) -> set[str]:
 # --- shape ----------------------------------------------------------------------------
 
 
-def test_memory_input_has_exactly_the_five_flat_fields() -> None:
-    assert list(MemoryInput.model_fields) == ["kind", "content", "tags", "label", "supersedes"]
+def test_memory_input_has_exactly_its_flat_fields() -> None:
+    assert list(MemoryInput.model_fields) == [
+        "kind",
+        "content",
+        "tags",
+        "label",
+        "supersedes",
+        "valid_until",
+    ]
 
 
 def test_memory_input_defaults_leave_the_optional_fields_empty() -> None:

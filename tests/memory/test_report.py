@@ -36,6 +36,7 @@ ALLOWED = (
     "rejected",
     "revoked",
     "superseded",
+    "expired",
     "authored-wins",
     "reconciled",
     "over-budget",
@@ -69,17 +70,17 @@ def reasons(report: RoutingReport) -> dict[str, str]:
 # --- the vocabulary -------------------------------------------------------------------
 
 
-def test_drop_reasons_are_exactly_the_twelve_of_the_spec() -> None:
+def test_drop_reasons_are_exactly_the_thirteen_of_the_spec() -> None:
     assert set(DROP_REASONS) == set(ALLOWED)
-    assert len(DROP_REASONS) == 12
+    assert len(DROP_REASONS) == 13
     assert set(DROP_REASON_HELP) == set(ALLOWED)
 
 
 def test_drop_reasons_are_listed_in_precedence_order() -> None:
-    assert DROP_REASONS[:2] == ("erased", "superseded")
-    assert DROP_REASONS[2:6] == SAVE_TIME
-    assert DROP_REASONS[6:9] == ("awaiting-approval", "rejected", "revoked")
-    assert set(DROP_REASONS[9:]) == set(FOLD_ONLY)
+    assert DROP_REASONS[:3] == ("erased", "superseded", "expired")
+    assert DROP_REASONS[3:7] == SAVE_TIME
+    assert DROP_REASONS[7:10] == ("awaiting-approval", "rejected", "revoked")
+    assert set(DROP_REASONS[10:]) == set(FOLD_ONLY)
 
 
 # --- precedence -----------------------------------------------------------------------

@@ -92,11 +92,19 @@ def memory_save(
     tags: list[str] | None,
     label: str | None,
     supersedes: str | None,
+    valid_until: str | None = None,
 ) -> SavedOut | ConflictOut:
     """``memory_save`` as ``POST /api/agents/{slug}/memories``: saved, or a conflict."""
     memory = validated(
         MemoryInput,
-        _given(kind=kind, content=content, tags=tags, label=label, supersedes=supersedes),
+        _given(
+            kind=kind,
+            content=content,
+            tags=tags,
+            label=label,
+            supersedes=supersedes,
+            valid_until=valid_until,
+        ),
     )
     return save_answer(get_agent(token.team, agent, full=False), memory, Actor.for_token(token))
 

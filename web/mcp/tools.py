@@ -336,6 +336,10 @@ def _register_tools(server: LensMCP) -> None:
         supersedes: Annotated[
             str | None, Field(description="The id of an earlier memory this one replaces.")
         ] = None,
+        valid_until: Annotated[
+            str | None,
+            Field(description="When it stops being true (ISO 8601), e.g. `2030-01-31T12:00Z`."),
+        ] = None,
     ) -> CallToolResult:
         return await server.answer(
             operations.memory_save,
@@ -345,6 +349,7 @@ def _register_tools(server: LensMCP) -> None:
             tags=tags,
             label=label,
             supersedes=supersedes,
+            valid_until=valid_until,
         )
 
     async def memory_search(

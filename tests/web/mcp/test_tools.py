@@ -18,7 +18,16 @@ from tests.web.mcp.harness import TOOL_NAMES, McpTools, Raws, World, row_counts,
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-VIEW_KEYS = {"id", "kind", "content", "tags", "label", "supersedes", "created_at"}
+VIEW_KEYS = {
+    "id",
+    "kind",
+    "content",
+    "tags",
+    "label",
+    "supersedes",
+    "created_at",
+    "valid_until",
+}
 
 
 # --- the catalogue --------------------------------------------------------------------
@@ -34,7 +43,15 @@ def test_the_server_lists_exactly_the_five_tools_each_described_with_a_schema(
         assert len(tool.description) > 200, tool.name  # written for a model, not a label
         assert tool.input_schema["type"] == "object"
     save = listed["memory_save"].input_schema
-    assert set(save["properties"]) == {"agent", "kind", "content", "tags", "label", "supersedes"}
+    assert set(save["properties"]) == {
+        "agent",
+        "kind",
+        "content",
+        "tags",
+        "label",
+        "supersedes",
+        "valid_until",
+    }
     assert set(save["required"]) == {"agent", "kind", "content"}
     assert set(listed["memory_search"].input_schema["properties"]) == {
         "agent",

@@ -45,7 +45,16 @@ PREVIEW_KEYS = {
     "would_compose",
     "fold_reason",
 }
-VIEW_KEYS = {"id", "kind", "content", "tags", "label", "supersedes", "created_at"}
+VIEW_KEYS = {
+    "id",
+    "kind",
+    "content",
+    "tags",
+    "label",
+    "supersedes",
+    "created_at",
+    "valid_until",
+}
 
 
 CONFIGS: dict[str, dict[str, Any]] = {
