@@ -614,7 +614,16 @@ def agent_state(agent: Agent) -> dict[str, Any]:
         "memories": list(
             MemoryRecord.objects.filter(agent=agent)
             .order_by("id")
-            .values_list("id", "kind", "content", "tags", "label", "supersedes_id", "created_at")
+            .values_list(
+                "id",
+                "kind",
+                "content",
+                "tags",
+                "label",
+                "supersedes_id",
+                "created_at",
+                "valid_until",
+            )
         ),
         "promotions": list(
             Promotion.objects.filter(agent=agent)

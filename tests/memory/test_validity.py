@@ -104,11 +104,13 @@ def test_a_reviewer_sets_moves_and_clears_the_window_one_audit_event_each(
     first, second = timezone.now() + timedelta(days=2), timezone.now() + timedelta(days=5)
     for moment in (first, second, None):
         result = change_validity(record, moment, actor, team=wren.team)
-        assert result is not None and result.changed
+        assert result is not None
+        assert result.changed
         assert MemoryRecord.objects.get(pk=record).valid_until == moment
     # The same window again changes nothing and logs nothing.
     again = change_validity(record, None, actor)
-    assert again is not None and not again.changed
+    assert again is not None
+    assert not again.changed
     events = AuditEvent.objects.filter(action="memory.validity_changed").order_by("seq")
     assert [(e.object_id, e.actor, e.details) for e in events] == [
         (record, "mira", {"from": None, "to": first.isoformat()}),

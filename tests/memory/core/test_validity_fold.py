@@ -24,14 +24,17 @@ def until(record: PlacedRecord, seconds: float) -> PlacedRecord:
 def test_a_memory_is_valid_before_its_moment_and_expired_at_it() -> None:
     record = until(placed("m1", key="trip"), 100)
     before, report = apply_memory_overlay(NOTES, [record], now=at(99))
-    assert composed_ids(before) == ["m1"] and report.drops == ()
+    assert composed_ids(before) == ["m1"]
+    assert report.drops == ()
     at_moment, report = apply_memory_overlay(NOTES, [record], now=at(100))
-    assert composed_ids(at_moment) == [] and reasons(report) == {"m1": "expired"}
+    assert composed_ids(at_moment) == []
+    assert reasons(report) == {"m1": "expired"}
 
 
 def test_without_a_time_nothing_expires() -> None:
     composed, report = apply_memory_overlay(NOTES, [until(placed("m1"), -1_000)])
-    assert composed_ids(composed) == ["m1"] and report.drops == ()
+    assert composed_ids(composed) == ["m1"]
+    assert report.drops == ()
 
 
 def test_expiry_comes_before_the_folds_own_reasons() -> None:
@@ -49,9 +52,11 @@ def test_an_expired_memory_leaves_its_address_to_the_next_newest() -> None:
     older = placed("m1", key="city", content="Kraków", seconds=0)
     newer = until(placed("m2", key="city", content="Lisbon (a trip)", seconds=10), 50)
     composed, report = apply_memory_overlay(NOTES, [older, newer], now=at(20))
-    assert composed_ids(composed) == ["m2"] and reasons(report) == {"m1": "reconciled"}
+    assert composed_ids(composed) == ["m2"]
+    assert reasons(report) == {"m1": "reconciled"}
     composed, report = apply_memory_overlay(NOTES, [older, newer], now=at(60))
-    assert composed_ids(composed) == ["m1"] and reasons(report) == {"m2": "expired"}
+    assert composed_ids(composed) == ["m1"]
+    assert reasons(report) == {"m2": "expired"}
 
 
 def test_the_report_judges_expiry_right_after_superseded_for_every_status() -> None:
@@ -81,7 +86,8 @@ def test_the_report_judges_expiry_right_after_superseded_for_every_status() -> N
 def test_expired_compares_moments_in_any_zone() -> None:
     cet = datetime(2030, 1, 1, 13, 0, tzinfo=UTC).astimezone()
     assert expired(datetime(2030, 1, 1, 12, 0, tzinfo=UTC), cet)
-    assert not expired(None, cet) and not expired(cet, None)
+    assert not expired(None, cet)
+    assert not expired(cet, None)
 
 
 # --- properties -------------------------------------------------------------------
