@@ -138,6 +138,7 @@ def _expiries(
             },
         )
         for record_id, at in rows
+        if at is not None  # the filter makes it so
     ]
 
 
