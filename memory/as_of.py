@@ -24,7 +24,12 @@ was committed when it read. A decision, save or revision committing while a deli
 the same agent is being made can carry a time just before the delivery's without being
 in its prompt; as of that time, it counts. (A delivery's ``revision`` and its causes by
 revision number are exact all the same.) Ordering the two would take a per-agent lock
-held by deliveries and by every such change.
+held by deliveries and by every such change. Likewise a delivery judges validity windows
+(SPEC §19.2) at the time it composes, a moment before its ``delivered_at``: a window
+closing in between is open in the delivery and closed as of its time.
+
+Validity windows are judged at the moment itself, each as it stood then: a reviewer's
+later change of one is a ``validity`` event whose ``from`` holds the earlier window.
 """
 
 from __future__ import annotations

@@ -23,6 +23,7 @@ from django.utils import timezone
 from lens.agents import background_of, load_entry_values
 from lens.core.text import value_text
 from lens.models import Agent
+from lens.rows import aware
 from memory.core.composition import Composition
 from memory.core.explain import UNREADABLE, UNROUTED, Explanation, Facts, explain
 from memory.core.overlay import apply_memory_overlay, entry_cost
@@ -67,6 +68,7 @@ class _Row:
     note: str
     kind: str
     content: str | None  # read for an approved row only: an over-budget line's cost
+    valid_until: datetime | str | None  # unconverted: said only of an expired memory
 
 
 def explain_agent(
@@ -193,6 +195,7 @@ def _rows(agent: Agent, wanted: set[str] | None) -> dict[str, _Row]:
         "decision_note",
         "record__kind",
         "line",
+        "record__valid_until",
     )
     found = {}
     for value in values:
@@ -368,6 +371,8 @@ class _Context:
                 return {"other_id": winner, "other_words": self.briefs.get(winner)}
             case "authored-wins":
                 return {"authored_value": self.authored.get((row.section or "", row.key or ""))}
+            case "expired":
+                return {"valid_until": aware(row.valid_until) if row.valid_until else None}
             case "over-budget":
                 return {
                     "needed": self.costs.get(row.memory_id),

@@ -158,3 +158,15 @@ def test_the_lens_query_count_stays_flat_with_expiring_memories(
         page = member_client.get("/agents/big/")
     assert page.status_code == 200
     assert b'data-expires="expires in 1 day"' in page.content
+
+
+def test_an_expired_memorys_page_says_when_its_window_closed(
+    member_client: Client, wren: Agent
+) -> None:
+    record = remember(wren, "profile", "In Lisbon this week.")
+    MemoryRecord.objects.filter(pk=record).update(valid_until=timezone.now())
+    page = dom(member_client.get(f"/memories/{record}/"))
+    (status,) = [e for e in page.elements if "data-memory-status" in e.attrs]
+    assert status.get("data-memory-status") == "expired"
+    assert "It was valid until" in status.squashed
+    assert "which has passed" in status.squashed
