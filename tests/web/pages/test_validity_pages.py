@@ -170,3 +170,12 @@ def test_an_expired_memorys_page_says_when_its_window_closed(
     assert status.get("data-memory-status") == "expired"
     assert "It was valid until" in status.squashed
     assert "which has passed" in status.squashed
+
+
+def test_an_overlong_value_is_refused_in_words(reviewer_client: Client, wren: Agent) -> None:
+    record = remember(wren, "profile", "In Lisbon this week.")
+    page = dom(post(reviewer_client, record, valid_until="2030-01-01T00:00" + "0" * 80), status=400)
+    (error,) = [e for e in page.elements if "data-validity-error" in e.attrs]
+    assert "at most 64 characters" in error.squashed
+    assert "<" not in error.text
+    assert window(record) is None
