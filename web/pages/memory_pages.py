@@ -154,7 +154,7 @@ def memory_validity(request: AppRequest, record_id: str) -> HttpResponse:
         except DomainError as exc:
             error = exc.message
     else:
-        error = " ".join(message for errors in form.errors.values() for message in errors)
+        error = " ".join(str(message) for errors in form.errors.values() for message in errors)
     if error is not None:
         agent = with_config(Agent.objects.filter(pk=record.agent_id)).get()
         context = {**detail_context(request, record, agent), "validity_error": error}
