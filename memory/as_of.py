@@ -24,7 +24,12 @@ was committed when it read. A decision, save or revision committing while a deli
 the same agent is being made can carry a time just before the delivery's without being
 in its prompt; as of that time, it counts. (A delivery's ``revision`` and its causes by
 revision number are exact all the same.) Ordering the two would take a per-agent lock
-held by deliveries and by every such change.
+held by deliveries and by every such change. Likewise a delivery judges validity windows
+(SPEC §19.2) at the time it composes, a moment before its ``delivered_at``: a window
+closing in between is open in the delivery and closed as of its time.
+
+Validity windows are judged at the moment itself, each as it stood then: a reviewer's
+later change of one is a ``validity`` event whose ``from`` holds the earlier window.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ from lens.revisions import stored_config
 from lens.tracing import agent_attributes, span
 from memory.composition import compose_from, traced_prompt
 from memory.core.composition import Composition
+from memory.core.deliveries import parse_moment
 from memory.core.report import PromotionState
 from memory.core.routing import KeySource
 from memory.models import (
@@ -120,21 +126,42 @@ def rows_in_force(agent: Agent, moment: datetime) -> dict[str, MigratedPromotion
     return {row.record_id: row for row in rows}
 
 
+def windows_at(agent: Agent, moment: datetime) -> dict[str, datetime | None]:
+    """The ``valid_until`` each record had at ``moment``, for the records whose window a
+    reviewer changed after it (SPEC §19.2): the ``from`` of the earliest change after
+    ``moment`` (one indexed query, empty when no window was changed since)."""
+    rows = MemoryEvent.objects.filter(agent=agent, kind=EventKind.VALIDITY, at__gt=moment).order_by(
+        "-at", "-id"
+    )
+    # Newest first, so the earliest after ``moment`` is written last.
+    return {
+        record_id: _moment(detail.get("from") if isinstance(detail, dict) else None)
+        for record_id, detail in rows.values_list("record_id", "detail")
+    }
+
+
+def _moment(text: object) -> datetime | None:
+    return parse_moment(text) if isinstance(text, str) else None
+
+
 def _composed_at(agent: Agent, moment: datetime) -> Composition:
     config = config_at(agent, moment)
     statuses = statuses_at(agent, moment)
     earlier = rows_in_force(agent, moment)
+    windows = windows_at(agent, moment)
     reasons: dict[str, str] = {}
     holders: dict[str, str] = {}
-    for record_id, reason, status, holder in Promotion.objects.filter(
+    for record_id, reason, status, holder, until in Promotion.objects.filter(
         agent=agent, record__created_at__lte=moment
-    ).values_list("record_id", "reason", "status", "corroborates_id"):
+    ).values_list("record_id", "reason", "status", "corroborates_id", "record__valid_until"):
         reasons[record_id] = earlier[record_id].reason if record_id in earlier else reason
         if reasons[record_id] == "earned":
             # Approved on its sightings later: until then it was earning.
             reasons[record_id] = "earning"
         if holder is not None:
             holders[record_id] = holder
+        if record_id not in windows:
+            windows[record_id] = until
         if status == PromotionStatus.ERASED and record_id in statuses:
             statuses[record_id] = PromotionStatus.ERASED  # whatever it was then
     # Approved records, and the sightings that compose with them (SPEC §19.1).
@@ -149,15 +176,37 @@ def _composed_at(agent: Agent, moment: datetime) -> Composition:
     )
     if earlier:
         placed = _placed_then(placed, agent.pk, earlier)
+    placed = _windows_then(placed, agent.pk, windows)
     states = [
         PromotionState(
-            memory_id=rid, status=status, reason=reasons.get(rid, ""), holder=holders.get(rid)
+            memory_id=rid,
+            status=status,
+            reason=reasons.get(rid, ""),
+            holder=holders.get(rid),
+            valid_until=windows.get(rid),
         )
         for rid, status in statuses.items()
     ]
+    # Validity is judged at the moment itself: a memory expired then is dropped then.
     return compose_from(
-        agent, placed.of(agent.pk), states, placed.unreadable.get(agent.pk, set()), config
+        agent,
+        placed.of(agent.pk),
+        states,
+        placed.unreadable.get(agent.pk, set()),
+        config,
+        now=moment,
     )
+
+
+def _windows_then(placed: Placed, agent_id: int, windows: dict[str, datetime | None]) -> Placed:
+    """``placed`` with each record's validity window as it stood then."""
+    kept = [
+        record
+        if record.valid_until == windows.get(record.id, record.valid_until)
+        else replace(record, valid_until=windows.get(record.id))
+        for record in placed.of(agent_id)
+    ]
+    return Placed({**placed.records, agent_id: kept}, placed.unreadable)
 
 
 def _placed_then(placed: Placed, agent_id: int, earlier: dict[str, MigratedPromotion]) -> Placed:

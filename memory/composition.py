@@ -5,8 +5,10 @@ from __future__ import annotations
 import heapq
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime
 
 from django.conf import settings
+from django.utils import timezone
 
 from lens.agents import config_of, load_entry_values
 from lens.core.config import AgentConfig
@@ -31,28 +33,33 @@ from memory.queries import placed_records, promotion_states
 from memory.registry import get_spec
 
 
-def compose(agent: Agent, states: list[PromotionState] | None = None) -> Composition:
+def compose(
+    agent: Agent, states: list[PromotionState] | None = None, now: datetime | None = None
+) -> Composition:
     """Compose ``agent`` (load it with ``lens.agents.with_config`` to stay query-flat).
 
-    ``states`` may be passed when the caller already read the promotion states.
+    ``states`` may be passed when the caller already read the promotion states; ``now``
+    is the time validity windows are judged at (SPEC §19.2; default: the clock's now).
     """
     preloaded = None if states is None else {agent.pk: states}
-    return compose_many([agent], preloaded)[agent.pk]
+    return compose_many([agent], preloaded, now)[agent.pk]
 
 
 def compose_many(
-    agents: Sequence[Agent], states: dict[int, list[PromotionState]] | None = None
+    agents: Sequence[Agent],
+    states: dict[int, list[PromotionState]] | None = None,
+    now: datetime | None = None,
 ) -> dict[int, Composition]:
     """Compose several agents with a fixed number of queries, whatever their sizes."""
     with span("lens.compose") as current:
-        composed = _compose_many(agents, states)
+        composed = _compose_many(agents, states, now or timezone.now())
         if current.is_recording():
             current.set_attributes(_composed(agents, composed))
         return composed
 
 
 def _compose_many(
-    agents: Sequence[Agent], states: dict[int, list[PromotionState]] | None
+    agents: Sequence[Agent], states: dict[int, list[PromotionState]] | None, now: datetime
 ) -> dict[int, Composition]:
     ids = [agent.pk for agent in agents]
     load_entry_values(agents)
@@ -65,6 +72,7 @@ def _compose_many(
             placed.of(agent.pk),
             states.get(agent.pk, []),
             placed.unreadable.get(agent.pk, set()),
+            now=now,
         )
         for agent in agents
     }
@@ -100,6 +108,7 @@ def prompt_texts(agent: Agent, configs: Sequence[AgentConfig]) -> list[str]:
     """The prompts ``compose_configs`` gives for ``configs``, as their text alone: no
     routing report (so no promotion states read) and no token counted."""
     placed = placed_records([agent.pk]).of(agent.pk)
+    now = timezone.now()
     texts = []
     for config in configs:
         background, _fold = apply_memory_overlay(
@@ -107,6 +116,7 @@ def prompt_texts(agent: Agent, configs: Sequence[AgentConfig]) -> list[str]:
             placed,
             get_spec(config.routing_spec),
             settings.MEMORY_OVERLAY_BUDGET_CHARS,
+            now=now,
         )
         texts.append(render_text(config, background))
     return texts
@@ -121,10 +131,14 @@ class Memories:
     placed: list[PlacedRecord]  # the approved, placed records the fold may compose
     states: list[PromotionState]
     unreadable: set[str]
+    # When they were read: the time validity windows are judged at.
+    now: datetime
 
     def compose(self, config: AgentConfig) -> Composition:
         """The agent composed with ``config`` in place of its stored declarations."""
-        return compose_from(self.agent, self.placed, self.states, self.unreadable, config)
+        return compose_from(
+            self.agent, self.placed, self.states, self.unreadable, config, now=self.now
+        )
 
 
 def memories_of(agents: Sequence[Agent]) -> dict[int, Memories]:
@@ -134,12 +148,14 @@ def memories_of(agents: Sequence[Agent]) -> dict[int, Memories]:
         return {}
     placed = placed_records(ids)
     states = promotion_states(ids)
+    now = timezone.now()
     return {
         agent.pk: Memories(
             agent,
             placed.of(agent.pk),
             states.get(agent.pk, []),
             placed.unreadable.get(agent.pk, set()),
+            now,
         )
         for agent in agents
     }
@@ -151,15 +167,17 @@ def compose_from(
     states: list[PromotionState],
     unreadable: set[str],
     config: AgentConfig | None = None,
+    *,
+    now: datetime,
 ) -> Composition:
     """``agent`` composed from what was read of it: its approved placed records, every
     record's promotion state, the approved rows that did not read, and its declarations
-    (``config``; its stored ones when None)."""
+    (``config``; its stored ones when None), at ``now`` (validity windows close by it)."""
     if config is None:
         config = config_of(agent)
     spec = get_spec(config.routing_spec)
     background, fold = apply_memory_overlay(
-        config.background, placed, spec, settings.MEMORY_OVERLAY_BUDGET_CHARS
+        config.background, placed, spec, settings.MEMORY_OVERLAY_BUDGET_CHARS, now=now
     )
     prompt = Prompt(sections=render_sections(config, background))
     return Composition(
@@ -167,7 +185,7 @@ def compose_from(
         spec=SpecRef(key=spec.key, version=spec.version) if spec is not None else None,
         background=background,
         prompt=prompt,
-        report=routing_report(states, fold, unreadable),
+        report=routing_report(states, fold, unreadable, now),
         counts=Counts.of(config.background, background),
         tokens=PromptTokens.of(prompt),
     )
@@ -181,10 +199,10 @@ class RecallFold:
     spilled: list[PlacedRecord]  # approved but left out by the budget, newest first
 
 
-def recall_fold(agent: Agent, spill_limit: int) -> RecallFold:
+def recall_fold(agent: Agent, spill_limit: int, now: datetime | None = None) -> RecallFold:
     """The memories the agent's Background holds now and the newest ``spill_limit`` of
     those its budget left out: the fold alone, without the routing report (which would
-    read every record's promotion state).
+    read every record's promotion state). Validity is judged at ``now`` (default: now).
     """
     placed = placed_records([agent.pk]).of(agent.pk)
     background, fold = apply_memory_overlay(
@@ -192,6 +210,7 @@ def recall_fold(agent: Agent, spill_limit: int) -> RecallFold:
         placed,
         get_spec(agent.routing_spec),
         settings.MEMORY_OVERLAY_BUDGET_CHARS,
+        now=now or timezone.now(),
     )
     composed = frozenset(
         memory_id

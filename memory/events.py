@@ -28,6 +28,7 @@ _ACTIONS = {
     EventKind.MIGRATED: "memory.migrated",
     # Approved by the system on its sightings (SPEC §19.1): an approval all the same.
     EventKind.EARNED: "memory.approved",
+    EventKind.VALIDITY: "memory.validity_changed",
 }
 # A save's outcome, said in its ``memory.saved`` event.
 _OUTCOMES = {EventKind.PROMOTED, EventKind.QUEUED, EventKind.DECLINED, EventKind.CORROBORATES}
@@ -120,6 +121,9 @@ def write_events(
         elif event.kind == EventKind.EARNED:
             # Approved by the system: the distinct sessions that saved it.
             details = {"bulk": False, "earned": True, "sessions": event.detail.get("sessions")}
+        elif event.kind == EventKind.VALIDITY:
+            # Two moments, never content.
+            details = {"from": event.detail.get("from"), "to": event.detail.get("to")}
         elif event.kind == EventKind.ERASED:
             # Who, when and why (the eraser's reason, which the page asks not to quote
             # the memory), the hash the save already logged and counts: nothing of the text.

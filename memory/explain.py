@@ -18,10 +18,12 @@ from typing import Any, cast
 from django.conf import settings
 from django.db.models import Case, F, QuerySet, When
 from django.db.models.functions import Substr
+from django.utils import timezone
 
 from lens.agents import background_of, load_entry_values
 from lens.core.text import value_text
 from lens.models import Agent
+from lens.rows import aware
 from memory.core.composition import Composition
 from memory.core.explain import UNREADABLE, UNROUTED, Explanation, Facts, explain
 from memory.core.overlay import apply_memory_overlay, entry_cost
@@ -69,6 +71,7 @@ class _Row:
     kind: str
     content: str | None  # read for an approved row only: an over-budget line's cost
     holder: str | None  # a sighting's: the earning memory it saw again
+    valid_until: datetime | str | None  # unconverted: said only of an expired memory
 
 
 def explain_agent(
@@ -118,7 +121,13 @@ def prompt_reasons(
         promotion = _promotion_of(record)
         if promotion is not None:
             states[record.agent_id].append(
-                PromotionState(record.pk, promotion.status, promotion.reason)
+                PromotionState(
+                    record.pk,
+                    promotion.status,
+                    promotion.reason,
+                    holder=promotion.corroborates_id,
+                    valid_until=record.valid_until,
+                )
             )
     wanted = {record.agent_id for record in records}
     shown = [agent for agent in agents if agent.pk in wanted]
@@ -126,12 +135,14 @@ def prompt_reasons(
     placed = placed_records([agent.pk for agent in shown])  # no query for no agents
     composed: set[str] = set()
     drops: dict[str, str] = {}
+    now = timezone.now()
     for agent in shown:
         background, fold = apply_memory_overlay(
             background_of(agent),
             placed.of(agent.pk),
             get_spec(agent.routing_spec),
             settings.MEMORY_OVERLAY_BUDGET_CHARS,
+            now=now,
         )
         composed.update(
             memory_id
@@ -139,7 +150,7 @@ def prompt_reasons(
             for entry in section.entries
             for memory_id in entry.memory_ids
         )
-        report = routing_report(states[agent.pk], fold, placed.unreadable.get(agent.pk, set()))
+        report = routing_report(states[agent.pk], fold, placed.unreadable.get(agent.pk, set()), now)
         drops.update((drop.memory_id, drop.reason) for drop in report.drops)
     found: dict[str, str | None] = {}
     for record in records:
@@ -194,6 +205,7 @@ def _rows(agent: Agent, wanted: set[str] | None) -> dict[str, _Row]:
         "record__kind",
         "line",
         "corroborates_id",
+        "record__valid_until",
     )
     found = {}
     for value in values:
@@ -385,6 +397,8 @@ class _Context:
                 return {"other_id": winner, "other_words": self.briefs.get(winner)}
             case "authored-wins":
                 return {"authored_value": self.authored.get((row.section or "", row.key or ""))}
+            case "expired":
+                return {"valid_until": aware(row.valid_until) if row.valid_until else None}
             case "over-budget":
                 return {
                     "needed": self.costs.get(row.memory_id),

@@ -52,6 +52,10 @@ class MemoryRecord(models.Model):
     # The conversation the model saved it in (SPEC §19.1): tells sightings apart. NULL:
     # not given (its UTC day stands in); never "".
     session = models.CharField(max_length=128, null=True, blank=True)  # noqa: DJ001
+    # Validity window (SPEC §19.2): from this moment on the memory leaves the prompt and
+    # recall (drop reason ``expired``). NULL: valid for good. A reviewer may set, move or
+    # clear it (``memory.validity``); each change is a ``validity`` event.
+    valid_until = models.DateTimeField(null=True, blank=True)
     # Erasure (SPEC §15): the content, label and tags are blanked; what stays is the id,
     # kind, times, the SHA-256 of the content as it was, and who erased it, when and why.
     # Blank until then: the hash of a live record is computed from its content.
@@ -66,6 +70,12 @@ class MemoryRecord(models.Model):
             models.Index(fields=["agent", "created_at", "id"], name="memory_agent_created"),
             # Recall's profile tier and listings by kind: newest first within one kind.
             models.Index(fields=["agent", "kind", "created_at"], name="memory_agent_kind_created"),
+            # The worker's expiry check: the memories whose window closed since a moment.
+            models.Index(
+                fields=["valid_until"],
+                condition=Q(valid_until__isnull=False),
+                name="memory_valid_until",
+            ),
         ]
 
     def __str__(self) -> str:
@@ -174,6 +184,9 @@ class EventKind(models.TextChoices):
     CORROBORATES = "corroborates"
     # An earning memory approved by its sightings (by the system, SPEC §19.1).
     EARNED = "earned"
+    # A reviewer set, moved or cleared the record's ``valid_until`` (SPEC §19.2); the
+    # detail holds both moments (``from``, ``to``: ISO 8601 or null).
+    VALIDITY = "validity"
 
 
 class MigratedPromotion(models.Model):

@@ -9,9 +9,11 @@ promotion row or event. Its answer is for people and tools that configure agents
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Literal
 
 from django.conf import settings
+from django.utils import timezone
 
 from lens.agents import config_of
 from lens.core.background import Tier
@@ -87,7 +89,7 @@ def preview_save(agent: Agent, data: MemoryInput) -> Preview:
         )
     fold = Fold(None, None, None)
     if placement is not None and outcome.status != "declined":
-        fold = _fold(agent, routed, placement, key_source or "content")
+        fold = _fold(agent, routed, placement, key_source or "content", data.valid_until)
     return Preview(
         outcome=outcome.status,
         placement=placement,
@@ -111,7 +113,13 @@ class Fold:
     left: int | None  # over-budget: what the composed memories leave of the budget
 
 
-def _fold(agent: Agent, routed: Routed, placement: Placement, key_source: KeySource) -> Fold:
+def _fold(
+    agent: Agent,
+    routed: Routed,
+    placement: Placement,
+    key_source: KeySource,
+    valid_until: datetime | None,
+) -> Fold:
     """The fold's reason to leave the candidate out if it were approved now (None: it
     would be composed), with the characters it needs and those left when over budget."""
     superseded = routed.older.pk if routed.older is not None else None
@@ -126,10 +134,11 @@ def _fold(agent: Agent, routed: Routed, placement: Placement, key_source: KeySou
         tags=routed.routable.tags,
         label=routed.routable.label,
         key_source=key_source,
+        valid_until=valid_until,
     )
     budget = settings.MEMORY_OVERLAY_BUDGET_CHARS
     _background, report = apply_memory_overlay(
-        config_of(agent).background, [*placed, candidate], routed.spec, budget
+        config_of(agent).background, [*placed, candidate], routed.spec, budget, now=timezone.now()
     )
     reason = next((d.reason for d in report.drops if d.memory_id == CANDIDATE_ID), None)
     if reason != "over-budget":

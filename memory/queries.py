@@ -26,14 +26,30 @@ def promotion_states(agent_ids: Iterable[int]) -> dict[int, list[PromotionState]
     states: dict[int, list[PromotionState]] = defaultdict(list)
     rows = raw_rows(
         Promotion.objects.filter(agent_id__in=list(agent_ids)).values_list(
-            "agent_id", "record_id", "status", "reason", "corroborates_id"
+            "agent_id", "record_id", "status", "reason", "corroborates_id", "record__valid_until"
         )
     )
-    for agent_id, record_id, status, reason, holder in rows:
+    for agent_id, record_id, status, reason, holder, until in rows:
         states[agent_id].append(
-            PromotionState(memory_id=record_id, status=status, reason=reason, holder=holder)
+            PromotionState(
+                memory_id=record_id,
+                status=status,
+                reason=reason,
+                holder=holder,
+                valid_until=_moment(until),
+            )
         )
     return states
+
+
+def _moment(value: datetime | str | None) -> datetime | None:
+    """A stored ``valid_until`` (None when there is none, or it no longer reads)."""
+    if value is None:
+        return None
+    try:
+        return aware(value)
+    except ValueError:
+        return None
 
 
 # A row of ``placed_records``' query. Its filter makes ``section`` non-null, a placed row
@@ -51,6 +67,7 @@ _PlacedRow = tuple[
     str,
     KeySource | None,
     str | None,
+    datetime | str | None,
 ]
 
 
@@ -105,6 +122,7 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
                 "key",
                 "key_source",
                 "corroborates_id",
+                "record__valid_until",
             )
         ),
     )
@@ -115,9 +133,10 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
         seen = _sightings(rows, unreadable)
         rows = [row for row in rows if row[10] is None]
     all_tags = json_values([row[4] for row in rows])
-    for (agent_id, rid, kind, content, _t, label, stamp, section, key, source, _h), tags in zip(
-        rows, all_tags, strict=True
-    ):
+    for (
+        (agent_id, rid, kind, content, _t, label, stamp, section, key, source, _h, until),
+        tags,
+    ) in zip(rows, all_tags, strict=True):
         try:
             created = aware(stamp)
         except ValueError:
@@ -138,6 +157,7 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
                 key=key,
                 key_source=source or "content",
                 sightings=tuple(seen.get(rid, ())),
+                valid_until=_moment(until),
             )
         )
     return Placed(placed, unreadable)
@@ -146,7 +166,7 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
 def _sightings(rows: list[_PlacedRow], unreadable: dict[int, set[str]]) -> dict[str, list[str]]:
     """The readable sightings among ``rows``, by the holder they corroborate."""
     seen: dict[str, list[str]] = defaultdict(list)
-    for agent_id, rid, kind, content, _t, label, stamp, _s, _k, _src, holder in rows:
+    for agent_id, rid, kind, content, _t, label, stamp, _s, _k, _src, holder, _u in rows:
         if holder is None:
             continue
         try:
@@ -165,7 +185,8 @@ SNIPPET_CHARS = 140
 
 
 def record_briefs(agent: Agent, record_ids: Iterable[str]) -> dict[str, dict[str, Any]]:
-    """Id, kind, label, the start of the content, tier and promotion status of each of
+    """Id, kind, label, the start of the content, tier, promotion status and
+    ``valid_until`` of each of
     ``record_ids`` that is a memory of ``agent`` (one query, none for no ids).
 
     Only what a page shows is read, and only the first characters of the content, so an
@@ -181,12 +202,14 @@ def record_briefs(agent: Agent, record_ids: Iterable[str]) -> dict[str, dict[str
         "record__kind",
         "record__label",
         Substr("record__content", 1, SNIPPET_CHARS + 1),
+        "record__valid_until",
     )
     briefs = {}
-    for record_id, status, tier, kind, label, head in rows:
+    for record_id, status, tier, kind, label, head, until in rows:
         brief = _brief(kind, label, head, status == PromotionStatus.ERASED)
-        # What the lens's tooltips tell beside it (``provenance``).
-        brief.update(status=status, tier=tier)
+        # What the lens's tooltips tell beside it (``provenance``), and when its window
+        # closes (the lens marks one closing within days).
+        brief.update(status=status, tier=tier, valid_until=until)
         briefs[record_id] = brief
     return briefs
 
@@ -278,6 +301,7 @@ def view_of(record: MemoryRecord) -> MemoryView:
             "label": record.label,
             "supersedes": record.supersedes_id,
             "created_at": record.created_at,
+            "valid_until": record.valid_until,
         }
     )
 

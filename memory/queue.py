@@ -17,6 +17,7 @@ from typing import Literal
 
 from django.conf import settings
 from django.db.models import QuerySet
+from django.utils import timezone
 from django.utils.text import Truncator
 
 from lens.agents import background_of, load_entry_values
@@ -157,6 +158,7 @@ def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
             placed.of(agent.pk),
             get_spec(agent.routing_spec),
             settings.MEMORY_OVERLAY_BUDGET_CHARS,
+            timezone.now(),
         )
         for agent in {p.agent for p in promotions}
         if agent.pk in backgrounds
@@ -291,6 +293,7 @@ def revoke_preview(record: MemoryRecord) -> RevokePreview:
         placed_records([agent.pk]).of(agent.pk),
         get_spec(agent.routing_spec),
         settings.MEMORY_OVERLAY_BUDGET_CHARS,
+        timezone.now(),
     )
     withdrawal = baseline.withdrawal(record.pk)
     gone, older = withdrawal.record, record.supersedes

@@ -10,6 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import QuerySet
 from django.db.models.functions import Length, Substr
+from django.utils import timezone
 
 from lens.core.errors import DomainError
 from lens.core.text import unstorable
@@ -28,7 +29,8 @@ CANDIDATES = 200
 COMMON_WORD_RECORDS = 1000
 
 
-# Never recalled: a superseded record (replaced), an erased one (nothing left of it).
+# Never recalled: a superseded record (replaced), an erased one (nothing left of it);
+# nor one whose validity window has closed.
 _GONE = (PromotionStatus.SUPERSEDED, PromotionStatus.ERASED)
 
 
@@ -67,13 +69,17 @@ def recall(agent: Agent, message: str) -> Recall:
     words = list(dict.fromkeys(terms(message)))[: search.QUERY_MAX_TERMS]
     selective = search.selective_terms([agent.pk], words, COMMON_WORD_RECORDS)
     hit_ids = search.search_terms([agent.pk], selective, None, CANDIDATES, 0)
-    current = MemoryRecord.objects.filter(agent=agent, erased_at__isnull=True).exclude(
-        promotion__status__in=_GONE
+    # Expired memories leave recall as they leave the prompt (SPEC §19.2).
+    now = timezone.now()
+    current = (
+        MemoryRecord.objects.filter(agent=agent, erased_at__isnull=True)
+        .exclude(promotion__status__in=_GONE)
+        .exclude(valid_until__lte=now)
     )
     profile = _candidates(current.filter(kind="profile").order_by("-created_at", "id"))
     # One fold gives both what the prompt holds (never recalled) and what its budget
     # left out (spilled).
-    fold = recall_fold(agent, CANDIDATES)
+    fold = recall_fold(agent, CANDIDATES, now)
     spilled = [Candidate(record.id, record.content) for record in fold.spilled]
     pinned: list[Candidate] = []
     if agent.recall_pinned_candidates:
@@ -94,6 +100,7 @@ def recall(agent: Agent, message: str) -> Recall:
     hit_rows = (
         MemoryRecord.objects.filter(pk__in=hit_ids, erased_at__isnull=True)
         .exclude(promotion__status__in=_GONE)
+        .exclude(valid_until__lte=now)
         .order_by()
     )
     by_id = {c.id: c for c in _candidates(hit_rows)}

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
 
 from lens.actors import SYSTEM, Actor
 from lens.core.errors import DomainError
@@ -47,6 +48,21 @@ class UnknownSupersedes(DomainError):
     def __init__(self, record_id: str) -> None:
         super().__init__(
             f"No memory {record_id!r} of this agent to supersede.", supersedes=record_id
+        )
+
+
+class InvalidValidUntil(DomainError):
+    """A ``valid_until`` that does not fall after the moment it is set (SPEC §19.2)."""
+
+    code = "invalid_valid_until"
+
+
+def check_valid_until(valid_until: datetime | None, at: datetime) -> None:
+    """Raise InvalidValidUntil unless ``valid_until`` is None or after ``at``."""
+    if valid_until is not None and valid_until <= at:
+        raise InvalidValidUntil(
+            f"valid_until must be after {at.isoformat()}; {valid_until.isoformat()} is not.",
+            valid_until=valid_until.isoformat(),
         )
 
 
@@ -124,8 +140,10 @@ class Routed:
 def route(agent: Agent, data: MemoryInput) -> Routed:
     """Route ``data`` for ``agent`` as a save would, reading but writing nothing.
 
-    Raises UnknownSupersedes when ``supersedes`` names no record of this agent.
+    Raises InvalidValidUntil when ``valid_until`` is not after now, UnknownSupersedes
+    when ``supersedes`` names no record of this agent.
     """
+    check_valid_until(data.valid_until, timezone.now())
     older = None
     if data.supersedes is not None:
         older = MemoryRecord.objects.filter(agent=agent, pk=data.supersedes).first()
@@ -219,6 +237,7 @@ def _save(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Conflict:
 def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> str:
     spec, routable, placement, older = routed.spec, routed.routable, routed.placement, routed.older
     at = next_timestamp(agent)
+    check_valid_until(data.valid_until, at)
     record = MemoryRecord.objects.create(
         agent=agent,
         kind=data.kind,
@@ -228,6 +247,7 @@ def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> st
         supersedes=older,
         created_at=at,
         session=data.session,
+        valid_until=data.valid_until,
     )
     # Indexed in the same transaction: a saved memory is searchable at once, or not saved.
     search.document(record).save()

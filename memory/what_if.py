@@ -46,6 +46,7 @@ from memory.composition import Memories, compose_from, memories_of
 from memory.core.composition import Composition
 from memory.core.deliveries import prompt_of_json, sha256_hex
 from memory.core.overlay import apply_memory_overlay
+from memory.core.report import expired
 from memory.core.routing import KeySource, PlacedRecord
 from memory.core.what_if import (
     DECISIONS,
@@ -183,7 +184,7 @@ def _now(agent: Agent, config: AgentConfig, change: Change) -> tuple[Composition
     else:
         placed = [record for record in placed if record.id != change.memory_id]
         unreadable = unreadable - {change.memory_id}
-    return before, compose_from(agent, placed, states, unreadable, config)
+    return before, compose_from(agent, placed, states, unreadable, config, now=memories.now)
 
 
 def _moved(
@@ -202,7 +203,7 @@ def _moved(
     placed = [record for record in memories.placed if record.id not in moves]
     placed += [_at_target(record, moves[record.id]) for record in found.of(agent.pk)]
     unreadable = memories.unreadable | found.unreadable.get(agent.pk, set())
-    return compose_from(agent, placed, states, unreadable, config)
+    return compose_from(agent, placed, states, unreadable, config, now=memories.now)
 
 
 def _lands(move: Moved) -> bool:
@@ -346,6 +347,7 @@ class _Walk:
                 self.placed[held] = replace(record, section=section, key=key, key_source=key_source)
             self.history.setdefault(rid, []).append((at, held))
         self.created = {rid: p.created_at for rid, p in everyone.items()}
+        self.windows = {rid: p.valid_until for rid, p in everyone.items() if p.valid_until}
         for rid, move in self.moves.items():
             if rid in everyone and _lands(move):
                 self.placed[(rid, -1)] = _at_target(everyone[rid], move)
@@ -391,11 +393,15 @@ class _Walk:
                 rid for rid in self.moves if (rid, -1) in self.placed
             }
         created = self.created
-        # Saved by then (a status at the moment is the record's first event's, at its save).
+        windows = self.windows
+        # Saved by then (a status at the moment is the record's first event's, at its
+        # save), and not expired then (SPEC §19.2: by its window as it stands now).
         return frozenset(
             held
             for rid in approved
-            if created[rid] <= moment and (held := self._held(rid, moment)) is not None
+            if created[rid] <= moment
+            and not expired(windows.get(rid), moment)
+            and (held := self._held(rid, moment)) is not None
         )
 
     def _held(self, record_id: str, moment: datetime) -> _Held | None:

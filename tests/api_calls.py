@@ -173,7 +173,16 @@ def context_text(composition: dict[str, Any]) -> str:
 # --- the memories API --------------------------------------------------------------
 
 DOUG = "The user's name is Doug."
-VIEW_KEYS = {"id", "kind", "content", "tags", "label", "supersedes", "created_at"}
+VIEW_KEYS = {
+    "id",
+    "kind",
+    "content",
+    "tags",
+    "label",
+    "supersedes",
+    "created_at",
+    "valid_until",
+}
 
 
 def memory_body(kind: str = "profile", content: str = DOUG, **extra: Any) -> dict[str, Any]:

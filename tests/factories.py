@@ -556,7 +556,13 @@ def bundle_story(team: Team, api: ApiClient, reviewer: User) -> dict[str, str]:
             api, memory_body("profile", "Lives in Kraków — near the Café\u2028Zoë.", label="city")
         ),
         "fact": post_memory(
-            api, memory_body("fact", "Once saw a 🦊 at 5\u00a0a.m.", tags=["animals", "ночь"])
+            api,
+            memory_body(
+                "fact",
+                "Once saw a 🦊 at 5\u00a0a.m.",
+                tags=["animals", "ночь"],
+                valid_until="2099-01-01T00:00:00Z",
+            ),
         ),
     }
     deliver_through(api, session="s-1", model="gpt-4.1-mini")
@@ -621,7 +627,15 @@ def agent_state(agent: Agent) -> dict[str, Any]:
             MemoryRecord.objects.filter(agent=agent)
             .order_by("id")
             .values_list(
-                "id", "kind", "content", "tags", "label", "supersedes_id", "created_at", "session"
+                "id",
+                "kind",
+                "content",
+                "tags",
+                "label",
+                "supersedes_id",
+                "created_at",
+                "session",
+                "valid_until",
             )
         ),
         "promotions": list(

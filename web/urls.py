@@ -151,6 +151,11 @@ urlpatterns = [
     path("memories/<str:record_id>/reopen/", approval_pages.reopen_one, name="memory-reopen"),
     path("memories/<str:record_id>/erase/", erasure_pages.erase_one, name="memory-erase"),
     path(
+        "memories/<str:record_id>/validity/",
+        memory_pages.memory_validity,
+        name="memory-validity",
+    ),
+    path(
         "memories/<str:record_id>/routing-case/",
         routing_pages.add_routing_case,
         name="memory-routing-case",

@@ -6,6 +6,9 @@ row removed by hand. The sweep gives new tasks to pending dispatches whose lease
 and to those due more than a minute ago that no worker took; a worker starting sweeps at
 once, with no minute's grace. Sending twice is harmless: of two tasks for one dispatch, one claims each try.
 
+It also wakes the ``prompt.changed`` checks of agents whose memories' validity windows
+closed since their last check (``webhooks.expiring``): an expiry is told within a minute.
+
 The sweep is itself a task that enqueues its successor a minute on, so it runs while
 any worker runs, with no loop of our own. Each run does bounded work. There is one
 sweep waiting at a time, however many workers start at once on however many machines:
@@ -24,6 +27,7 @@ from django_tasks import TaskResultStatus
 from django_tasks_db.models import DBTaskResult
 
 from webhooks import tasks
+from webhooks.expiring import wake_expired
 from webhooks.models import Attempt, Dispatch, PromptMark
 from webhooks.outbox import wake
 
@@ -96,6 +100,7 @@ def clear(now: datetime) -> None:
 def sweep_and_return() -> int:
     now = timezone.now()
     queued = requeue(now, GRACE)
+    wake_expired(now)
     clear(now)
     _enqueue_sweep(run_after=now + EVERY)
     return queued
@@ -104,7 +109,9 @@ def sweep_and_return() -> int:
 def start_sweeping() -> int:
     """At a worker's start: queue again what a stopped worker left half-sent, at once,
     and start the sweep unless one is already waiting."""
-    queued = requeue(timezone.now(), GRACE)
+    now = timezone.now()
+    queued = requeue(now, GRACE)
+    wake_expired(now)
     _enqueue_sweep(run_after=None)
     return queued
 

@@ -15,6 +15,8 @@ MEMORY_AFTER_SAVE = (
     "memory.erased",
     # A migration moved its placement (SPEC §18.3).
     "memory.migrated",
+    # A reviewer set, moved or cleared its validity window (SPEC §19.2).
+    "memory.validity_changed",
 )
 
 # Every action an event can name (SPEC §15).

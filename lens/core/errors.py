@@ -50,6 +50,7 @@ SPECIFIC_CODES: Mapping[str, str] = {
     "tags": "invalid_tags",
     "label": "invalid_label",
     "supersedes": "invalid_supersedes",
+    "valid_until": "invalid_valid_until",
 }
 
 

@@ -34,6 +34,7 @@ STATUS_BY_CODE: dict[str, int] = {
     # Erasure is a command and a page action today (SPEC §15); the statuses keep any
     # later API caller honest.
     "memory_not_found": 404,
+    "memory_erased": 409,
     "already_erased": 409,
     "invalid_erase_reason": 422,
     "invalid_request": 422,
@@ -43,6 +44,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "invalid_tags": 422,
     "invalid_label": 422,
     "invalid_supersedes": 422,
+    "invalid_valid_until": 422,
     "invalid_slug": 422,
     "invalid_key": 422,
     "unknown_routing_spec": 422,

@@ -225,6 +225,7 @@ def _memories(agent: Agent) -> Iterator[dict[str, Any]]:
             "erased_by",
             "erase_reason",
             "session",
+            "valid_until",
         )
         .iterator(chunk_size=MEMORIES_PER_FETCH)
     )
@@ -241,6 +242,7 @@ def _memories(agent: Agent) -> Iterator[dict[str, Any]]:
         erased_by,
         erase_reason,
         session,
+        valid_until,
     ) in rows:
         line = {
             "type": "memory",
@@ -254,6 +256,8 @@ def _memories(agent: Agent) -> Iterator[dict[str, Any]]:
         }
         if session is not None:
             line["session"] = session
+        if valid_until is not None:
+            line["valid_until"] = stamp(valid_until)
         if erased_at is not None:
             line.update(
                 content_sha256=content_sha256,

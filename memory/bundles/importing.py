@@ -342,6 +342,7 @@ class _Import:
                 label=line.label,
                 supersedes_id=line.supersedes,
                 created_at=line.created_at,
+                valid_until=line.valid_until,
                 content_sha256=line.content_sha256 or "",
                 erased_at=line.erased_at,
                 erased_by=line.erased_by,

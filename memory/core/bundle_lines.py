@@ -77,6 +77,7 @@ EventKindName = Literal[
     "migrated",
     "corroborates",
     "earned",
+    "validity",
 ]
 # PositiveIntegerField's range on every backend.
 INT_MAX = 2_147_483_647
@@ -197,6 +198,9 @@ class MemoryLine(_Line):
     created_at: Stamp
     # The conversation it was saved in (SPEC §19.1); left out when there was none.
     session: Session = None
+    # Its validity window as it stands (SPEC §19.2); its changes travel as ``validity``
+    # events. Absent from bundles made before windows existed: none.
+    valid_until: Stamp | None = None
     # An erased memory (SPEC §15) travels as its tombstone: no content, label or tags,
     # the hash of what it held, who erased it, when and why.
     content_sha256: Sha256 | None = None

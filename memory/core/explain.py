@@ -26,6 +26,7 @@ UNROUTED = "unrouted"
 GROUP_TITLES: dict[str, str] = {
     "erased": "Erased",
     "superseded": "Replaced by a newer memory",
+    "expired": "Expired",
     "spec-declined": "Recall only",
     "undeclared-section": "Section not declared",
     "locked-section": "Locked section",
@@ -45,6 +46,7 @@ GROUP_TITLES: dict[str, str] = {
 SHORT_WORDS: dict[str, str] = {
     "erased": "erased",
     "superseded": "superseded",
+    "expired": "expired",
     "spec-declined": "recall only",
     "undeclared-section": "section not declared",
     "locked-section": "locked section",
@@ -71,6 +73,7 @@ _TONES: dict[str, Tone] = {
     "corroborating": "wait",
     "erased": "quiet",
     "superseded": "quiet",
+    "expired": "quiet",
     "spec-declined": "quiet",
     "rejected": "quiet",
     "revoked": "quiet",
@@ -129,6 +132,8 @@ class Facts:
     # approved it ("instruction-shaped", SPEC §19.4; empty: its section is guarded).
     since: datetime | None = None
     held: str = ""
+    # expired: when its validity window closed.
+    valid_until: datetime | None = None
     # rejected, revoked: who decided (None: unknown), when, and their reason; erased:
     # who erased it, when and why.
     decided_by: str | None = None
@@ -270,6 +275,12 @@ def _superseded(facts: Facts) -> list[Piece]:
         Piece(words, Link("memory", facts.other_id)),
         Piece(stop(words)),
     ]
+
+
+def _expired(facts: Facts) -> list[Piece]:
+    if facts.valid_until is None:
+        return [Piece("Its validity window has closed.")]
+    return [Piece(f"It was valid until {facts.valid_until:%Y-%m-%d %H:%M} UTC, which has passed.")]
 
 
 def _spec_declined(facts: Facts) -> list[Piece]:
@@ -456,6 +467,7 @@ def _unknown(facts: Facts) -> list[Piece]:
 _WORDS: dict[str, _Words] = {
     "erased": _erased,
     "superseded": _superseded,
+    "expired": _expired,
     "spec-declined": _spec_declined,
     "undeclared-section": _undeclared,
     "locked-section": _locked,

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal
 
 from lens.core.background import Background, BackgroundEntry, BackgroundSection, Tier
@@ -111,6 +112,8 @@ class Baseline:
     by_id: dict[str, PlacedRecord]
     spec: RoutingSpec | None
     budget: int
+    # The fold's time: records whose validity window closed by then are left out.
+    now: datetime | None = None
     # Entry lines drawn so far: every row's preview draws its section again, and the
     # same authored entries and memories (up to 10,000 code points each, an authored
     # value more) would be collapsed and formatted once per row.
@@ -123,8 +126,9 @@ class Baseline:
         placed: list[PlacedRecord],
         spec: RoutingSpec | None,
         budget: int,
+        now: datetime | None = None,
     ) -> Baseline:
-        folded, report = apply_memory_overlay(background, placed, spec, budget)
+        folded, report = apply_memory_overlay(background, placed, spec, budget, now=now)
         composed = _composed_ids(folded)
         over = {d.memory_id for d in report.drops if d.reason == "over-budget"}
         # Whole addresses: reconciling a group again needs every record of it.
@@ -142,6 +146,7 @@ class Baseline:
             by_id={p.id: p for p in placed},
             spec=spec,
             budget=budget,
+            now=now,
         )
 
     def impact(self, candidate: PlacedRecord) -> Impact:
@@ -170,7 +175,9 @@ class Baseline:
         if record is None or record_id not in self.composed:
             return Withdrawal(record, False, "", (), (), 0, None, (), 0)
         others = [p for p in self.placed if p.id != record_id]
-        folded, report = apply_memory_overlay(self.background, others, self.spec, self.budget)
+        folded, report = apply_memory_overlay(
+            self.background, others, self.spec, self.budget, now=self.now
+        )
         after = _composed_ids(folded)
         arrived = [self.by_id[i] for i in sorted(after - self.composed) if i in self.by_id]
         address = (record.section, record.key)
@@ -197,7 +204,7 @@ class Baseline:
 
     def _fold(self, candidate: PlacedRecord, others: tuple[PlacedRecord, ...]) -> _Folded:
         folded, report = apply_memory_overlay(
-            self.background, [*others, candidate], self.spec, self.budget
+            self.background, [*others, candidate], self.spec, self.budget, now=self.now
         )
         reason = next((d.reason for d in report.drops if d.memory_id == candidate.id), None)
         return _Folded(folded, reason, _composed_ids(folded))

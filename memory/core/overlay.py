@@ -88,8 +88,15 @@ def _reconcile(
     return when, winner, tuple(sorted(ids))
 
 
-def _identity(record: PlacedRecord) -> tuple[str, str, str, float]:
-    return (record.section, record.key, record.content, _when(record.created_at))
+def _identity(record: PlacedRecord) -> tuple[str, str, str, float, float]:
+    until = record.valid_until
+    return (
+        record.section,
+        record.key,
+        record.content,
+        _when(record.created_at),
+        _when(until) if until is not None else float("inf"),
+    )
 
 
 def _recheck(record: PlacedRecord, declared: dict[str, BackgroundSection]) -> DropReason:
@@ -105,15 +112,23 @@ def apply_memory_overlay(
     placed: Iterable[PlacedRecord],
     spec: RoutingSpec | None = None,
     budget_chars: int = DEFAULT_BUDGET_CHARS,
+    *,
+    now: datetime | None = None,
 ) -> tuple[Background, RoutingReport]:
-    """Compose ``placed`` into ``background``; report every record left out and why."""
+    """Compose ``placed`` into ``background``; report every record left out and why.
+
+    ``now`` is the fold's time: a record whose ``valid_until`` is at or before it is
+    dropped ``expired``, before any other check. The fold reads no clock, so every
+    composer passes it (its moment, for a composition as of a moment); without it (a
+    pure computation with no time of its own, such as a test) nothing expires.
+    """
     # The fold allocates a few small objects per record and creates no reference
     # cycles, so reference counting frees all of it. Pausing the cyclic collector stops
     # it rescanning the whole heap mid-fold: half the time at 10,000 records.
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _fold(background, placed, spec, budget_chars)
+        return _fold(background, placed, spec, budget_chars, now)
     finally:
         if collecting:
             gc.enable()
@@ -128,11 +143,12 @@ def _fold(
     placed: Iterable[PlacedRecord],
     spec: RoutingSpec | None,
     budget_chars: int,
+    now: datetime | None,
 ) -> tuple[Background, RoutingReport]:
     records = _unique(placed)
     sighted = _claim_sightings(records)
     drops: list[Drop] = []
-    survivors = _admitted(background, records, drops)
+    survivors = _admitted(background, records, drops, now)
     buckets = _candidates(survivors, spec, drops)
     _finalize(spec, records, buckets, drops)
     composed, used = _within_budget(buckets, spec, budget_chars, drops)
@@ -152,15 +168,28 @@ def _fold(
 
 
 def _admitted(
-    background: Background, records: dict[str, PlacedRecord], drops: list[Drop]
+    background: Background,
+    records: dict[str, PlacedRecord],
+    drops: list[Drop],
+    now: datetime | None,
 ) -> dict[_Address, list[tuple[float, PlacedRecord]]]:
-    """1. Placements whose section or tier no longer admits them, or whose key an
-    authored entry holds, are dropped; the rest are grouped by address.
+    """1. Records whose window has closed at ``now`` are dropped ``expired`` (first:
+    SPEC §5.6 judges expiry before the rest); then placements whose section or tier no
+    longer admits them, or whose key an authored entry holds; the rest are grouped by
+    address.
     """
+    moment = None if now is None else _when(now)
     declared = {section.id: section for section in background.sections}
     open_keys = _open_keys(background)
     survivors: dict[_Address, list[tuple[float, PlacedRecord]]] = {}
     for record in records.values():
+        if (
+            moment is not None
+            and record.valid_until is not None
+            and _when(record.valid_until) <= moment
+        ):
+            drops.append(Drop(record.id, "expired"))
+            continue
         authored = open_keys.get(record.section)
         if authored is not None and not (authored and key_skeleton(record.key) in authored):
             address = (record.section, record.key)

@@ -7,6 +7,9 @@ then search hits for the message. A memory already composed into the Background 
 repeated, and none appears twice: an earlier tier keeps it. Whole lines only, each
 ``- {collapse(content)}``, the heading counted in the budget; a line that does not fit
 is skipped and the walk goes on.
+The shell (``memory/recall.py``) never offers a superseded, erased or expired memory
+(SPEC §19.2: a memory whose validity window has closed leaves recall as it leaves the
+prompt).
 """
 
 from __future__ import annotations

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import lru_cache
 from typing import TYPE_CHECKING, Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictStr
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictStr
 
 from lens.core.identity import bidi_problem
 
@@ -141,7 +141,31 @@ def is_record_id(value: str) -> bool:
     return _RECORD_ID_RE.fullmatch(value) is not None
 
 
+def parse_valid_until(text: str) -> datetime:
+    """An ISO 8601 date and time as an aware UTC datetime (no zone: UTC); ValueError
+    when it is not one, or when it falls outside the years databases hold."""
+    try:
+        moment = datetime.fromisoformat(text)
+        return moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        raise ValueError(
+            f"valid_until {text[:64]!r} must be an ISO 8601 date and time, such as "
+            "2030-01-31T12:00:00Z"
+        ) from None
+
+
+def _read_valid_until(value: object) -> object:
+    if value is None or isinstance(value, datetime):
+        return value
+    if not isinstance(value, str):
+        raise ValueError("valid_until must be an ISO 8601 date and time given as a string")
+    return parse_valid_until(value)
+
+
 Kind = Annotated[StrictStr, AfterValidator(_check_kind)]
+# Given as text and read as ISO 8601 only (a number is no moment); whether it falls
+# after the save is checked when the save has its time (``memory.saving``).
+ValidUntil = Annotated[datetime | None, BeforeValidator(_read_valid_until)]
 Content = Annotated[StrictStr, AfterValidator(_check_content)]
 Label = Annotated[StrictStr | None, AfterValidator(_check_label)]
 NewLabel = Annotated[
@@ -168,6 +192,8 @@ class MemoryInput(BaseModel):
     label: NewLabel = None
     supersedes: StrictStr | None = None
     session: Session = None
+    # Validity window (SPEC §19.2): when the memory stops being true.
+    valid_until: ValidUntil = None
 
 
 class MemoryView(BaseModel):
@@ -184,3 +210,4 @@ class MemoryView(BaseModel):
     label: Label = None
     supersedes: str | None = None
     created_at: datetime
+    valid_until: datetime | None = None

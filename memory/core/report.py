@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from operator import attrgetter
 from typing import Literal, get_args
 
@@ -17,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 DropReason = Literal[
     "erased",
     "superseded",
+    "expired",
     "spec-declined",
     "undeclared-section",
     "locked-section",
@@ -41,6 +43,7 @@ _DECLINED: dict[str, DeclineReason] = {reason: reason for reason in get_args(Dec
 DROP_REASON_HELP: dict[str, str] = {
     "erased": "It was erased on request: its content, label and tags are gone for good.",
     "superseded": "A newer memory replaced it.",
+    "expired": "Its validity window has closed: it was saved as true until a moment now past.",
     "spec-declined": "The routing spec does not place this kind of memory, so it stays "
     "recall-only.",
     "undeclared-section": "It was routed to a section this agent does not declare.",
@@ -99,19 +102,35 @@ class PromotionState:
     reason: str = ""
     # A sighting (status ``corroborates``): the earning memory it saw again.
     holder: str | None = None
+    # The record's validity window (SPEC §19.2): expired from this moment; None: never.
+    valid_until: datetime | None = None
+
+
+def expired(valid_until: datetime | None, now: datetime | None) -> bool:
+    """Whether a window closing at ``valid_until`` has closed at ``now`` (SPEC §19.2):
+    at its very moment it has. No ``now``: validity is not judged."""
+    if valid_until is None or now is None:
+        return False
+    return _aware(valid_until) <= _aware(now)
+
+
+def _aware(moment: datetime) -> datetime:
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def routing_report(
     states: Iterable[PromotionState],
     fold: RoutingReport,
     unreadable: frozenset[str] | set[str] = frozenset(),
+    now: datetime | None = None,
 ) -> RoutingReport:
     """Every record not composed, with exactly one reason (SPEC §5.6 precedence).
 
     Erased first (nothing of it is left to compose, whatever else became of it), then
-    superseded; then the promotion's own outcome (declined at save time, earning or
-    corroborating while earning, awaiting approval, rejected, revoked); then the fold's
-    reason for an approved record.
+    superseded; then expired (its ``valid_until`` at or before ``now``, the time the
+    fold was given, whatever its promotion's status); then the promotion's own outcome
+    (declined at save time, earning or corroborating while earning, awaiting approval,
+    rejected, revoked); then the fold's reason for an approved record.
     """
     fold_reasons = {drop.memory_id: drop.reason for drop in fold.drops}
     states = list(states)
@@ -129,6 +148,8 @@ def routing_report(
             reason = "erased"
         elif state.status == "superseded":
             reason = "superseded"
+        elif expired(state.valid_until, now):
+            reason = "expired"
         elif state.status == "declined":
             reason = _DECLINED.get(state.reason, "spec-declined")
         elif state.status == "corroborates":

@@ -93,6 +93,8 @@ class PlacedRecord:
     # Its sightings (SPEC §19.1): later saves of the same content in an earned section.
     # They compose with its line, their ids in its fragment's ``memory_ids``.
     sightings: tuple[str, ...] = ()
+    # From this moment on the record is dropped ``expired`` (SPEC §19.2); None: never.
+    valid_until: datetime | None = None
 
     @property
     def placement_key(self) -> str:

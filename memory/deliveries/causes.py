@@ -6,9 +6,10 @@ Revisions are taken by number, between the two deliveries' recorded revisions (e
 even when a change committed while a delivery was being made); memory events by time.
 A memory's save counts when it was approved at once (a save that waits for review or is
 declined changes no prompt): its ``promoted`` event stands for it, named after who saved
-it; its approval, rejection, revocation, reopening, supersession and erasure always
-count. At
-most ``CAUSES_MAX`` are listed; ``total`` counts them, up to ``COUNTED_MAX``.
+it; its approval, rejection, revocation, reopening, supersession, erasure and a change
+of its validity window always count. A memory composed before whose validity window
+closed between the two is listed as ``{"type": "memory.expired", "memory_id", "at"}``
+(SPEC §19.2), after the events of its moment. At most ``CAUSES_MAX`` are listed; ``total`` counts them, up to ``COUNTED_MAX``.
 """
 
 from __future__ import annotations
@@ -20,7 +21,15 @@ from typing import Any
 from django.db.models import QuerySet
 
 from lens.models import Revision
-from memory.models import Delivery, EventKind, MemoryEvent
+from memory.models import (
+    CompositionMemory,
+    Delivery,
+    EventKind,
+    MemoryEvent,
+    MemoryRecord,
+    Promotion,
+    PromotionStatus,
+)
 
 CAUSES_MAX = 500
 # Counting stops here: two deliveries far apart may hold millions of events between them.
@@ -36,6 +45,8 @@ _COUNTED = (
     EventKind.MIGRATED,
     # Approved on its sightings (SPEC §19.1): it entered the prompt.
     EventKind.EARNED,
+    # A reviewer moved or cleared a validity window: an expired memory can come back.
+    EventKind.VALIDITY,
 )
 
 
@@ -51,8 +62,22 @@ def causes_between(before: Delivery | None, after: Delivery) -> Causes:
     if before is not None and before.delivered_at > after.delivered_at:
         before, after = after, before
     since = None if before is None else before.delivered_at
+    expiries = (
+        []
+        if before is None
+        else _expiries(
+            after.agent_id,
+            before.delivered_at,
+            after.delivered_at,
+            CompositionMemory.objects.filter(composition_id=before.composition_id).values(
+                "memory_id"
+            ),
+        )
+    )
     return _listed(
-        _revision_rows(before, after), _event_rows(after.agent_id, since, after.delivered_at)
+        _revision_rows(before, after),
+        _event_rows(after.agent_id, since, after.delivered_at),
+        expiries,
     )
 
 
@@ -64,13 +89,59 @@ def causes_since(
     events timed in ``(since, until]``."""
     low, high = revisions
     rows = Revision.objects.filter(agent_id=agent_id, number__gt=low, number__lte=high)
-    return _listed(rows, _event_rows(agent_id, since, until))
+    # Composed before: approved (the mark keeps no memory ids; an approved memory the
+    # fold left out for another reason is told too, which is harmless).
+    approved = Promotion.objects.filter(agent_id=agent_id, status=PromotionStatus.APPROVED).values(
+        "record_id"
+    )
+    return _listed(
+        rows, _event_rows(agent_id, since, until), _expiries(agent_id, since, until, approved)
+    )
 
 
-def _listed(revisions: QuerySet[Revision], events: QuerySet[MemoryEvent]) -> Causes:
-    listed = sorted(_revisions(revisions) + _events(events), key=lambda item: (item[0], item[1]))
-    total = revisions.count() + events.values("id")[:COUNTED_MAX].count()
+_Item = tuple[datetime, int, dict[str, Any]]
+
+
+def _listed(
+    revisions: QuerySet[Revision], events: QuerySet[MemoryEvent], expiries: list[_Item]
+) -> Causes:
+    listed = sorted(
+        _revisions(revisions) + _events(events) + expiries, key=lambda item: (item[0], item[1])
+    )
+    total = revisions.count() + events.values("id")[:COUNTED_MAX].count() + len(expiries)
     return Causes(items=[item[2] for item in listed[:CAUSES_MAX]], total=total)
+
+
+def _expiries(
+    agent_id: int, since: datetime, until: datetime, composed: QuerySet[Any]
+) -> list[_Item]:
+    """The memories among ``composed`` (a subquery of ids) whose validity window closed
+    in ``(since, until]`` (SPEC §19.2): no event marks an expiry, the clock does. One
+    query on the ``valid_until`` index, at most ``CAUSES_MAX``."""
+    rows = (
+        MemoryRecord.objects.filter(
+            agent_id=agent_id, valid_until__gt=since, valid_until__lte=until, pk__in=composed
+        )
+        .order_by("valid_until", "id")
+        .values_list("id", "valid_until")[:CAUSES_MAX]
+    )
+    # After every event of the same moment (ids are positive): the window closes last.
+    return [
+        (
+            at,
+            2**63,
+            {
+                "kind": "memory",
+                "type": "memory.expired",
+                "memory_id": record_id,
+                "event": "expired",
+                "actor": "system",
+                "at": at,
+            },
+        )
+        for record_id, at in rows
+        if at is not None  # the filter makes it so
+    ]
 
 
 def _revision_rows(before: Delivery | None, after: Delivery) -> QuerySet[Revision]:

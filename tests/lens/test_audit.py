@@ -20,6 +20,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import DatabaseError, connection, transaction
 from django.test import Client
+from django.utils import timezone
 
 from kvstore import store
 from lens.actors import Actor
@@ -32,6 +33,7 @@ from memory.configuring import publish_proposal
 from memory.decisions import decide, reopen, revoke
 from memory.deliveries.retention import prune
 from memory.erasure import erase_memory
+from memory.validity import change_validity
 from tests.api_calls import ApiClient, assert_error, post_memory
 from tests.factories import make_user, memory_config, propose
 
@@ -85,6 +87,8 @@ def story(api: ApiClient, team: Team, member: User, rhea: User, admin: Client) -
     revoke(newer, reviewer, NOTE)
     reopen(newer, reviewer, NOTE)
     decide(newer, False, reviewer)
+    # A reviewer sets a validity window (SPEC §19.2).
+    change_validity(newer, timezone.now() + timedelta(days=3), reviewer)
     assert api.post("/api/agents/wren/deliveries", {"session": "s-1"}).status_code == 201
     case = {"name": "a case", "kind": "fact", "content": SECRETS[0], "label": SECRETS[1],
             "tags": [SECRETS[2]], "expect": {"section": None}}  # fmt: skip

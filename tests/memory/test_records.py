@@ -51,6 +51,7 @@ def test_memory_input_has_exactly_its_flat_fields() -> None:
         "label",
         "supersedes",
         "session",
+        "valid_until",
     ]
 
 

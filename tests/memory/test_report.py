@@ -37,6 +37,7 @@ ALLOWED = (
     "rejected",
     "revoked",
     "superseded",
+    "expired",
     "authored-wins",
     "reconciled",
     "over-budget",
@@ -82,16 +83,16 @@ def reasons(report: RoutingReport) -> dict[str, str]:
 
 def test_drop_reasons_are_exactly_the_thirteen_of_the_spec() -> None:
     assert set(DROP_REASONS) == set(ALLOWED)
-    assert len(DROP_REASONS) == 13
+    assert len(DROP_REASONS) == 14
     assert set(DROP_REASON_HELP) == set(ALLOWED)
 
 
 def test_drop_reasons_are_listed_in_precedence_order() -> None:
-    assert DROP_REASONS[:2] == ("erased", "superseded")
-    assert DROP_REASONS[2:5] == SAVE_TIME
-    assert DROP_REASONS[5:7] == ("earning", "corroborating")
-    assert DROP_REASONS[7:10] == ("awaiting-approval", "rejected", "revoked")
-    assert set(DROP_REASONS[10:]) == set(FOLD_ONLY)
+    assert DROP_REASONS[:3] == ("erased", "superseded", "expired")
+    assert DROP_REASONS[3:6] == SAVE_TIME
+    assert DROP_REASONS[6:8] == ("earning", "corroborating")
+    assert DROP_REASONS[8:11] == ("awaiting-approval", "rejected", "revoked")
+    assert set(DROP_REASONS[11:]) == set(FOLD_ONLY)
 
 
 # --- precedence -----------------------------------------------------------------------

@@ -54,15 +54,17 @@ question that has one answer at a time, so a later correction can replace it.
 - `session`: optional id of the conversation you are in (1-{SESSION_MAX} characters, \
 no control characters): pass your conversation id with every save, the same one for \
 the whole conversation.
+- `valid_until`: optional moment (ISO 8601, e.g. `2030-01-31T12:00:00Z`; no zone: UTC) after which the memory is no longer true, e.g. the end of a trip or a temporary arrangement; it must be in the future. Leave it out for lasting things.
 
 Returns JSON: {{"status": "saved", "id": "..."}}; or, when an earlier memory already \
 holds this (for example the same kind and label), nothing is saved and the answer is \
 {{"status": "conflict", "existing": {{"id", "kind", "content", "tags", "label", \
-"supersedes", "created_at"}}, "message": "... supersede it or use a different label."}}: \
+"supersedes", "created_at", "valid_until"}}, "message": "... supersede it or use a different label."}}: \
 if yours corrects the existing one, save it again with `supersedes` set to \
 `existing.id`; if it is a different thing, use a different label.
 
 Errors: `invalid_kind`, `invalid_content`, `invalid_tags`, `invalid_label`, \
+`invalid_valid_until` (not a date and time, or not in the future), \
 `unknown_supersedes` (no such memory of this agent), `agent_not_found`.
 """
 
@@ -77,7 +79,7 @@ and {QUERY_MAX_TERMS} different words; one without words finds nothing. `kind` k
 one kind only; `limit` is 1-200 (default 50).
 
 Returns JSON: {{"memories": [{{"id", "kind", "content", "tags", "label", "supersedes", \
-"created_at"}}], "skipped", "limit", "offset", "next_offset"}}. An empty list means \
+"created_at", "valid_until"}}], "skipped", "limit", "offset", "next_offset"}}. An empty list means \
 nothing matched; `skipped` counts stored memories that could not be read.
 """
 

@@ -93,6 +93,7 @@ def memory_save(
     label: str | None,
     supersedes: str | None,
     session: str | None = None,
+    valid_until: str | None = None,
 ) -> SavedOut | ConflictOut:
     """``memory_save`` as ``POST /api/agents/{slug}/memories``: saved, or a conflict."""
     memory = validated(
@@ -104,6 +105,7 @@ def memory_save(
             label=label,
             supersedes=supersedes,
             session=session,
+            valid_until=valid_until,
         ),
     )
     return save_answer(get_agent(token.team, agent, full=False), memory, Actor.for_token(token))

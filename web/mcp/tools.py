@@ -337,6 +337,10 @@ def _register_tools(server: LensMCP) -> None:
             str | None, Field(description="The id of an earlier memory this one replaces.")
         ] = None,
         session: Annotated[str | None, Field(description=descriptions.SESSION)] = None,
+        valid_until: Annotated[
+            str | None,
+            Field(description="When it stops being true (ISO 8601), e.g. `2030-01-31T12:00Z`."),
+        ] = None,
     ) -> CallToolResult:
         return await server.answer(
             operations.memory_save,
@@ -347,6 +351,7 @@ def _register_tools(server: LensMCP) -> None:
             label=label,
             supersedes=supersedes,
             session=session,
+            valid_until=valid_until,
         )
 
     async def memory_search(

@@ -10,6 +10,7 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods
 
 from lens.agents import AgentNotFound, config_of, with_config
@@ -18,6 +19,7 @@ from lens.core.outline import context_blocks, outline
 from lens.models import Agent, Revision
 from lens.proposals import pending_counts
 from lens.revisions import revisions_of, stored_config
+from lens.rows import aware
 from memory.as_of import compose_as_of, revision_at
 from memory.composition import compose, compose_many, summarise
 from memory.core.composition import Composition, counts_words
@@ -38,7 +40,7 @@ from memory.queries import (
 )
 from memory.recall import InvalidMessage, recall
 from web.pages.drop_pages import drop_groups, drops_by_reason, shown_drops
-from web.pages.lens_markup import CONTEXT, prompt_section_items
+from web.pages.lens_markup import CONTEXT, expiry_marks, prompt_section_items
 from web.pages.memory_forms import TryMemoryForm
 from web.pages.routing_pages import lens_routing
 from web.pages.toolkit import AppRequest, current_team, get_agent_for_user
@@ -167,7 +169,7 @@ def _try_context(request: AppRequest, agent: Agent, form: TryMemoryForm | None) 
 
 
 def _lens_prompt(
-    composition: Composition, briefs: dict[str, Any], only_memory: bool
+    composition: Composition, briefs: dict[str, Any], only_memory: bool, now: datetime
 ) -> dict[str, Any]:
     """The lens's prompt: the role sections, then the Context as one card a block, an
     outline of the Background, the memory budget; with ``only_memory`` only the
@@ -182,7 +184,10 @@ def _lens_prompt(
         # The Background cards holding memories, and nothing else.
         sections = tuple(s for s in sections if s is context)
         blocks = tuple(block for block in blocks if block.memory_ids)
-    shown = prompt_section_items(sections, lambda ids: _tip(ids, found), blocks)
+    # "expires in 3 days" (SPEC §19.2): from the briefs already read, no query of its own.
+    windows = {mid: briefs[mid].get("valid_until") for mid in in_prompt if mid in briefs}
+    expiring = expiry_marks({mid: aware(w) for mid, w in windows.items() if w}, now)
+    shown = prompt_section_items(sections, lambda ids: _tip(ids, found), blocks, expiring)
     by_id = {item.id: item for item in items}
     for item in shown:
         for block in item.get("blocks", ()):
@@ -217,9 +222,11 @@ def _lens_context(
     """Everything the lens page shows of ``agent`` (a fixed number of queries), now or
     as it stood at ``moment`` (SPEC §14). Raises AgentNotFound for a moment before the
     agent existed."""
+    # One time for the prompt and its "expires in" marks (SPEC §19.2).
+    now = moment or timezone.now()
     if moment is None:
         states = promotion_states([agent.pk]).get(agent.pk, [])
-        composition = compose(agent, states)
+        composition = compose(agent, states, now)
         revision = _newest_revision(agent)
         last = last_delivery(agent)
         declared_model = agent.model
@@ -251,7 +258,7 @@ def _lens_context(
         "last_delivery": last,
         "live_differs": last is not None
         and last.composition.prompt_sha256 != sha256_hex(composition.prompt.text),
-        **_lens_prompt(composition, briefs, only_memory),
+        **_lens_prompt(composition, briefs, only_memory, now),
         "prompt_length": f"{len(composition.prompt.text):,}",
         "prompt_tokens": f"{composition.tokens.total:,}",
         "declared": composition.background.sections,

@@ -11,7 +11,8 @@ tests/web/pages/test_lens_markup.py checks hostile text against an HTML parser.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from datetime import datetime, timedelta
 from html import escape
 from itertools import count
 from typing import Any
@@ -29,14 +30,43 @@ from memory.core.screening import Screen, highlight_spans, screen
 CONTEXT = "Context"  # the prompt section the lens shows one card a block
 
 
+# A memory fragment whose validity window closes within this is marked (SPEC §19.2).
+EXPIRY_WARNING = timedelta(days=7)
+
+
+def expires_in(valid_until: datetime, now: datetime) -> str:
+    """ "expires in 3 days": how long a window has left, in the largest whole unit."""
+    left = valid_until - now
+    if left >= timedelta(days=1):
+        days = left.days
+        return f"expires in {days} day{'s' if days != 1 else ''}"
+    if left >= timedelta(hours=1):
+        hours = left.seconds // 3600
+        return f"expires in {hours} hour{'s' if hours != 1 else ''}"
+    minutes = max(1, left.seconds // 60)
+    return f"expires in {minutes} minute{'s' if minutes != 1 else ''}"
+
+
+def expiry_marks(windows: Mapping[str, datetime | None], now: datetime) -> dict[str, str]:
+    """For each memory whose window closes within ``EXPIRY_WARNING`` of ``now`` (and
+    has not closed), its "expires in …" words."""
+    return {
+        memory_id: expires_in(until, now)
+        for memory_id, until in windows.items()
+        if until is not None and now < until <= now + EXPIRY_WARNING
+    }
+
+
 def prompt_section_items(
     sections: Iterable[PromptSection],
     tip: Callable[[tuple[str, ...]], str],
     blocks: tuple[ContextBlock, ...] | None = None,
+    expiring: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
     """What ``lens/_prompt_sections.html`` renders: each section with its sizes, its
     fragments as HTML and, for memory fragments, the tooltip ``tip`` gives for their
     ids. With ``blocks`` (the lens), the Context comes as one item per block instead.
+    ``expiring``: the "expires in …" words of memories whose window closes soon.
 
     The fragments are built here rather than in a template loop: a big Background is
     tens of thousands of characters in a few hundred fragments.
@@ -50,15 +80,18 @@ def prompt_section_items(
             "tokens": f"{section.tokens:,}",
         }
         if blocks is not None and section.name == CONTEXT:
-            item["blocks"] = [_block_item(block, tip, tip_ids) for block in blocks]
+            item["blocks"] = [_block_item(block, tip, tip_ids, expiring) for block in blocks]
         else:
-            item.update(fragments_html(section.fragments, tip, tip_ids))
+            item.update(fragments_html(section.fragments, tip, tip_ids, expiring))
         items.append(item)
     return items
 
 
 def _block_item(
-    block: ContextBlock, tip: Callable[[tuple[str, ...]], str], tip_ids: Iterator[int]
+    block: ContextBlock,
+    tip: Callable[[tuple[str, ...]], str],
+    tip_ids: Iterator[int],
+    expiring: Mapping[str, str] | None,
 ) -> dict[str, Any]:
     text = block.text
     return {
@@ -68,7 +101,7 @@ def _block_item(
         # The blank line before the next block ends this card's text; it stands in for
         # the card's bottom padding.
         "ends_blank": text.endswith("\n\n"),
-        **fragments_html(block.fragments, tip, tip_ids),
+        **fragments_html(block.fragments, tip, tip_ids, expiring),
     }
 
 
@@ -76,6 +109,7 @@ def fragments_html(
     fragments: Iterable[PromptFragment],
     tip: Callable[[tuple[str, ...]], str],
     tip_ids: Iterator[int],
+    expiring: Mapping[str, str] | None = None,
 ) -> dict[str, SafeString]:
     """A ``<pre>``'s fragment elements (the contract hooks: ``data-source``, exact
     ``textContent``, ``data-memory-ids``), and the tooltips of its memory fragments.
@@ -84,6 +118,10 @@ def fragments_html(
     ``textContent`` must stay exactly its text), tied to their fragment by
     ``aria-describedby`` so screen readers hear them; ``data-tip`` holds the same text
     for the CSS tooltip shown when scripts do not run.
+
+    A memory fragment whose window closes soon (``expiring``, by memory id) says so in
+    ``data-expires`` ("expires in 3 days", shown beside it by CSS) and in its tooltip:
+    never in its text, which must stay the prompt's.
     """
     prefix = reverse("memory-list")  # detail pages live at <prefix><id>/
     parts = []
@@ -94,16 +132,31 @@ def fragments_html(
             parts.append(f'<span class="frag" data-source="authored">{text}</span>')
             continue
         tip_id = f"tip-{next(tip_ids)}"
-        words = esc(tip(fragment.memory_ids))
+        words = tip(fragment.memory_ids)
+        expires = ""
+        soonest = _soonest(fragment.memory_ids, expiring)
+        if soonest is not None:
+            words = f"{words} · {soonest}" if words else soonest
+            expires = f' data-expires="{esc(soonest)}"'
+        words = esc(words)
         ids = esc(" ".join(fragment.memory_ids))
         first = esc(fragment.memory_ids[0])
         parts.append(
             f'<a class="frag frag-memory" data-source="memory" data-memory-ids="{ids}" '
-            f'href="{prefix}{first}/" aria-describedby="{tip_id}" data-tip="{words}">{text}</a>'
+            f'href="{prefix}{first}/" aria-describedby="{tip_id}" data-tip="{words}"'
+            f"{expires}>{text}</a>"
         )
         tips.append(f'<span class="frag-tip" role="tooltip" id="{tip_id}" hidden>{words}</span>')
     # Every piece is escaped above.
     return {"html": mark_safe("".join(parts)), "tips": mark_safe("".join(tips))}  # noqa: S308
+
+
+def _soonest(memory_ids: tuple[str, ...], expiring: Mapping[str, str] | None) -> str | None:
+    """The words of the first of a fragment's memories that expires soon (a fragment of
+    several memories: they corroborate one line, so the first said is enough)."""
+    if not expiring:
+        return None
+    return next((expiring[mid] for mid in memory_ids if mid in expiring), None)
 
 
 def exact(text: str) -> str:

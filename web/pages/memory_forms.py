@@ -1,5 +1,5 @@
-"""The forms people post: a reviewer's decision, bulk decision, undo, revoke, reopen or
-erasure, and the lens's "Try a memory"."""
+"""The forms people post: a reviewer's decision, bulk decision, undo, revoke, reopen,
+validity window or erasure, and the lens's "Try a memory"."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from django.utils.dateparse import parse_datetime
 from pydantic import ValidationError
 
 from lens.core.errors import pydantic_problems
-from memory.core.records import MemoryInput
+from memory.core.records import MemoryInput, parse_valid_until
 from memory.erasure import REASON_MAX as ERASE_REASON_MAX
 from memory.erasure import reason_problem
 
@@ -22,6 +22,30 @@ class ReasonForm(forms.Form):
     """An optional free-text reason (revoke, reopen)."""
 
     reason = forms.CharField(required=False, max_length=REASON_MAX)
+
+
+class ValidityForm(forms.Form):
+    """A reviewer's new ``valid_until`` for a memory (SPEC §19.2): a date and time (a
+    browser's ``datetime-local`` has no zone: read as UTC), or ``clear`` to remove it."""
+
+    valid_until = forms.CharField(required=False, max_length=64, strip=True)
+    clear = forms.CharField(required=False, max_length=8)
+
+    def clean(self) -> dict[str, Any]:
+        cleaned = super().clean() or {}
+        if cleaned.get("clear"):
+            cleaned["moment"] = None
+            return cleaned
+        text = cleaned.get("valid_until") or ""
+        if not text:
+            raise forms.ValidationError("Choose a date and time, or Clear to remove the window.")
+        try:
+            cleaned["moment"] = parse_valid_until(text)
+        except ValueError:
+            raise forms.ValidationError(
+                f"{text[:64]!r} is no date and time: use the form 2030-01-31T12:00 (UTC)."
+            ) from None
+        return cleaned
 
 
 class DecisionForm(ReasonForm):

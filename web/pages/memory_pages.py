@@ -6,14 +6,17 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpResponse
-from django.shortcuts import render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.text import Truncator
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 
+from lens.actors import Actor
 from lens.agents import with_config
+from lens.core.errors import DomainError
 from lens.models import Agent
 from memory import search
 from memory.composition import compose
@@ -25,17 +28,21 @@ from memory.explain import explain_memory, prompt_reasons
 from memory.models import MemoryRecord
 from memory.queries import ERASED_WORDS, listed
 from memory.sightings import seen_for
+from memory.validity import change_validity
 from web.costly import costly_when, searching
+from web.pages.memory_forms import ValidityForm
 from web.pages.routing_case_forms import case_form_for
 from web.pages.toolkit import (
     PAGE_SIZE,
     AppRequest,
+    WrongTeam,
     can_review,
     current_team,
     get_record_for_user,
     no_team_page,
     render_list,
     require_team,
+    use_form_team,
 )
 
 
@@ -122,6 +129,41 @@ def memory_detail(request: AppRequest, record_id: str) -> HttpResponse:
     return render(request, "memory/memory_detail.html", detail_context(request, record, agent))
 
 
+@require_POST
+@login_required
+def memory_validity(request: AppRequest, record_id: str) -> HttpResponse:
+    """A reviewer sets, moves or clears a memory's ``valid_until`` (SPEC §19.2). A bad
+    date answers the page again with the error (400); nothing changes."""
+    try:
+        team = use_form_team(request)
+    except WrongTeam as exc:
+        return HttpResponse(exc.message, status=400, content_type="text/plain; charset=utf-8")
+    record = get_record_for_user(request, record_id)
+    # Checked in the view, not only by hiding the form: a form can be posted alone.
+    if not can_review(request.user, team):
+        raise PermissionDenied(
+            f"Changing a memory's validity window in team {team.slug} needs the reviewer "
+            "role in it (or the memory.approve_promotion permission)."
+        )
+    form = ValidityForm(request.POST)
+    error = None
+    if form.is_valid():
+        try:
+            change_validity(
+                record.pk, form.cleaned_data["moment"], Actor.for_user(request.user), team=team
+            )
+        except DomainError as exc:
+            error = exc.message
+    else:
+        error = " ".join(str(message) for errors in form.errors.values() for message in errors)
+    if error is not None:
+        agent = with_config(Agent.objects.filter(pk=record.agent_id)).get()
+        context = {**detail_context(request, record, agent), "validity_error": error}
+        return render(request, "memory/memory_detail.html", context, status=400)
+    detail = reverse("memory-detail", args=[record.pk])
+    return redirect(f"{detail}?{urlencode({'team': team.slug})}")
+
+
 def detail_context(request: AppRequest, record: MemoryRecord, agent: Agent) -> dict[str, Any]:
     """Everything a memory's page shows (its "Add as a routing case" form unbound)."""
     composition = compose(agent)
@@ -144,6 +186,7 @@ def detail_context(request: AppRequest, record: MemoryRecord, agent: Agent) -> d
         "delivery_total": delivered[1],
         "case_form": None if record.erased else case_form_for(record, agent, promotion),
         "seen": seen_for(promotion),
+        "validity_error": None,
         "nav": "memories",
     }
 

@@ -18,7 +18,16 @@ from tests.web.mcp.harness import TOOL_NAMES, McpTools, Raws, World, row_counts,
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
-VIEW_KEYS = {"id", "kind", "content", "tags", "label", "supersedes", "created_at"}
+VIEW_KEYS = {
+    "id",
+    "kind",
+    "content",
+    "tags",
+    "label",
+    "supersedes",
+    "created_at",
+    "valid_until",
+}
 
 
 # --- the catalogue --------------------------------------------------------------------
@@ -42,6 +51,7 @@ def test_the_server_lists_exactly_the_five_tools_each_described_with_a_schema(
         "label",
         "supersedes",
         "session",
+        "valid_until",
     }
     assert "conversation id" in save["properties"]["session"]["description"]
     assert set(save["required"]) == {"agent", "kind", "content"}

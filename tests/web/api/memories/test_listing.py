@@ -50,6 +50,7 @@ def test_the_listing_is_newest_first_with_the_contract_view(api: ApiClient, wren
         "label": "name",
         "supersedes": None,
         "created_at": page["memories"][-1]["created_at"],
+        "valid_until": None,
     }
     stamp = datetime.fromisoformat(page["memories"][-1]["created_at"])
     offset = stamp.utcoffset()

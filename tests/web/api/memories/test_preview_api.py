@@ -46,7 +46,16 @@ PREVIEW_KEYS = {
     "fold_reason",
     "screen",
 }
-VIEW_KEYS = {"id", "kind", "content", "tags", "label", "supersedes", "created_at"}
+VIEW_KEYS = {
+    "id",
+    "kind",
+    "content",
+    "tags",
+    "label",
+    "supersedes",
+    "created_at",
+    "valid_until",
+}
 
 
 CONFIGS: dict[str, dict[str, Any]] = {
