@@ -8,6 +8,7 @@ import re
 from html import unescape
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 
 from lens.models import Agent, Proposal, Revision, SectionDeclaration
@@ -133,9 +134,9 @@ def test_a_protected_agents_preview_says_saving_proposes(
 
 
 def test_a_person_without_the_change_permission_gets_no_preview(
-    client: Client, member: object, agent: Agent, agent_form: FormData
+    client: Client, member: User, agent: Agent, agent_form: FormData
 ) -> None:
-    client.force_login(member)  # type: ignore[arg-type]
+    client.force_login(member)
     snapshot = db_snapshot()
     response = client.post(admin_agent_url(agent), {**agent_form, "_preview": "1"})
     assert response.status_code in (302, 403)
