@@ -36,17 +36,37 @@ from web.pages.toolkit import AppRequest, get_agent_for_user, get_record_for_use
 ORDER_MAX = 500
 
 
-def _measured(agent: Agent, change: Change) -> tuple[WhatIf | None, str]:
-    """The change's effect over the last deliveries, or why it cannot be made."""
+def _answer(
+    request: AppRequest,
+    agent: Agent,
+    change: Change,
+    what: str,
+    subject: str,
+    *,
+    nav: str = "agents",
+    decided: str | None = None,
+    **extra: Any,
+) -> HttpResponse:
+    """The change's effect over the last deliveries (or why it cannot be made) as a line:
+    htmx swaps it into its row; a followed link gets a page around it. ``decided``: the
+    memory a decision is about, said apart in the phrases."""
+    refused = ""
+    found: WhatIf | None = None
     try:
         # The line shows figures, never the diff: left out, it costs nothing.
-        return what_if(get_agent(agent.team, agent.slug), change, LAST_DEFAULT, diff=False), ""
+        found = what_if(get_agent(agent.team, agent.slug), change, LAST_DEFAULT, diff=False)
     except DomainError as exc:
-        return None, exc.message
-
-
-def _answer(request: AppRequest, context: dict[str, Any]) -> HttpResponse:
-    # htmx swaps the line into its row; a followed link gets a page around it.
+        refused = exc.message
+    context = {
+        "what": what,
+        "subject": subject,
+        "agent": agent,
+        "found": found,
+        "phrases": effect_phrases(found, decided) if found else [],
+        "refused": refused,
+        "nav": nav,
+        **extra,
+    }
     template = "memory/what_if.html#line" if request.htmx else "memory/what_if.html"
     return render(request, template, context)
 
@@ -57,18 +77,16 @@ def _answer(request: AppRequest, context: dict[str, Any]) -> HttpResponse:
 def approval_what_if(request: AppRequest, record_id: str) -> HttpResponse:
     """What approving the pending memory ``record_id`` would do."""
     record = get_record_for_user(request, record_id)
-    found, refused = _measured(record.agent, DecisionChange(record.pk, "approve"))
-    context = {
-        "what": "approving",
-        "subject": f"memory {record.pk}",
-        "agent": record.agent,
-        "record": record,
-        "found": found,
-        "phrases": effect_phrases(found, record.pk) if found else [],
-        "refused": refused,
-        "nav": "approvals",
-    }
-    return _answer(request, context)
+    return _answer(
+        request,
+        record.agent,
+        DecisionChange(record.pk, "approve"),
+        "approving",
+        f"memory {record.pk}",
+        nav="approvals",
+        decided=record.pk,
+        record=record,
+    )
 
 
 @require_GET
@@ -78,18 +96,15 @@ def proposal_what_if(request: AppRequest, proposal_id: int) -> HttpResponse:
     """What publishing proposal ``proposal_id`` would do: its config in place of the
     agent's declarations, now and over the last deliveries."""
     proposal = get_proposal_for_user(request, proposal_id)
-    found, refused = _measured(proposal.agent, ConfigChange(proposed_config(proposal)))
-    context = {
-        "what": "publishing",
-        "subject": f"proposal {proposal.pk}",
-        "agent": proposal.agent,
-        "proposal": proposal,
-        "found": found,
-        "phrases": effect_phrases(found) if found else [],
-        "refused": refused,
-        "nav": "approvals",
-    }
-    return _answer(request, context)
+    return _answer(
+        request,
+        proposal.agent,
+        ConfigChange(proposed_config(proposal)),
+        "publishing",
+        f"proposal {proposal.pk}",
+        nav="approvals",
+        proposal=proposal,
+    )
 
 
 @require_GET
@@ -105,18 +120,14 @@ def revision_what_if(request: AppRequest, slug: str, number: int) -> HttpRespons
         revision = get_revision(agent, number)
     except RevisionNotFound:
         raise Http404("No such revision") from None
-    found, refused = _measured(agent, ConfigChange(stored_config(revision)))
-    context = {
-        "what": "restoring",
-        "subject": f"revision {revision.number}",
-        "agent": agent,
-        "revision": revision,
-        "found": found,
-        "phrases": effect_phrases(found) if found else [],
-        "refused": refused,
-        "nav": "agents",
-    }
-    return _answer(request, context)
+    return _answer(
+        request,
+        agent,
+        ConfigChange(stored_config(revision)),
+        "restoring",
+        f"revision {revision.number}",
+        revision=revision,
+    )
 
 
 @require_GET
@@ -127,18 +138,9 @@ def order_what_if(request: AppRequest, slug: str) -> HttpResponse:
     Cache stability card's suggestion): its cached prefix over the last deliveries."""
     agent = get_agent_for_user(request, slug)
     order = tuple(request.GET.get("order", "").split(","))[:ORDER_MAX]
-    found, refused = _measured(agent, OrderChange(order))
-    context = {
-        "what": "applying",
-        "subject": "this order",
-        "agent": agent,
-        "order": ",".join(order),
-        "found": found,
-        "phrases": effect_phrases(found) if found else [],
-        "refused": refused,
-        "nav": "agents",
-    }
-    return _answer(request, context)
+    return _answer(
+        request, agent, OrderChange(order), "applying", "this order", order=",".join(order)
+    )
 
 
 @require_GET
@@ -150,15 +152,4 @@ def migration_what_if(request: AppRequest, slug: str) -> HttpResponse:
     act approves them), waiting otherwise."""
     agent = get_agent_for_user(request, slug)
     change = plan_change(migration_plan(agent), approve_guarded=may_review(request.user))
-    found, refused = _measured(agent, change)
-    context = {
-        "what": "applying",
-        "subject": "this plan",
-        "agent": agent,
-        "migration": True,
-        "found": found,
-        "phrases": effect_phrases(found) if found else [],
-        "refused": refused,
-        "nav": "agents",
-    }
-    return _answer(request, context)
+    return _answer(request, agent, change, "applying", "this plan", migration=True)
