@@ -372,21 +372,8 @@ class _Import:
         users = self._users(line.decided_by for _number, line in items)
         Promotion.objects.bulk_create(
             Promotion(
-                record_id=line.memory_id,
-                agent=agent,
-                section=line.section,
-                key=line.key,
-                placement_key=line.placement_key,
-                key_source=line.key_source,
-                spec_key=line.spec_key,
-                spec_version=line.spec_version,
-                tier=line.tier,
+                **_row_fields(line, agent, users),
                 status=line.status,
-                reason=line.reason,
-                promoted_at=line.promoted_at,
-                decided_by_id=users.get(line.decided_by) if line.decided_by else None,
-                decided_at=line.decided_at,
-                decision_note=line.decision_note,
                 corroborates_id=line.corroborates,
             )
             for _number, line in items
@@ -416,22 +403,9 @@ class _Import:
         users = self._users(line.decided_by for _number, line in items)
         MigratedPromotion.objects.bulk_create(
             MigratedPromotion(
-                record_id=line.memory_id,
-                agent=agent,
-                section=line.section,
-                key=line.key,
-                placement_key=line.placement_key,
-                key_source=line.key_source,
-                spec_key=line.spec_key,
-                spec_version=line.spec_version,
-                tier=line.tier,
+                **_row_fields(line, agent, users),
                 status="migrated",
                 previous_status=line.previous_status,
-                reason=line.reason,
-                promoted_at=line.promoted_at,
-                decided_by_id=users.get(line.decided_by) if line.decided_by else None,
-                decided_at=line.decided_at,
-                decision_note=line.decision_note,
                 migrated_at=line.migrated_at,
                 migrated_by=line.migrated_by,
                 new_section=line.new_section,
@@ -633,3 +607,25 @@ class _Import:
         newest = revisions_of(agent).values_list("number", "config_id").first()
         assert newest is not None
         return newest[0], newest[1], False
+
+
+def _row_fields(
+    line: PromotionLine | MigratedPromotionLine, agent: Agent, users: dict[str, int | None]
+) -> dict[str, Any]:
+    """The columns a promotion row and a migrated one share, as the line gives them."""
+    return {
+        "record_id": line.memory_id,
+        "agent": agent,
+        "section": line.section,
+        "key": line.key,
+        "placement_key": line.placement_key,
+        "key_source": line.key_source,
+        "spec_key": line.spec_key,
+        "spec_version": line.spec_version,
+        "tier": line.tier,
+        "reason": line.reason,
+        "promoted_at": line.promoted_at,
+        "decided_by_id": users.get(line.decided_by) if line.decided_by else None,
+        "decided_at": line.decided_at,
+        "decision_note": line.decision_note,
+    }
