@@ -157,6 +157,13 @@ class History:
             return
         self.saved.append(result.id)
         promotion = Promotion.objects.get(record_id=result.id)
+        if promotion.status == "corroborates":
+            # A sighting waits with its earning memory; whether it tips the count is the
+            # sessions', which the preview does not guess (SPEC §19.1).
+            assert (found.outcome, found.reason) == ("pending", "earning"), data
+            assert where == (promotion.section, promotion.key)
+            self.seen["corroborates"] += 1
+            return
         recorded = (
             promotion.status,
             (promotion.section, promotion.key) if promotion.section is not None else None,
