@@ -46,16 +46,25 @@ def check_slug(slug: str) -> str:
     return slug
 
 
-def get_agent(team: Team, slug: str, *, full: bool = True) -> Agent:
+def get_agent(
+    team: Team,
+    slug: str,
+    *,
+    full: bool = True,
+    shape: Callable[[QuerySet[Agent]], QuerySet[Agent]] | None = None,
+) -> Agent:
     """``team``'s agent ``slug``. Another team's agent does not exist here.
 
-    ``full`` prefetches the authored configuration, for composition.
+    ``full`` prefetches the authored configuration, for composition; ``shape`` adds to
+    the query (an annotation read in the same statement as the agent).
     """
     agent = None
     # Not a slug: no agent has it, so nothing to ask (and text a database refuses, such
     # as NUL, which PostgreSQL will not compare, never reaches one).
     if is_agent_slug(slug):
         queryset = Agent.objects.filter(team=team, slug=slug)
+        if shape is not None:
+            queryset = shape(queryset)
         agent = (with_config(queryset) if full else queryset).first()
     if agent is None:
         raise AgentNotFound(f"No agent {slug!r} in this team.")

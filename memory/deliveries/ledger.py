@@ -26,7 +26,7 @@ from lens.core.errors import DomainError
 from lens.models import Agent, Team
 from lens.revisions import at_one_revision
 from lens.tracing import DELIVERY_ID, PROMPT_SHA256, PROMPT_TOKENS, agent_attributes, span
-from memory.composition import compose
+from memory.composed import Current, current
 from memory.core.composition import Composition
 from memory.core.deliveries import (
     Change,
@@ -99,11 +99,11 @@ def _deliver(agent: Agent, actor: Actor, request: DeliveryInput | None) -> Deliv
         # already (then the memory is not composed) or waits for this delivery to commit
         # (then it redacts this composition too).
         hold_against_erasure(agent.pk)
-        found = at_one_revision(agent, compose, _INSERT_ATTEMPTS)
+        found = at_one_revision(agent, _composed, _INSERT_ATTEMPTS)
         if found is None:
             raise DeliveriesBusy("The agent is being changed too often at once; try again.")
-        agent, composition, revision = found
-        text = composition.canonical_json()
+        agent, now, revision = found
+        composition, text = now.composition, now.canonical_json()
         stored = _store_composition(agent, composition, text)
         counting = cache_figures.ENABLED  # read once: the benchmark switches it
         if counting:
@@ -139,6 +139,12 @@ def _deliver(agent: Agent, actor: Actor, request: DeliveryInput | None) -> Deliv
             append_one(agent.team_id, actor, _delivery_entry(agent, delivery, stored))
             return Delivered(delivery=delivery, composition_json=text)
     raise DeliveriesBusy("The agent is being delivered too often at once; try again.")
+
+
+def _composed(agent: Agent) -> Current:
+    # Composed once per change (``memory.composed``): this transaction has written
+    # nothing yet, so the stamp it reads is the truth about what it would compose.
+    return current(agent, fresh_transaction=True)
 
 
 def _delivery_entry(agent: Agent, delivery: Delivery, stored: StoredComposition) -> Entry:
