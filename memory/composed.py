@@ -139,10 +139,11 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
     stamp, its fold's settings and its validity windows say nothing changed since,
     composed (and kept) otherwise. Bit for bit what ``compose(agent)`` gives.
 
-    ``fresh_transaction``: the caller is in a transaction that has written nothing yet.
+    ``fresh_transaction``: the caller is in a transaction of its own (the outermost)
+    that has written nothing yet.
     """
     now = timezone.now()
-    if not settings.COMPOSITION_CACHE or (connection.in_atomic_block and not fresh_transaction):
+    if not settings.COMPOSITION_CACHE or not _may_trust_the_stamp(fresh_transaction):
         return Current(_Entry(0, None, None, compose(_declared(agent), now=now)))
     key, fold = _agent_key(agent), _fold_key(agent)
     stamp: int | None = getattr(agent, "stamp_read", None)
@@ -161,6 +162,15 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
     if stamp is not None and stamp_of(agent.pk) == stamp:
         _cache.put(key, entry, settings.COMPOSITION_CACHE_AGENTS)
     return Current(entry)
+
+
+def _may_trust_the_stamp(fresh_transaction: bool) -> bool:
+    """Outside a transaction the stamp read is the committed truth; inside one only when
+    it is the caller's own (outermost) and has written nothing yet: a write earlier in an
+    enclosing one may not have set it yet (PostgreSQL sets it at commit)."""
+    if not connection.in_atomic_block:
+        return True
+    return fresh_transaction and len(connection.atomic_blocks) == 1
 
 
 def _has_declarations(agent: Agent) -> bool:

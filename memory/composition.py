@@ -82,16 +82,19 @@ def compose_current(agent: Agent, now: datetime) -> tuple[Composition, datetime 
     """``agent`` composed at ``now``, with the moment that composition stops being true
     by itself: the earliest validity window still open at ``now`` (None: none is), when
     that memory leaves the prompt or the report (SPEC §19.2) with no write at all."""
-    load_entry_values([agent])
-    placed = placed_records([agent.pk])
-    states = promotion_states([agent.pk]).get(agent.pk, [])
-    composition = compose_from(
-        agent,
-        placed.of(agent.pk),
-        states,
-        placed.unreadable.get(agent.pk, set()),
-        now=now,
-    )
+    with span("lens.compose") as current:
+        load_entry_values([agent])
+        placed = placed_records([agent.pk])
+        states = promotion_states([agent.pk]).get(agent.pk, [])
+        composition = compose_from(
+            agent,
+            placed.of(agent.pk),
+            states,
+            placed.unreadable.get(agent.pk, set()),
+            now=now,
+        )
+        if current.is_recording():
+            current.set_attributes(_composed([agent], {agent.pk: composition}))
     closing = (s.valid_until for s in states if s.valid_until is not None)
     return composition, min((at for at in closing if at > now), default=None)
 
