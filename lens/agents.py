@@ -81,10 +81,15 @@ def with_config(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
     committed with the config, so when the number is still the same after the relations
     were read, they are that revision's (``memory.deliveries.ledger.deliver``).
     """
-    newest = Revision.objects.filter(agent=OuterRef("pk")).order_by("-number").values("number")
-    return queryset.annotate(revision_number=Subquery(newest[:1])).prefetch_related(
+    return with_revision_number(queryset).prefetch_related(
         "capabilities", "awareness_sources", "sections"
     )
+
+
+def with_revision_number(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
+    """Each agent with ``revision_number`` (``with_config``), without its declarations."""
+    newest = Revision.objects.filter(agent=OuterRef("pk")).order_by("-number").values("number")
+    return queryset.annotate(revision_number=Subquery(newest[:1]))
 
 
 def load_entry_values(agents: Sequence[Agent]) -> None:

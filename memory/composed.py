@@ -30,10 +30,11 @@ from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from lens.agents import get_agent, with_config
+from lens.agents import get_agent, with_config, with_revision_number
 from lens.models import Agent, Team
 from memory.composition import compose, compose_current
 from memory.core.composition import Composition
+from memory.core.deliveries import sha256_hex
 from memory.models import CompositionStamp
 from memory.registry import get_spec
 from memory.stamps import stamp_of
@@ -46,10 +47,13 @@ def stamped(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
     return queryset.annotate(stamp_read=Subquery(stamp))
 
 
-def stamped_agent(team: Team, slug: str) -> Agent:
+def stamped_agent(team: Team, slug: str, *, revision: bool = False) -> Agent:
     """``team``'s agent ``slug`` with its stamp, in one statement, without its
     declarations: a composition kept for that stamp needs nothing more
-    (``lens.agents.get_agent``'s errors)."""
+    (``lens.agents.get_agent``'s errors). ``revision``: with its ``revision_number``
+    too (``lens.revisions.at_one_revision`` reads it)."""
+    if revision:
+        return get_agent(team, slug, full=False, shape=lambda q: stamped(with_revision_number(q)))
     return get_agent(team, slug, full=False, shape=stamped)
 
 
@@ -59,8 +63,10 @@ class _Entry:
     fold: Hashable  # the settings and spec the fold read
     due: datetime | None  # the earliest validity window open when composed
     composition: Composition
-    # The canonical JSON, written on first use (a race writes the same text twice).
+    # The canonical JSON and its SHA-256, each made on first use (a race makes the same
+    # value twice).
     text: str | None = field(default=None)
+    digest: str | None = field(default=None)
 
     def fresh(self, stamp: int, fold: Hashable, now: datetime) -> bool:
         return self.stamp == stamp and self.fold == fold and (self.due is None or now < self.due)
@@ -81,6 +87,13 @@ class Current:
         if text is None:
             text = self.entry.text = self.entry.composition.canonical_json()
         return text
+
+    def digest(self) -> str:
+        """The canonical JSON's SHA-256 (a stored composition's ``digest``)."""
+        digest = self.entry.digest
+        if digest is None:
+            digest = self.entry.digest = sha256_hex(self.canonical_json())
+        return digest
 
 
 class _Cache:

@@ -104,7 +104,7 @@ def _deliver(agent: Agent, actor: Actor, request: DeliveryInput | None) -> Deliv
             raise DeliveriesBusy("The agent is being changed too often at once; try again.")
         agent, now, revision = found
         composition, text = now.composition, now.canonical_json()
-        stored = _store_composition(agent, composition, text)
+        stored = _store_composition(agent, composition, text, now.digest())
         counting = cache_figures.ENABLED  # read once: the benchmark switches it
         if counting:
             cache_figures.hold_timeline(agent.pk)
@@ -173,7 +173,9 @@ def _memory_ids(composition: Composition) -> list[str]:
     return sorted({mid for section in composition.prompt.sections for mid in section.memory_ids})
 
 
-def _store_composition(agent: Agent, composition: Composition, text: str) -> StoredComposition:
+def _store_composition(
+    agent: Agent, composition: Composition, text: str, digest: str
+) -> StoredComposition:
     """The stored row of ``text``, created when there is none, and held until this
     transaction ends so that no prune deletes it under the delivery about to use it.
 
@@ -182,7 +184,6 @@ def _store_composition(agent: Agent, composition: Composition, text: str) -> Sto
     reads the row again. A prune may delete the row between two reads: it is created
     again. Each turn of the loop ends in one of these, so it is short.
     """
-    digest = sha256_hex(text)
     for _attempt in range(_INSERT_ATTEMPTS):
         found = _held(agent, digest)
         if found is not None:

@@ -25,7 +25,7 @@ def main() -> None:
             team = Team.objects.get(slug=asked["team"])
             step = asked["step"]
             if step == ["check"]:
-                answer = {"sha": check(team, asked["agent"])}
+                answer: dict[str, object] = {"sha": check(team, asked["agent"])}
             else:
                 apply(team, asked["agent"], step)
                 answer = {"done": True}
