@@ -119,10 +119,14 @@ def measure(factor: int, growth: Any, client: Client, api: Client) -> dict[str, 
         "audit_page": "/audit/",
     }
     composition = f"/api/agents/{BIG}/composition"
+
+    def paged(path: str) -> Callable[[], tuple[float, int]]:
+        return lambda: p50_ms(page(client, path))
+
     timed: dict[str, Callable[[], tuple[float, int]]] = {
         "compose_uncached": lambda: p50_ms(lambda: compose(get_agent(team, BIG))),
         "compose_cached": lambda: second_call_ms(page(api, composition)),
-        **{name: (lambda path=path: p50_ms(page(client, path))) for name, path in paths.items()},
+        **{name: paged(path) for name, path in paths.items()},
         "verify_audit": lambda: p50_ms(verified),
         "export": lambda: p50_ms(export),
         "what_if": lambda: p50_ms(

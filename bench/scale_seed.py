@@ -13,7 +13,7 @@ checks them with, and the chain head moved to the last.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db import transaction
 from django.utils import timezone
@@ -127,7 +127,7 @@ class Growth:
                 )
 
 
-def _event(team: Team, seq: int, at: object, prev: str, slugs: list[str]) -> AuditEvent:
+def _event(team: Team, seq: int, at: datetime, prev: str, slugs: list[str]) -> AuditEvent:
     """The kinds of event a busy team's log is mostly made of: deliveries, saves and
     key/value writes."""
     match seq % 3:

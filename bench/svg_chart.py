@@ -20,11 +20,11 @@ def nice_ceiling(value: float) -> float:
     """The smallest 1, 2, 2.5 or 5 × 10ⁿ at or above ``value`` (an axis's top)."""
     if value <= 0:
         return 1.0
-    power = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 2.5, 5, 10):
+    power = 10.0 ** math.floor(math.log10(value))
+    for step in (1.0, 2.0, 2.5, 5.0, 10.0):
         if value <= step * power * (1 + 1e-9):
             return step * power
-    return 10 * power
+    return 10.0 * power
 
 
 def _fmt(value: float) -> str:
@@ -83,9 +83,7 @@ def line_chart(
         out.append(
             f'<line x1="{LEFT}" y1="{y:.1f}" x2="{LEFT + plot_w}" y2="{y:.1f}" stroke="#dddddd"/>'
         )
-        out.append(
-            f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(value)}</text>'
-        )
+        out.append(f'<text x="{LEFT - 6}" y="{y + 4:.1f}" text-anchor="end">{_fmt(value)}</text>')
     for i, x in enumerate(xs):  # vertical grid and x ticks
         label = x_labels[i] if x_labels else _fmt(x)
         out.append(
@@ -110,11 +108,11 @@ def line_chart(
     for n, (name, line) in enumerate(series.items()):
         colour, marker = COLOURS[n % len(COLOURS)], MARKERS[n % len(MARKERS)]
         segments: list[list[tuple[float, float]]] = [[]]
-        for x, value in zip(xs, line, strict=True):
-            if value is None:
+        for x, measured in zip(xs, line, strict=True):
+            if measured is None:
                 segments.append([])
                 continue
-            segments[-1].append((px(x), py(value)))
+            segments[-1].append((px(x), py(measured)))
         for points in segments:
             if len(points) > 1:
                 path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
