@@ -78,7 +78,30 @@ def queries(client: Client, path: str) -> int:
     return len(ctx.captured_queries)
 
 
-def measure(factor: int, growth: Any, client: Client, api: Client) -> dict[str, Any]:
+def slowest(client: Client, path: str, count: int = 3) -> list[dict[str, Any]]:
+    """The ``count`` slowest statements of one request to ``path``, each with its plan
+    (EXPLAIN ANALYZE on PostgreSQL, EXPLAIN QUERY PLAN on SQLite): where a page's time
+    goes when it does not stay flat."""
+    with CaptureQueriesContext(connection) as ctx:
+        page(client, path)()
+    ranked = sorted(ctx.captured_queries, key=lambda q: -float(q["time"]))[:count]
+    found = []
+    for query in ranked:
+        sql = query["sql"]
+        explain = "EXPLAIN ANALYZE " if connection.vendor == "postgresql" else "EXPLAIN QUERY PLAN "
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(explain + sql)
+                plan = "\n".join(" ".join(str(c) for c in row) for row in cursor.fetchall())
+        except Exception as exc:  # a statement the log cannot replay as written
+            plan = f"(no plan: {exc})"
+        found.append({"ms": round(float(query["time"]) * 1000, 2), "sql": sql[:2000], "plan": plan})
+    return found
+
+
+def measure(
+    factor: int, growth: Any, client: Client, api: Client, *, explain: bool
+) -> dict[str, Any]:
     from bench.common import analyze
     from bench.data import big_memory_config
     from bench.scale_seed import BIG, QUERY, Sizes
@@ -139,6 +162,10 @@ def measure(factor: int, growth: Any, client: Client, api: Client) -> dict[str, 
         figures[name] = {"ms": round(ms, 2), "runs": runs}
         if name in paths:
             figures[name]["queries"] = queries(client, paths[name])
+            if explain:
+                figures[name]["slowest"] = slowest(client, paths[name])
+        elif name == "compose_cached" and explain:
+            figures[name]["slowest"] = slowest(api, composition)
         print(f"    {name:<18} {ms:10.1f} ms  (p50 of {runs})", flush=True)
     big = get_agent(team, BIG)
     return {
@@ -176,7 +203,9 @@ def main(out: Path, factors: list[int]) -> int:
     result: dict[str, Any] = {"database": connection.vendor, "sizes": []}
     print(f"bench-scale on {connection.vendor}", flush=True)
     for factor in factors:
-        result["sizes"].append(measure(factor, growth, client, api))
+        # The plans of the largest size only: where growth shows.
+        explain = factor == factors[-1]
+        result["sizes"].append(measure(factor, growth, client, api, explain=explain))
         result["seconds"] = round(time.perf_counter() - started, 1)
         out.write_text(json.dumps(result, indent=1))
     return 0
