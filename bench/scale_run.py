@@ -171,6 +171,8 @@ def measure(
     return {
         "factor": factor,
         "seed_s": round(seeded, 1),
+        # How busy the machine was (other work shares its two cores): the 1-minute load.
+        "load": round(os.getloadavg()[0], 1),
         "rows": {
             "agents": sizes.agents,
             "memories": MemoryRecord.objects.filter(agent=big).count(),
