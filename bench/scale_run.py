@@ -2,6 +2,11 @@
 database, with DATABASE_URL set to a scratch database): grows one team 1×, 10×, 100×
 (``bench.scale_seed``) and times each operation at each size, in process.
 
+A second team stays at 1× throughout and each operation is timed on both teams in
+alternating rounds: other work shares this machine's two cores and its speed drifts by
+2× over minutes, so a growth ratio is taken between two figures of one moment (the grown
+team's and the 1× team's), not between figures minutes apart.
+
 ``python -m bench.scale_run OUT.json [FACTORS]`` writes the figures to OUT.json after
 each size, so a run cut short keeps what it measured.
 """
@@ -25,6 +30,7 @@ import json  # noqa: E402
 import statistics  # noqa: E402
 import time  # noqa: E402
 from collections.abc import Callable  # noqa: E402
+from dataclasses import dataclass  # noqa: E402
 from pathlib import Path  # noqa: E402
 from typing import Any  # noqa: E402
 
@@ -37,30 +43,50 @@ from django.test.utils import CaptureQueriesContext, setup_test_environment  # n
 # One run of an operation longer than this is its only sample: the 100× export and
 # verify_audit take tens of seconds each, and a second run would say nothing new.
 ONE_SAMPLE_MS = 5_000.0
+PATHS = {
+    "lens": "/agents/big/",
+    "queue": "/approvals/",
+    "search": "/memories/?q=w7+w42",  # bench.scale_seed.QUERY
+    "timeline": "/agents/big/deliveries/",
+    "audit_page": "/audit/",
+}
+COMPOSITION = "/api/agents/big/composition"
 
 
-def p50_ms(fn: Callable[[], object]) -> tuple[float, int]:
-    """The median of a few runs (5, 3, or the first alone when it is slow) and how many."""
-    from bench.common import median_ms
+@dataclass(frozen=True)
+class Subject:
+    """A team as the timed operations see it: a signed-in member's pages, a token's API."""
 
+    team: Any
+    client: Client
+    api: Client
+
+
+def _once(fn: Callable[[], object], second_call: bool) -> float:
+    """One run of ``fn`` in ms; with ``second_call``, the second of two calls (the first
+    fills any cache)."""
+    if second_call:
+        fn()
     started = time.perf_counter()
-    fn()  # the warm-up, and the estimate of how many runs fit
-    first = (time.perf_counter() - started) * 1000
-    if first > ONE_SAMPLE_MS:
-        return first, 1
-    runs = 5 if first < 1_000 else 3
-    return median_ms(fn, runs), runs
+    fn()
+    return (time.perf_counter() - started) * 1000
 
 
-def second_call_ms(fn: Callable[[], object]) -> tuple[float, int]:
-    """The median time of the second of two calls: the first fills any cache."""
-    samples = []
-    for _ in range(5):
-        fn()
-        started = time.perf_counter()
-        fn()
-        samples.append((time.perf_counter() - started) * 1000)
-    return statistics.median(samples), len(samples)
+def paired_p50(
+    grown: Callable[[], object], reference: Callable[[], object], *, second_call: bool = False
+) -> tuple[tuple[float, int], float]:
+    """The p50 of a few runs of ``grown`` (5, 3, or its warm-up alone when that is slow)
+    and of as many of ``reference`` (at least 3), the two alternating round by round."""
+    first = _once(grown, second_call)  # the warm-up, and the estimate of how many runs fit
+    _once(reference, second_call)
+    runs = 1 if first > ONE_SAMPLE_MS else 3 if first > 1_000 else 5
+    grown_ms: list[float] = [first] if runs == 1 else []
+    reference_ms: list[float] = []
+    for _ in range(max(runs, 3)):
+        reference_ms.append(_once(reference, second_call))
+        if len(grown_ms) < runs:
+            grown_ms.append(_once(grown, second_call))
+    return (statistics.median(grown_ms), len(grown_ms)), statistics.median(reference_ms)
 
 
 def page(client: Client, path: str) -> Callable[[], object]:
@@ -99,74 +125,72 @@ def slowest(client: Client, path: str, count: int = 3) -> list[dict[str, Any]]:
     return found
 
 
-def measure(
-    factor: int, growth: Any, client: Client, api: Client, *, explain: bool
-) -> dict[str, Any]:
-    from bench.common import analyze
+def operations(subject: Subject, scratch: Path) -> dict[str, Callable[[], object]]:
+    """Each timed operation on ``subject``'s team, as one call."""
     from bench.data import big_memory_config
-    from bench.scale_seed import BIG, QUERY, Sizes
+    from bench.scale_seed import BIG
     from lens.agents import get_agent
     from lens.audit import verify
-    from lens.models import AuditEvent
     from memory.bundles.exporting import export_bundle
     from memory.composition import compose
     from memory.core.what_if import OrderChange
-    from memory.models import Delivery, MemoryRecord
     from memory.what_if import what_if
 
-    sizes = Sizes.at(factor)
-    started = time.perf_counter()
-    growth.grow_to(sizes)
-    analyze()
-    seeded = time.perf_counter() - started
-    team = growth.team
-    print(f"  {factor}×: grown in {seeded:.0f} s", flush=True)
-
-    scratch = Path(tempfile.mkdtemp(prefix="lens-scale-export-"))
+    team = subject.team
+    order = tuple(reversed([s.id for s in big_memory_config().background.sections]))
 
     def export() -> None:
-        with (scratch / "big.bundle.jsonl.gz").open("wb") as out:
+        with (scratch / f"{team.slug}.bundle.jsonl.gz").open("wb") as out:
             export_bundle(get_agent(team, BIG)).write_to(out)
 
     def verified() -> None:
         found = verify(team)
         assert found.first_bad is None, found.problem
 
-    order = tuple(reversed([s.id for s in big_memory_config().background.sections]))
-    search = "/memories/?q=" + QUERY.replace(" ", "+")
-    paths = {
-        "lens": f"/agents/{BIG}/",
-        "queue": "/approvals/",
-        "search": search,
-        "timeline": f"/agents/{BIG}/deliveries/",
-        "audit_page": "/audit/",
+    return {
+        "compose_uncached": lambda: compose(get_agent(team, BIG)),
+        "compose_cached": page(subject.api, COMPOSITION),
+        **{name: page(subject.client, path) for name, path in PATHS.items()},
+        "verify_audit": verified,
+        "export": export,
+        "what_if": lambda: what_if(get_agent(team, BIG), OrderChange(order), 50, diff=False),
     }
-    composition = f"/api/agents/{BIG}/composition"
 
-    def paged(path: str) -> Callable[[], tuple[float, int]]:
-        return lambda: p50_ms(page(client, path))
 
-    timed: dict[str, Callable[[], tuple[float, int]]] = {
-        "compose_uncached": lambda: p50_ms(lambda: compose(get_agent(team, BIG))),
-        "compose_cached": lambda: second_call_ms(page(api, composition)),
-        **{name: paged(path) for name, path in paths.items()},
-        "verify_audit": lambda: p50_ms(verified),
-        "export": lambda: p50_ms(export),
-        "what_if": lambda: p50_ms(
-            lambda: what_if(get_agent(team, BIG), OrderChange(order), 50, diff=False)
-        ),
-    }
+def measure(
+    factor: int, growth: Any, grown: Subject, reference: Subject, *, explain: bool
+) -> dict[str, Any]:
+    from bench.common import analyze
+    from bench.scale_seed import BIG, Sizes
+    from lens.agents import get_agent
+    from lens.models import AuditEvent
+    from memory.models import Delivery, MemoryRecord
+
+    sizes = Sizes.at(factor)
+    started = time.perf_counter()
+    growth.grow_to(sizes)
+    analyze()
+    seeded = time.perf_counter() - started
+    print(f"  {factor}×: grown in {seeded:.0f} s", flush=True)
+    scratch = Path(tempfile.mkdtemp(prefix="lens-scale-export-"))
+    timed, beside = operations(grown, scratch), operations(reference, scratch)
     figures: dict[str, Any] = {}
     for name, run in timed.items():
-        ms, runs = run()
-        figures[name] = {"ms": round(ms, 2), "runs": runs}
-        if name in paths:
-            figures[name]["queries"] = queries(client, paths[name])
+        (ms, runs), reference_ms = paired_p50(
+            run, beside[name], second_call=name == "compose_cached"
+        )
+        figures[name] = {"ms": round(ms, 2), "runs": runs, "reference_ms": round(reference_ms, 2)}
+        if name in PATHS:
+            figures[name]["queries"] = queries(grown.client, PATHS[name])
             if explain:
-                figures[name]["slowest"] = slowest(client, paths[name])
+                figures[name]["slowest"] = slowest(grown.client, PATHS[name])
         elif name == "compose_cached" and explain:
-            figures[name]["slowest"] = slowest(api, composition)
-        print(f"    {name:<18} {ms:10.1f} ms  (p50 of {runs})", flush=True)
+            figures[name]["slowest"] = slowest(grown.api, COMPOSITION)
+        print(
+            f"    {name:<18} {ms:10.1f} ms  (p50 of {runs}; the 1× team now {reference_ms:.1f} ms)",
+            flush=True,
+        )
+    team = grown.team
     big = get_agent(team, BIG)
     return {
         "factor": factor,
@@ -184,30 +208,39 @@ def measure(
     }
 
 
-def main(out: Path, factors: list[int]) -> int:
-    from bench.scale_seed import Growth
+def subject(slug: str, user: User) -> tuple[Subject, Any]:
+    """A team of ``user``'s, signed in to its pages, with a token for its API."""
     from lens.models import ApiToken, Membership, Team
-    from lens.serving.runtime import tune_gc
 
-    started = time.perf_counter()
-    call_command("migrate", verbosity=0)
-    setup_test_environment()
-    tune_gc()  # as the served application does once it is loaded
-    team = Team.objects.create(slug="bench-scale", name="Bench scale")
-    user = User.objects.create_user("bench-scale", password="x")
+    team = Team.objects.create(slug=slug, name=slug)
     Membership.objects.create(team=team, user=user)
     token, raw = ApiToken.objects.issue(team, name="runtime")
     client = Client()
     client.force_login(user)
     client.get(f"/?team={team.slug}")
     api = Client(headers={"Authorization": f"Bearer {raw}"})
-    growth = Growth(team, token)
+    return Subject(team, client, api), token
+
+
+def main(out: Path, factors: list[int]) -> int:
+    from bench.scale_seed import Growth, Sizes
+    from lens.serving.runtime import tune_gc
+
+    started = time.perf_counter()
+    call_command("migrate", verbosity=0)
+    setup_test_environment()
+    tune_gc()  # as the served application does once it is loaded
+    user = User.objects.create_user("bench-scale", password="x")
+    grown, token = subject("bench-scale", user)
+    reference, reference_token = subject("bench-scale-1x", user)
+    Growth(reference.team, reference_token).grow_to(Sizes.at(1))
+    growth = Growth(grown.team, token)
     result: dict[str, Any] = {"database": connection.vendor, "sizes": []}
     print(f"bench-scale on {connection.vendor}", flush=True)
     for factor in factors:
         # The plans of the largest size only: where growth shows.
         explain = factor == factors[-1]
-        result["sizes"].append(measure(factor, growth, client, api, explain=explain))
+        result["sizes"].append(measure(factor, growth, grown, reference, explain=explain))
         result["seconds"] = round(time.perf_counter() - started, 1)
         out.write_text(json.dumps(result, indent=1))
     return 0
