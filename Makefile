@@ -16,7 +16,7 @@ WORKERS ?= 2
 
 export DEBUG ?= 1
 
-.PHONY: run serve test test-fast bench bench-http bench-http-tools bench-engines lint format chromium axe screenshots clean
+.PHONY: run serve test test-fast bench bench-http bench-http-tools bench-engines bench-scale lint format chromium axe screenshots clean
 
 # PyICU (pyproject.toml) compiles against the system's ICU: Debian's libicu-dev, found
 # through pkg-config, and a C++ compiler. Installed from Debian when missing.
@@ -117,6 +117,14 @@ bench-http: $(STAMP) bench-http-tools
 # at BENCH_PG_URL), each on a throwaway database, in one run of about 3½ minutes.
 bench-engines: $(STAMP)
 	$(BIN)/python -m bench.task_engines
+
+# Cost curves as the data grows (docs/performance.md#cost-curves-as-the-data-grows): one
+# team grown 1×, 10× and 100× (agents, one agent's memories and deliveries, the audit
+# log), each operation timed at each size on SQLite then PostgreSQL (when it answers at
+# BENCH_PG_URL), each in a scratch database; writes docs/scale/ (data.json, table.md, one
+# SVG per operation). About 25 minutes here; not part of CI.
+bench-scale: $(STAMP)
+	$(BIN)/python -m bench.scale
 
 bench-http-tools:
 	@if ! command -v etcd >/dev/null || ! command -v wrk >/dev/null; then \

@@ -46,19 +46,30 @@ def _agent(team: Team, slug: str) -> Agent:
     return store_agent(team, slug, config)[0]
 
 
-def _fill(agent: Agent, count: int, statuses: tuple[str, ...] = ("approved",)) -> None:
+def fact(i: int) -> str:
+    return f"Fact number {i} about the user, long enough to look real."
+
+
+def _fill(
+    agent: Agent,
+    count: int,
+    statuses: tuple[str, ...] = ("approved",),
+    *,
+    first: int = 0,
+    content: Callable[[int], str] = fact,
+) -> None:
     """Bulk-load ``count`` records with promotion rows at distinct addresses, indexed for
-    search as saves index them."""
+    search as saves index them; numbered from ``first`` (an agent can be grown)."""
     start = timezone.now() - timedelta(days=30)
     batch = 5000
-    for offset in range(0, count, batch):
+    for offset in range(first, first + count, batch):
         records, promotions = [], []
-        for i in range(offset, min(offset + batch, count)):
+        for i in range(offset, min(offset + batch, first + count)):
             status = statuses[i % len(statuses)]
             record, promotion = stored_row(
                 agent,
                 kind="profile",
-                content=f"Fact number {i} about the user, long enough to look real.",
+                content=content(i),
                 label=f"fact-{i}",
                 section="user_profile" if status == "approved" else "user_preferences",
                 tier="auto",
