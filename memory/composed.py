@@ -30,21 +30,25 @@ from django.db import connection
 from django.db.models import OuterRef, QuerySet, Subquery
 from django.utils import timezone
 
-from lens.agents import get_agent, with_config, with_revision_number
+from lens.agents import config_of, get_agent, with_config, with_revision_number
+from lens.core.config import AgentConfig
 from lens.models import Agent, Team
 from memory.composition import compose, compose_current
 from memory.core.composition import Composition
 from memory.core.deliveries import sha256_hex
 from memory.models import CompositionStamp
 from memory.registry import get_spec
-from memory.stamps import stamp_of
+from memory.stamps import Stamp, stamp_of
 
 
 def stamped(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
     """``queryset`` with each agent's stamp (``stamp_read``), read in the same statement
     as the agent: what a cache hit needs, and read before anything composing reads."""
-    stamp = CompositionStamp.objects.filter(agent=OuterRef("pk")).values("stamp")[:1]
-    return queryset.annotate(stamp_read=Subquery(stamp))
+    row = CompositionStamp.objects.filter(agent=OuterRef("pk"))
+    return queryset.annotate(
+        stamp_read=Subquery(row.values("stamp")[:1]),
+        config_stamp_read=Subquery(row.values("config_stamp")[:1]),
+    )
 
 
 def stamped_agent(team: Team, slug: str, *, revision: bool = False) -> Agent:
@@ -59,7 +63,9 @@ def stamped_agent(team: Team, slug: str, *, revision: bool = False) -> Agent:
 
 @dataclass
 class _Entry:
-    stamp: int
+    stamp: Stamp | None
+    # The declarations it was composed with (None: not kept).
+    config: AgentConfig | None
     fold: Hashable  # the settings and spec the fold read
     due: datetime | None  # the earliest validity window open when composed
     composition: Composition
@@ -68,7 +74,7 @@ class _Entry:
     text: str | None = field(default=None)
     digest: str | None = field(default=None)
 
-    def fresh(self, stamp: int, fold: Hashable, now: datetime) -> bool:
+    def fresh(self, stamp: Stamp, fold: Hashable, now: datetime) -> bool:
         return self.stamp == stamp and self.fold == fold and (self.due is None or now < self.due)
 
 
@@ -157,9 +163,9 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
     """
     now = timezone.now()
     if not settings.COMPOSITION_CACHE or not _may_trust_the_stamp(fresh_transaction):
-        return Current(_Entry(0, None, None, compose(_declared(agent), now=now)))
+        return Current(_Entry(None, None, None, None, compose(_declared(agent), now=now)))
     key, fold = _agent_key(agent), _fold_key(agent)
-    stamp: int | None = getattr(agent, "stamp_read", None)
+    stamp = _stamp_read(agent)
     # The declarations must be read after the stamp: they were when the agent was read
     # with both (``stamped(with_config(...))``); otherwise they are read again.
     loaded_after = stamp is not None and _has_declarations(agent)
@@ -168,13 +174,35 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
     entry = _cache.get(key)
     if entry is not None and stamp is not None and entry.fresh(stamp, fold, now):
         return Current(entry)
-    composition, due = compose_current(agent if loaded_after else _reloaded(agent), now)
-    entry = _Entry(stamp or 0, fold, due, composition)
+    if (
+        entry is not None
+        and entry.config is not None
+        and entry.stamp is not None
+        and stamp is not None
+        and entry.stamp[1] == stamp[1]
+    ):
+        # Only memories changed since: the declarations kept are still the agent's.
+        config = entry.config
+        composition, due = compose_current(agent, now, config)
+    else:
+        declared = agent if loaded_after else _reloaded(agent)
+        config = config_of(declared)
+        composition, due = compose_current(declared, now, config)
+    entry = _Entry(stamp, config, fold, due, composition)
     # Kept only when nothing changed while it was composed: every change sets the stamp
     # in its own transaction, so the same stamp after the reads means they read one state.
     if stamp is not None and stamp_of(agent.pk) == stamp:
         _cache.put(key, entry, settings.COMPOSITION_CACHE_AGENTS)
     return Current(entry)
+
+
+def _stamp_read(agent: Agent) -> Stamp | None:
+    """The stamps read with ``agent`` (``stamped``), if they were."""
+    stamp, config_stamp = (
+        getattr(agent, "stamp_read", None),
+        getattr(agent, "config_stamp_read", None),
+    )
+    return None if stamp is None or config_stamp is None else (stamp, config_stamp)
 
 
 def _may_trust_the_stamp(fresh_transaction: bool) -> bool:

@@ -78,12 +78,14 @@ def _compose_many(
     }
 
 
-def compose_current(agent: Agent, now: datetime) -> tuple[Composition, datetime | None]:
-    """``agent`` composed at ``now``, with the moment that composition stops being true
-    by itself: the earliest validity window still open at ``now`` (None: none is), when
-    that memory leaves the prompt or the report (SPEC §19.2) with no write at all."""
+def compose_current(
+    agent: Agent, now: datetime, config: AgentConfig
+) -> tuple[Composition, datetime | None]:
+    """``agent`` composed with ``config`` (its declarations) at ``now``, with the moment
+    that composition stops being true by itself: the earliest validity window still open
+    at ``now`` (None: none is), when that memory leaves the prompt or the report (SPEC
+    §19.2) with no write at all."""
     with span("lens.compose") as current:
-        load_entry_values([agent])
         placed = placed_records([agent.pk])
         states = promotion_states([agent.pk]).get(agent.pk, [])
         composition = compose_from(
@@ -91,6 +93,7 @@ def compose_current(agent: Agent, now: datetime) -> tuple[Composition, datetime 
             placed.of(agent.pk),
             states,
             placed.unreadable.get(agent.pk, set()),
+            config,
             now=now,
         )
         if current.is_recording():

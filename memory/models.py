@@ -257,6 +257,9 @@ class CompositionStamp(models.Model):
         Agent, on_delete=models.CASCADE, primary_key=True, related_name="composition_stamp"
     )
     stamp = models.BigIntegerField()
+    # Set with ``stamp`` by a change of the declarations only (the lens tables): while it
+    # reads the same, the declarations read with it are still the agent's.
+    config_stamp = models.BigIntegerField()
 
     class Meta:
         db_table = "memory_compositionstamp"

@@ -1,6 +1,10 @@
 """Each agent's composition stamp, and the triggers that change it with every row an
 agent's composition is made of (``memory.models.CompositionStamp``).
 
+Every change sets ``stamp``; a change of the declarations (the lens tables) sets
+``config_stamp`` too, so a composition made after a change of memories alone may reuse
+the declarations it read before.
+
 PostgreSQL runs them as constraint triggers deferred to the commit: the stamp's row is
 then locked only for the instant a transaction commits, never while it waits for other
 rows, so the stamp adds no lock-order deadlock to the writes it follows. SQLite runs
@@ -28,6 +32,22 @@ BY_AGENT = {
 ENTRY = "lens_authoredentry"
 
 
+def _assign(table: str, random: str) -> str:
+    """What a change of a row of ``table`` sets: the stamp, and the declarations' stamp
+    when the row is one of the declarations."""
+    if table.startswith("lens_"):
+        return f"stamp = {random}, config_stamp = {random}"
+    return f"stamp = {random}"
+
+
+def _tables() -> dict[str, str]:
+    return {**BY_AGENT, ENTRY: "section_id"}
+
+
+def _part(table: str) -> str:
+    return "config" if table.startswith("lens_") else "memory"
+
+
 def _sqlite(rows: str, column: str) -> str:
     """The agents of one changed row, in a SQLite trigger (``rows``: NEW or OLD)."""
     if column == "section_id":
@@ -39,17 +59,17 @@ def sqlite_triggers() -> list[str]:
     statements = [
         # A new agent starts with a stamp of its own.
         "CREATE TRIGGER composition_stamp_lens_agent_insert AFTER INSERT ON lens_agent "
-        f"BEGIN INSERT INTO {STAMP} (agent_id, stamp) VALUES (NEW.id, random()); END"
+        f"BEGIN INSERT INTO {STAMP} (agent_id, stamp, config_stamp) "
+        "VALUES (NEW.id, random(), random()); END"
     ]
-    tables = {**BY_AGENT, ENTRY: "section_id"}
-    for table, column in tables.items():
+    for table, column in _tables().items():
         for event, rows in (("INSERT", ("NEW",)), ("UPDATE", ("OLD", "NEW")), ("DELETE", ("OLD",))):
             if table == "lens_agent" and event != "UPDATE":
                 continue  # its insert makes the stamp; its delete removes it
             agents = " UNION ".join(_sqlite(row, column) for row in rows)
             statements.append(
                 f"CREATE TRIGGER composition_stamp_{table}_{event.lower()} AFTER {event} "
-                f"ON {table} BEGIN UPDATE {STAMP} SET stamp = random() "
+                f"ON {table} BEGIN UPDATE {STAMP} SET {_assign(table, 'random()')} "
                 f"WHERE agent_id IN ({agents}); END"
             )
     return statements
@@ -64,41 +84,45 @@ def postgresql_triggers() -> list[str]:
         f"""
         CREATE FUNCTION composition_stamp_new_agent() RETURNS trigger LANGUAGE plpgsql AS $$
         BEGIN
-            INSERT INTO {STAMP} (agent_id, stamp) VALUES (NEW.id, {_PG_RANDOM});
+            INSERT INTO {STAMP} (agent_id, stamp, config_stamp)
+            VALUES (NEW.id, {_PG_RANDOM}, {_PG_RANDOM});
             RETURN NULL;
         END $$
         """,
         "CREATE TRIGGER composition_stamp_lens_agent_insert AFTER INSERT ON lens_agent "
         "FOR EACH ROW EXECUTE FUNCTION composition_stamp_new_agent()",
     ]
-    for column, agents in (
-        ("agent_id", "{rows}.agent_id"),
-        ("id", "{rows}.id"),
-        ("section_id", "(SELECT agent_id FROM lens_sectiondeclaration WHERE id = {rows}.section_id)"),
-    ):
-        old, new = agents.format(rows="OLD"), agents.format(rows="NEW")
+    # One function per way of finding the agent and per what a change sets:
+    # composition_stamp_<memory|config>_by_<column>().
+    ways = {
+        "agent_id": "{rows}.agent_id",
+        "id": "{rows}.id",
+        "section_id": "(SELECT agent_id FROM lens_sectiondeclaration WHERE id = {rows}.section_id)",
+    }
+    for part, column in sorted({(_part(table), column) for table, column in _tables().items()}):
+        old, new = ways[column].format(rows="OLD"), ways[column].format(rows="NEW")
+        assign = _assign("lens_" if part == "config" else "memory_", _PG_RANDOM)
         statements.append(
             f"""
-            CREATE FUNCTION composition_stamp_by_{column}() RETURNS trigger
+            CREATE FUNCTION composition_stamp_{part}_by_{column}() RETURNS trigger
             LANGUAGE plpgsql AS $$
             BEGIN
                 IF TG_OP <> 'INSERT' THEN
-                    UPDATE {STAMP} SET stamp = {_PG_RANDOM} WHERE agent_id = {old};
+                    UPDATE {STAMP} SET {assign} WHERE agent_id = {old};
                 END IF;
                 IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND {new} IS DISTINCT FROM {old}) THEN
-                    UPDATE {STAMP} SET stamp = {_PG_RANDOM} WHERE agent_id = {new};
+                    UPDATE {STAMP} SET {assign} WHERE agent_id = {new};
                 END IF;
                 RETURN NULL;
             END $$
             """
         )
-    tables = {**BY_AGENT, ENTRY: "section_id"}
-    for table, column in tables.items():
+    for table, column in _tables().items():
         events = "UPDATE" if table == "lens_agent" else "INSERT OR UPDATE OR DELETE"
         statements.append(
             f"CREATE CONSTRAINT TRIGGER composition_stamp_{table} AFTER {events} ON {table} "
             "DEFERRABLE INITIALLY DEFERRED FOR EACH ROW "
-            f"EXECUTE FUNCTION composition_stamp_by_{column}()"
+            f"EXECUTE FUNCTION composition_stamp_{_part(table)}_by_{column}()"
         )
     return statements
 
@@ -111,13 +135,14 @@ def create(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     # The agents there already: a stamp each.
     random = "random()" if vendor == "sqlite" else _PG_RANDOM
     schema_editor.execute(
-        f"INSERT INTO {STAMP} (agent_id, stamp) SELECT id, {random} FROM lens_agent"
+        f"INSERT INTO {STAMP} (agent_id, stamp, config_stamp) "
+        f"SELECT id, {random}, {random} FROM lens_agent"
     )
 
 
 def drop(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
     vendor = schema_editor.connection.vendor
-    tables = [*BY_AGENT, ENTRY]
+    tables = list(_tables())
     if vendor == "sqlite":
         for table in tables:
             for event in ("insert", "update", "delete"):
@@ -125,9 +150,11 @@ def drop(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
         return
     for table in tables:
         schema_editor.execute(f"DROP TRIGGER IF EXISTS composition_stamp_{table} ON {table}")
-    schema_editor.execute("DROP TRIGGER IF EXISTS composition_stamp_lens_agent_insert ON lens_agent")
-    for column in ("agent_id", "id", "section_id"):
-        schema_editor.execute(f"DROP FUNCTION IF EXISTS composition_stamp_by_{column}()")
+    schema_editor.execute(
+        "DROP TRIGGER IF EXISTS composition_stamp_lens_agent_insert ON lens_agent"
+    )
+    for part, column in {(_part(table), column) for table, column in _tables().items()}:
+        schema_editor.execute(f"DROP FUNCTION IF EXISTS composition_stamp_{part}_by_{column}()")
     schema_editor.execute("DROP FUNCTION IF EXISTS composition_stamp_new_agent()")
 
 
@@ -152,6 +179,7 @@ class Migration(migrations.Migration):
                     ),
                 ),
                 ("stamp", models.BigIntegerField()),
+                ("config_stamp", models.BigIntegerField()),
             ],
             options={"db_table": "memory_compositionstamp"},
         ),

@@ -298,3 +298,25 @@ def test_a_declaration_change_by_another_process_is_seen(team: Team, reviewer_ac
         assert peer.run(team.slug, "wren", ["check"])["sha"] != before
     finally:
         peer.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_after_a_change_of_memories_alone_the_declarations_are_not_read_again(
+    team: Team,
+) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    kept(team, "wren")
+    remember(agent, "profile", "Lives in Lyon")
+    with CaptureQueriesContext(connection) as queries:
+        text = kept(team, "wren")
+    read = set().union(*(tables_read(query["sql"]) for query in queries.captured_queries))
+    assert "Lives in Lyon" in text
+    assert not read & {"lens_sectiondeclaration", "lens_authoredentry", "lens_capability"}
+    check(team, "wren")
+    # A change of the declarations: read again.
+    store_config(team, "wren", AgentConfig.model_validate(memory_config("auto")))
+    with CaptureQueriesContext(connection) as queries:
+        kept(team, "wren")
+    read = set().union(*(tables_read(query["sql"]) for query in queries.captured_queries))
+    assert "lens_authoredentry" in read
+    check(team, "wren")
