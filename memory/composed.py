@@ -33,7 +33,7 @@ from django.utils import timezone
 from lens.agents import config_of, get_agent, with_config, with_revision_number
 from lens.core.config import AgentConfig
 from lens.models import Agent, Team
-from memory.composition import compose, compose_current
+from memory.composition import ComposedNow, compose_current
 from memory.core.composition import Composition
 from memory.core.deliveries import sha256_hex
 from memory.models import CompositionStamp
@@ -67,15 +67,15 @@ class _Entry:
     # The declarations it was composed with (None: not kept).
     config: AgentConfig | None
     fold: Hashable  # the settings and spec the fold read
-    due: datetime | None  # the earliest validity window open when composed
-    composition: Composition
+    made: ComposedNow
     # The canonical JSON and its SHA-256, each made on first use (a race makes the same
     # value twice).
     text: str | None = field(default=None)
     digest: str | None = field(default=None)
 
     def fresh(self, stamp: Stamp, fold: Hashable, now: datetime) -> bool:
-        return self.stamp == stamp and self.fold == fold and (self.due is None or now < self.due)
+        due = self.made.due
+        return self.stamp == stamp and self.fold == fold and (due is None or now < due)
 
 
 @dataclass(frozen=True)
@@ -86,12 +86,17 @@ class Current:
 
     @property
     def composition(self) -> Composition:
-        return self.entry.composition
+        return self.entry.made.composition
+
+    @property
+    def memories(self) -> int:
+        """Every memory the agent has saved, as the composition read them."""
+        return self.entry.made.memories
 
     def canonical_json(self) -> str:
         text = self.entry.text
         if text is None:
-            text = self.entry.text = self.entry.composition.canonical_json()
+            text = self.entry.text = self.composition.canonical_json()
         return text
 
     def digest(self) -> str:
@@ -163,7 +168,10 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
     """
     now = timezone.now()
     if not settings.COMPOSITION_CACHE or not _may_trust_the_stamp(fresh_transaction):
-        return Current(_Entry(None, None, None, None, compose(_declared(agent), now=now)))
+        declared = _declared(agent)
+        return Current(
+            _Entry(None, None, None, compose_current(declared, now, config_of(declared)))
+        )
     key, fold = _agent_key(agent), _fold_key(agent)
     stamp = _stamp_read(agent)
     # The declarations must be read after the stamp: they were when the agent was read
@@ -183,12 +191,12 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
     ):
         # Only memories changed since: the declarations kept are still the agent's.
         config = entry.config
-        composition, due = compose_current(agent, now, config)
+        made = compose_current(agent, now, config)
     else:
         declared = agent if loaded_after else _reloaded(agent)
         config = config_of(declared)
-        composition, due = compose_current(declared, now, config)
-    entry = _Entry(stamp, config, fold, due, composition)
+        made = compose_current(declared, now, config)
+    entry = _Entry(stamp, config, fold, made)
     # Kept only when nothing changed while it was composed: every change sets the stamp
     # in its own transaction, so the same stamp after the reads means they read one state.
     if stamp is not None and stamp_of(agent.pk) == stamp:

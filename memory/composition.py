@@ -78,9 +78,17 @@ def _compose_many(
     }
 
 
-def compose_current(
-    agent: Agent, now: datetime, config: AgentConfig
-) -> tuple[Composition, datetime | None]:
+@dataclass(frozen=True)
+class ComposedNow:
+    """``compose_current``'s answer."""
+
+    composition: Composition
+    # When it stops being true by itself: the earliest validity window open (SPEC §19.2).
+    due: datetime | None
+    memories: int  # every memory the agent has saved (one promotion row each)
+
+
+def compose_current(agent: Agent, now: datetime, config: AgentConfig) -> ComposedNow:
     """``agent`` composed with ``config`` (its declarations) at ``now``, with the moment
     that composition stops being true by itself: the earliest validity window still open
     at ``now`` (None: none is), when that memory leaves the prompt or the report (SPEC
@@ -99,7 +107,8 @@ def compose_current(
         if current.is_recording():
             current.set_attributes(_composed([agent], {agent.pk: composition}))
     closing = (s.valid_until for s in states if s.valid_until is not None)
-    return composition, min((at for at in closing if at > now), default=None)
+    due = min((at for at in closing if at > now), default=None)
+    return ComposedNow(composition, due, len(states))
 
 
 def _composed(agents: Sequence[Agent], composed: dict[int, Composition]) -> Attributes:

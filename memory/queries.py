@@ -42,12 +42,6 @@ def promotion_states(agent_ids: Iterable[int]) -> dict[int, list[PromotionState]
     return states
 
 
-def memory_count(agent_id: int) -> int:
-    """How many memories ``agent_id`` has saved (each has one promotion row): an index
-    count, without reading them."""
-    return Promotion.objects.filter(agent_id=agent_id).count()
-
-
 def _moment(value: datetime | str | None) -> datetime | None:
     """A stored ``valid_until`` (None when there is none, or it no longer reads)."""
     if value is None:

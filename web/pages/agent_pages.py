@@ -21,7 +21,7 @@ from lens.proposals import pending_counts
 from lens.revisions import revisions_of, stored_config
 from lens.rows import aware
 from memory.as_of import compose_as_of, revision_at
-from memory.composed import current_composition
+from memory.composed import current
 from memory.composition import compose_many, summarise
 from memory.core.composition import Composition, counts_words
 from memory.core.deliveries import parse_moment, sha256_hex
@@ -34,7 +34,6 @@ from memory.preview import preview_save
 from memory.queries import (
     Provenance,
     last_change,
-    memory_count,
     provenance,
     record_briefs,
     with_last_change,
@@ -227,12 +226,12 @@ def _lens_context(
     now = moment or timezone.now()
     if moment is None:
         # Composed once per change (``memory.composed``).
-        composition = current_composition(agent)
+        composed = current(agent)
+        composition = composed.composition
         revision = _newest_revision(agent)
         last = last_delivery(agent)
         declared_model = agent.model
-        # Every memory saved until now: one row each (an index count).
-        memories = memory_count(agent.pk)
+        memories = composed.memories  # every memory saved until now
         # SPEC §18.3: "N memories would move" (one query while the agent's memories,
         # declarations and spec are as they were; the declarations are read already).
         moving = moving_count(agent, _declared(agent))
