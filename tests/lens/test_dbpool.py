@@ -82,3 +82,32 @@ def test_the_pool_django_builds_uses_it() -> None:
     unchecked = ConnectionPool(open=False)
     dbpool.install(unchecked)  # Django asked for no checks (CONN_HEALTH_CHECKS off)
     assert unchecked._check is None
+
+
+def test_the_pool_hands_out_the_connection_used_last_first() -> None:
+    pool = ConnectionPool(open=False, check=ConnectionPool.check_connection)
+    dbpool.install(pool)
+    first, second, third = object(), object(), object()
+    for conn in (first, second, third):
+        pool._pool.append(conn)  # as the pool puts each one back, in turn
+    assert pool._pool.popleft() is third  # as the pool takes one out
+    assert list(pool._pool) == [second, first]
+    dbpool.install(pool)  # installed again (another connection of the same pool)
+    assert list(pool._pool) == [second, first]
+
+
+def test_a_pooled_request_reuses_the_connection_it_returned(db: None) -> None:
+    """Through Django's own pool: three connections open, one request after another
+    gets the same one back."""
+    pool = connection.pool
+    if pool is None:
+        pytest.skip("DB_POOL is off")
+    held = [pool.getconn() for _ in range(3)]
+    for conn in held:
+        pool.putconn(conn)
+    used = []
+    for _ in range(3):
+        conn = pool.getconn()
+        used.append(conn)
+        pool.putconn(conn)
+    assert used == [held[-1]] * 3
