@@ -51,6 +51,7 @@ from lens.api_tokens import find_token
 from lens.core.errors import DomainError, error_body
 from lens.envconf import env_bool, env_int
 from lens.models import ApiToken
+from lens.serving import telemetry
 from web.answers.kv_answers import Page, ReadParams, WriteIn
 from web.answers.memory_answers import ListParams
 from web.api.rendering import iso_utc
@@ -492,6 +493,8 @@ def http_app(host: str, port: int, *, front: bool | None = None) -> Starlette:
     manager = server.session_manager
     limit = manager.asgi_app
     app.state.call_front = limit.app = CallFront(limit.app, server.lowlevel, manager)
+    if telemetry.wanted():
+        return app  # traced: every call goes through the SDK, which gives it its span
     # In front of everything, the bearer check included (``kv_read_front``). Imported
     # here: it answers with this module's results.
     from web.mcp.kv_read_front import KvReadFront
