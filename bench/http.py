@@ -6,8 +6,10 @@ scratch database is seeded (``bench.http_seed``), ``make serve`` is started on a
 port, and each operation is timed with 1 and 8 keep-alive clients. etcd (Debian's
 ``etcd-server``) runs beside it on free ports; key/value get and put alternate between
 the two servers round by round, so both see the same machine noise. Throughput with 8
-connections is also measured with ``wrk`` on both sides. Nothing here imports Django:
-the server is a separate process, as in production.
+connections is also measured with ``wrk`` on both sides. Then the get's floor: its
+statement through the driver alone, the store's read and the served application in
+process (``bench.kv_floor``), beside the same get over HTTP. Nothing here imports
+Django: the server is a separate process, as in production.
 """
 
 from __future__ import annotations
@@ -394,6 +396,12 @@ TARGETS = {
     "key/value put": {"sqlite": 1.6, "postgresql": 2.0},
 }
 
+# MCP's call against the API's same call, p50, by clients (issue targets).
+MCP_TARGETS = {
+    "MCP kv_store read": {1: 1.3, 8: 2.0},
+    "MCP memory_save": {1: 1.2, 8: 2.0},
+}
+
 PER_CLIENT = {
     "key/value get": (300, 60),
     "key/value put": (150, 30),
@@ -490,7 +498,7 @@ def measure_mcp(
             print(row("API", measured.etcd))
             ratio = measured.ours.p50 / measured.etcd.p50
             print(f"    ratio    p50 {ratio:.2f}×")
-            target = 1.2 if clients == 1 else 2.0
+            target = MCP_TARGETS[pair.name][clients]
             summary.append(
                 f"{title}: {pair.name} p50, {clients} client{'s' if clients > 1 else ''}: "
                 f"{measured.ours.p50:.2f} ms, {ratio:.2f}× the API's {verdict(ratio, target)}"
@@ -544,9 +552,13 @@ def run_backend(kind: str, scratch: Path, etcd_port: int, summary: list[str]) ->
                 *calls(info),
                 lens_page(info, sign_in(port, info["username"], info["password"])),
             ]
+            get_p50: dict[str, float] = {}
             for pair in pairs:
                 for clients in (1, 8):
                     measured = measure(pair, port, etcd_port, clients)
+                    if pair.name == "key/value get" and clients == 1:
+                        assert measured.etcd is not None
+                        get_p50 = {"ours": measured.ours.p50, "etcd": measured.etcd.p50}
                     label = f"{pair.name}, {clients} client{'s' if clients > 1 else ''}"
                     print(f"  {label}")
                     print(row("ours", measured.ours))
@@ -598,6 +610,42 @@ def run_backend(kind: str, scratch: Path, etcd_port: int, summary: list[str]) ->
                         f"{verdict(ratio, 0.5, at_least=True)}"
                     )
         without_front(env, scratch, pairs[0], title, summary)
+        floor(env, info, get_p50, title, summary)
+
+
+def floor(
+    env: dict[str, str],
+    info: dict[str, str],
+    get_p50: dict[str, float],
+    title: str,
+    summary: list[str],
+) -> None:
+    """The get's statement through the driver alone, the store's read and the served
+    application in process (``bench.kv_floor``, a process of its own on the same
+    database, the pool on as under ``make serve``), beside the same get over HTTP."""
+    result = subprocess.run(
+        [sys.executable, "-m", "bench.kv_floor", info["token"], info["read_key"]],
+        cwd=ROOT,
+        env={**env, "DB_POOL": "1"},
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if result.returncode != 0:
+        raise RuntimeError(f"the floor failed:\n{result.stdout}\n{result.stderr}")
+    layers: dict[str, float] = json.loads(result.stdout.strip().splitlines()[-1])
+    driver = "psycopg" if title == "PostgreSQL" else "sqlite3"
+    http_us, etcd_us = get_p50["ours"] * 1000, get_p50["etcd"] * 1000
+    print("  key/value get, one client, p50: where the time goes")
+    print(f"    the statement through {driver} alone   {layers['driver']:7.0f} µs")
+    print(f"    store.read_as (Django's connection)  {layers['store']:7.0f} µs")
+    print(f"    the served application in process    {layers['served']:7.0f} µs")
+    print(f"    over HTTP (make serve)               {http_us:7.0f} µs   etcd {etcd_us:.0f} µs")
+    summary.append(
+        f"{title}: get floor: the statement through {driver} alone {layers['driver']:.0f} µs, "
+        f"store.read_as {layers['store']:.0f} µs, served in process {layers['served']:.0f} µs, "
+        f"over HTTP {http_us:.0f} µs (etcd {etcd_us:.0f} µs)"
+    )
 
 
 def without_front(

@@ -38,7 +38,7 @@ from lens.core.diffs import unified_diff
 from lens.core.errors import DomainError
 from lens.models import ApiToken, Team, hash_token
 from lens.rows import aware
-from lens.sql import statement_cursor
+from lens.sql import fetch_one, statement_cursor
 
 
 class StoreError(DomainError):
@@ -301,15 +301,13 @@ def read_as(raw_token: str, key: str, version: int | None = None) -> ReadAs | No
     if not raw_token:
         return None
     digest = hash_token(raw_token)
-    with statement_cursor() as cursor:
-        if version is None:
-            cursor.execute(_LATEST_AS, [key, digest])
-        else:
-            cursor.execute(_PINNED_AS, [key, version, digest])
-        row = cursor.fetchone()
+    if version is None:
+        row = fetch_one(_LATEST_AS, [key, digest])
+    else:
+        row = fetch_one(_PINNED_AS, [key, version, digest])
     if row is None:
         return None
-    return ReadAs(key, version, tuple(row[:TOKEN_WIDTH]), tuple(row[TOKEN_WIDTH:]))
+    return ReadAs(key, version, row[:TOKEN_WIDTH], row[TOKEN_WIDTH:])
 
 
 def get_key(team: Team, key: str) -> Key:

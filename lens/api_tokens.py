@@ -14,7 +14,7 @@ from django.contrib.auth import get_user_model
 from django.db import connection
 
 from lens.models import ApiToken, Team, hash_token
-from lens.sql import statement_cursor
+from lens.sql import fetch_one
 
 # Instances get the columns a request needs; the rest (times) are deferred and load if
 # something reads them. ``user_id``: the person a token belongs to (SPEC §14 "Whose
@@ -72,7 +72,5 @@ def find_token(raw: str) -> ApiToken | None:
     its digest. The API and the MCP server both check tokens with this."""
     if not raw:
         return None
-    with statement_cursor() as cursor:
-        cursor.execute(_FIND_TOKEN, [hash_token(raw)])
-        row = cursor.fetchone()
+    row = fetch_one(_FIND_TOKEN, [hash_token(raw)])
     return None if row is None else token_from_row(row)

@@ -14,6 +14,14 @@ connection, as under a threaded WSGI server). The answer goes back to the loop w
 Django's own ASGI handler would read bodies the same way, but it runs each request on
 a new thread with a new database connection (a PostgreSQL connection costs more than a
 key/value read).
+
+The access log's line (``ACCESS_LOG``: who, what, the status and how long the answer
+took) is written here, by the request's thread once it has handed the answer to the
+loop, so the write overlaps the answer's way out instead of preceding the loop's next
+request; Granian's own access log wrapped each request in one more coroutine and built
+its line on the loop (``docs/performance.md``). The hand-off to the thread and back is
+a plain future for the same reason: ``run_in_executor`` chains two futures through
+callbacks.
 """
 
 from __future__ import annotations
@@ -21,7 +29,9 @@ from __future__ import annotations
 import asyncio
 import io
 import json
+import logging
 import sys
+import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, MutableMapping
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractAsyncContextManager
@@ -52,6 +62,12 @@ TURN_HEADER = "X-Lens-Turn"
 Turns = Callable[[str], AbstractAsyncContextManager[bool]]
 
 
+# One line per request: the peer's address, the request line without its query string
+# (searches carry text people typed), the status and the milliseconds it took.
+ACCESS_LOGGER = logging.getLogger("granian.access")
+ACCESS_LINE = '%s "%s %s HTTP/%s" %d %.2fms'
+
+
 class ClientGone(Exception):
     """The client closed the connection before its request was whole."""
 
@@ -68,29 +84,34 @@ class BufferedWsgi:
         max_body: int,
         body_seconds: float,
         turns: Turns | None = None,
+        access_log: bool = False,
     ) -> None:
         self.app = app
         self.max_body = max_body
         self.body_seconds = body_seconds
         self.turns = turns
+        self.access_log = access_log
         self.executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="request")
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return  # websockets are off; lifespan is not used (Granian's "asginl")
+        began = time.perf_counter()
         try:
             async with asyncio.timeout(self.body_seconds):
                 body, length = await self.read_body(scope, receive)
         except TimeoutError:
             await refuse(send, scope, 408, "request_timeout", self.too_slow())
+            if self.access_log:
+                log_access(scope, 408, began)
             return
         except ClientGone:
             return
-        answer = await self.dispatch(scope, body, length, send)
+        answer = await self.dispatch(scope, body, length, send, began=began)
         if answer is not None and self.turns is not None:
             turn = _pop_header(answer[1], TURN_HEADER)
             if turn is not None:
-                answer = await self.with_turn(turn, answer, scope, body, length, send)
+                answer = await self.with_turn(turn, answer, scope, body, length, send, began)
         if answer is not None:
             status, headers, content = answer
             if length > self.max_body:
@@ -101,7 +122,14 @@ class BufferedWsgi:
             await send({"type": "http.response.body", "body": content})
 
     async def dispatch(
-        self, scope: Scope, body: bytes, length: int, send: Send, turn: str | None = None
+        self,
+        scope: Scope,
+        body: bytes,
+        length: int,
+        send: Send,
+        turn: str | None = None,
+        *,
+        began: float,
     ) -> Answer | None:
         """The request, run on a thread of the pool (``respond``)."""
         environ = wsgi_environ(scope, body, length)
@@ -110,18 +138,57 @@ class BufferedWsgi:
         if turn is not None:
             environ[TURN_HELD_KEY] = turn
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self.executor, self.respond, environ, loop, send)
+        answered: asyncio.Future[Answer | None] = loop.create_future()
+        logged = began if self.access_log else None
+        self.executor.submit(self.run, environ, loop, send, answered, scope, logged)
+        return await answered
+
+    def run(
+        self,
+        environ: dict[str, Any],
+        loop: asyncio.AbstractEventLoop,
+        send: Send,
+        answered: asyncio.Future[Answer | None],
+        scope: Scope,
+        began: float | None,
+    ) -> None:
+        """On a pool thread: ``respond``, its answer handed to the loop, then the access
+        log's line (none for an answer that waits for a turn: it is sent again)."""
+        try:
+            answer = self.respond(environ, loop, send)
+        except BaseException as exc:
+            loop.call_soon_threadsafe(_settle, answered, None, exc)
+            return
+        loop.call_soon_threadsafe(_settle, answered, answer, None)
+        if began is None:
+            return
+        if answer is None:
+            status = environ.get(_STREAMED_STATUS, 200)
+        elif self.turns is not None and _has_header(answer[1], TURN_HEADER):
+            return
+        else:
+            status = answer[0]
+        log_access(scope, status, began)
 
     async def with_turn(
-        self, turn: str, refused: Answer, scope: Scope, body: bytes, length: int, send: Send
+        self,
+        turn: str,
+        refused: Answer,
+        scope: Scope,
+        body: bytes,
+        length: int,
+        send: Send,
+        began: float,
     ) -> Answer | None:
         """Wait for ``turn`` here, holding no thread, and send the request again with
         it; ``refused`` when no turn came in time."""
         assert self.turns is not None
         async with self.turns(turn) as got:
             if not got:
+                if self.access_log:
+                    log_access(scope, refused[0], began)
                 return refused
-            answer = await self.dispatch(scope, body, length, send, turn)
+            answer = await self.dispatch(scope, body, length, send, turn, began=began)
         if answer is not None:
             _pop_header(answer[1], TURN_HEADER)  # refused again (another team's turn): as is
         return answer
@@ -177,6 +244,7 @@ class BufferedWsgi:
                 chunks.append(chunk)
                 size += len(chunk)
                 if size > BUFFER_BYTES:
+                    environ[_STREAMED_STATUS] = started[0]
                     self.stream(loop, send, started, chunks, iterator)
                     return None
             return started[0], started[1], b"".join(chunks)
@@ -202,6 +270,41 @@ class BufferedWsgi:
             if chunk:
                 put({"type": "http.response.body", "body": chunk, "more_body": True})
         put({"type": "http.response.body", "body": b""})
+
+
+# Where ``respond`` notes the status of an answer it streamed (for the access log).
+_STREAMED_STATUS = "lens.streamed_status"
+
+
+def _settle(
+    answered: asyncio.Future[Answer | None], answer: Answer | None, exc: BaseException | None
+) -> None:
+    """On the loop: the thread's outcome, unless nobody waits for it any more."""
+    if answered.done():
+        return
+    if exc is not None:
+        answered.set_exception(exc)
+    else:
+        answered.set_result(answer)
+
+
+def log_access(scope: Scope, status: int, began: float) -> None:
+    """The access log's line for a request answered with ``status``."""
+    client = scope.get("client") or ("-", 0)
+    ACCESS_LOGGER.info(
+        ACCESS_LINE,
+        client[0],
+        scope["method"],
+        scope["path"],
+        scope.get("http_version", "1.1"),
+        status,
+        (time.perf_counter() - began) * 1000,
+    )
+
+
+def _has_header(headers: list[tuple[bytes, bytes]], name: str) -> bool:
+    wanted = name.lower().encode("latin-1")
+    return any(key == wanted for key, _ in headers)
 
 
 def _pop_header(headers: list[tuple[bytes, bytes]], name: str) -> str | None:

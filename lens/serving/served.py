@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.wsgi import get_wsgi_application
 from django.utils.module_loading import import_string
 
-from lens.envconf import env_int, env_list
+from lens.envconf import env_bool, env_int, env_list
 from lens.serving.buffered import BufferedWsgi
 from lens.serving.forwarded import TrustedProxies, behind_proxy
 from lens.serving.runtime import prepare_process, request_threads
@@ -48,4 +48,6 @@ application = BufferedWsgi(
     turns=import_string(settings.REQUEST_TURNS) if settings.REQUEST_TURNS else None,
     max_body=settings.API_MAX_BODY_BYTES,
     body_seconds=BODY_SECONDS,
+    # One line per request on stdout: who, what, the status and how long it took.
+    access_log=env_bool("ACCESS_LOG", default=True),
 )

@@ -43,13 +43,10 @@ from granian.http import HTTP1Settings
 from granian.log import LogLevels
 from granian.server import MPServer
 
-from lens.envconf import env_bool, env_int, env_str
+from lens.envconf import env_int, env_str
 
 ROOT = Path(__file__).resolve().parents[2]  # lens/serving/ -> the project
 
-# One line per request on stdout: who, what, the status and how long Django took.
-# The query string is left out: searches carry text people typed.
-ACCESS_LOG = '%(addr)s "%(method)s %(path)s %(protocol)s" %(status)d %(dt_ms).2fms'
 
 # A client has this long to send a request's headers (and, on a kept-alive connection,
 # to start the next one): a stalled or trickling client costs a socket for 10 s at most.
@@ -61,8 +58,9 @@ APPLICATION = "lens.serving.served:application"
 
 def _server(target: str = APPLICATION, **settings: Any) -> MPServer:
     """What both configurations share: Django behind Granian's ASGI interface, HTTP/1.1
-    on ``HOST:PORT``, the header deadline and the access log's format. ``target``: the
-    application (benchmarks serve a variant of it)."""
+    on ``HOST:PORT``, the header deadline. ``target``: the application (benchmarks
+    serve a variant of it). The access log (``ACCESS_LOG``, one line per request on
+    stdout) is the application's own (``lens/serving/buffered.py``): Granian's is off."""
     return MPServer(
         target,
         address=env_str("HOST", "127.0.0.1"),
@@ -72,7 +70,7 @@ def _server(target: str = APPLICATION, **settings: Any) -> MPServer:
         websockets=False,
         http1_settings=HTTP1Settings(header_read_timeout=HEADER_READ_TIMEOUT_MS),
         log_level=LogLevels.info,
-        log_access_format=ACCESS_LOG,
+        log_access=False,
         working_dir=ROOT,
         **settings,
     )
@@ -83,7 +81,6 @@ def production(target: str = APPLICATION) -> MPServer:
         target,
         workers=env_int("WEB_CONCURRENCY", 2, minimum=1),
         backlog=env_int("SERVER_BACKLOG", 1024, minimum=128),
-        log_access=env_bool("ACCESS_LOG", default=True),
         # A worker that dies is replaced; each is recycled after WORKERS_LIFETIME seconds
         # (a new one starts first, the old one finishes its requests) or once it holds
         # more than WORKERS_MAX_RSS MiB, which bounds what any slow leak can take.
@@ -103,7 +100,6 @@ def development() -> MPServer:
     os.environ.setdefault("SERVER_THREADS", "4")
     return _server(
         workers=1,
-        log_access=True,
         reload=True,
         reload_paths=[ROOT / name for name in ("lens", "memory", "kvstore", "templates")],
         reload_ignore_dirs=["__pycache__", "migrations"],

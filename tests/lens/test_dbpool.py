@@ -5,6 +5,7 @@ nothing is sent."""
 from __future__ import annotations
 
 import time
+from collections import deque
 from collections.abc import Iterator
 from typing import Any
 
@@ -82,3 +83,33 @@ def test_the_pool_django_builds_uses_it() -> None:
     unchecked = ConnectionPool(open=False)
     dbpool.install(unchecked)  # Django asked for no checks (CONN_HEALTH_CHECKS off)
     assert unchecked._check is None
+
+
+def test_the_pool_hands_out_the_connection_used_last_first() -> None:
+    pool = ConnectionPool(open=False, check=ConnectionPool.check_connection)
+    dbpool.install(pool)
+    idle: deque[Any] = pool._pool  # what the pool keeps; plain objects stand in here
+    first, second, third = object(), object(), object()
+    for conn in (first, second, third):
+        idle.append(conn)  # as the pool puts each one back, in turn
+    assert idle.popleft() is third  # as the pool takes one out
+    assert list(idle) == [second, first]
+    dbpool.install(pool)  # installed again (another connection of the same pool)
+    assert pool._pool is idle
+
+
+def test_a_pooled_request_reuses_the_connection_it_returned(db: None) -> None:
+    """Through Django's own pool: three connections open, one request after another
+    gets the same one back."""
+    pool = getattr(connection, "pool", None)  # PostgreSQL's wrapper has one
+    if pool is None:
+        pytest.skip("DB_POOL is off")
+    held = [pool.getconn() for _ in range(3)]
+    for conn in held:
+        pool.putconn(conn)
+    used = []
+    for _ in range(3):
+        conn = pool.getconn()
+        used.append(conn)
+        pool.putconn(conn)
+    assert used == [held[-1]] * 3

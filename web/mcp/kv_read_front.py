@@ -20,7 +20,9 @@ body handed back as it came: the server then refuses the token (401) or answers 
 own way (``CallFront`` or the SDK's session). A read can be made twice.
 
 It takes no team's turn (``web.team_shares``): the turns keep costly tool calls of one
-team from holding every tool thread, and a read holds none.
+team from holding every tool thread, and a read holds none. With tracing asked for
+(``OTEL_*``) it is left out, as the API's key/value route is, so that every call gets
+the SDK's span.
 """
 
 from __future__ import annotations

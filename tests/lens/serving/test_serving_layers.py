@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -132,6 +133,45 @@ def test_a_large_answer_is_streamed_from_its_thread(monkeypatch: pytest.MonkeyPa
     bodies = [message["body"] for message in sent[1:]]
     assert b"".join(bodies) == b"a" * 6 + b"b" * 6 + b"c" * 6
     assert sent[-1].get("more_body", False) is False
+
+
+def access_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "granian.access"]
+
+
+def test_each_answer_has_one_access_log_line(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="granian.access")
+    app = Recorder()
+    run(bridge(app, access_log=True), scope("/api/kv/a b"), [b""])
+    (line,) = access_lines(caplog)
+    assert re.fullmatch(r'10\.1\.2\.3 "PUT /api/kv/a b HTTP/1\.1" 200 \d+\.\d\dms', line)
+
+
+def test_a_refusal_and_a_streamed_answer_are_logged_too(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    caplog.set_level("INFO", logger="granian.access")
+    request = scope("/api/kv/a", [(b"content-length", b"2")])
+    run(bridge(Recorder(), body_seconds=0.2, access_log=True), request, [b"a", b"b"], pause=0.15)
+    monkeypatch.setattr(buffered, "BUFFER_BYTES", 10)
+    streamed = Recorder([b"a" * 6, b"b" * 6, b"c" * 6])
+    run(bridge(streamed, access_log=True), scope(), [b""])
+    statuses = [line.split('" ')[1].split()[0] for line in access_lines(caplog)]
+    assert statuses == ["408", "200"]
+
+
+def test_no_access_log_when_it_is_off(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="granian.access")
+    run(bridge(Recorder()), scope(), [b""])
+    assert access_lines(caplog) == []
+
+
+def test_an_application_that_raises_fails_the_request() -> None:
+    def broken(environ: Environ, start_response: Callable[..., Any]) -> Iterable[bytes]:
+        raise RuntimeError("broken")
+
+    with pytest.raises(RuntimeError, match="broken"):
+        run(BufferedWsgi(broken, threads=1, max_body=100, body_seconds=5.0), scope(), [b""])
 
 
 def test_a_request_without_a_body_is_not_waited_for() -> None:

@@ -534,3 +534,13 @@ def test_a_saved_memory_is_answered_alike(servers: Servers, raws: Raws, filled: 
     assert by_front
     assert masked(answer) == masked(alone)
     assert list(MemoryRecord.objects.values_list("content", flat=True)) == [content]
+
+
+def test_with_tracing_asked_for_reads_go_through_the_sdk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every call then gets the SDK's span: the read front is left out, as the API's
+    key/value route is."""
+    assert isinstance(http_app("127.0.0.1", 8000).state.kv_read_front, KvReadFront)
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    app = http_app("127.0.0.1", 8000)
+    assert not hasattr(app.state, "kv_read_front")
+    assert isinstance(app.state.call_front, CallFront)
