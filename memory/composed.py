@@ -73,9 +73,13 @@ class _Entry:
     text: str | None = field(default=None)
     digest: str | None = field(default=None)
 
-    def fresh(self, stamp: Stamp, fold: Hashable, now: datetime) -> bool:
+    def fresh(self, stamp: Stamp, now: datetime) -> bool:
         due = self.made.due
-        return self.stamp == stamp and self.fold == fold and (due is None or now < due)
+        if self.stamp != stamp or not (due is None or now < due):
+            return False
+        # The spec the kept declarations name, not the caller's agent's (which may have
+        # been read before the stamp).
+        return self.config is not None and self.fold == _fold_key(self.config.routing_spec)
 
 
 @dataclass(frozen=True)
@@ -144,11 +148,11 @@ def forget_all() -> None:
     _cache.clear()
 
 
-def _fold_key(agent: Agent) -> Hashable:
+def _fold_key(routing_spec: str | None) -> Hashable:
     """What the fold reads besides the database: the overlay budget and the spec the
-    agent names as registered in this process (its version; its identity, as one may be
-    registered again under one name)."""
-    spec = get_spec(agent.routing_spec)
+    declarations name as registered in this process (its version; its identity, as one
+    may be registered again under one name)."""
+    spec = get_spec(routing_spec)
     named = None if spec is None else (spec.key, spec.version, id(spec))
     return (settings.MEMORY_OVERLAY_BUDGET_CHARS, named)
 
@@ -158,13 +162,15 @@ def _agent_key(agent: Agent) -> Hashable:
     return (connection.alias, connection.settings_dict["NAME"], agent.pk)
 
 
-def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
+def current(agent: Agent, *, fresh_transaction: bool = False, stamp_again: bool = False) -> Current:
     """``agent``'s composition now: kept from the last time it was composed when its
     stamp, its fold's settings and its validity windows say nothing changed since,
     composed (and kept) otherwise. Bit for bit what ``compose(agent)`` gives.
 
     ``fresh_transaction``: the caller is in a transaction of its own (the outermost)
-    that has written nothing yet.
+    that has written nothing yet. ``stamp_again``: the stamp read with ``agent`` is not
+    recent enough (the caller took a lock since that orders it after a change, such as
+    a delivery's against an erasure): it is read again, and what it reads is composed.
     """
     now = timezone.now()
     if not settings.COMPOSITION_CACHE or not _may_trust_the_stamp(fresh_transaction):
@@ -172,15 +178,15 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
         return Current(
             _Entry(None, None, None, compose_current(declared, now, config_of(declared)))
         )
-    key, fold = _agent_key(agent), _fold_key(agent)
-    stamp = _stamp_read(agent)
+    key = _agent_key(agent)
+    stamp = None if stamp_again else _stamp_read(agent)
     # The declarations must be read after the stamp: they were when the agent was read
     # with both (``stamped(with_config(...))``); otherwise they are read again.
     loaded_after = stamp is not None and _has_declarations(agent)
     if stamp is None:
         stamp = stamp_of(agent.pk)
     entry = _cache.get(key)
-    if entry is not None and stamp is not None and entry.fresh(stamp, fold, now):
+    if entry is not None and stamp is not None and entry.fresh(stamp, now):
         return Current(entry)
     if (
         entry is not None
@@ -188,6 +194,9 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
         and entry.stamp is not None
         and stamp is not None
         and entry.stamp[1] == stamp[1]
+        # The slug is the one input read from ``agent`` itself: one read before the
+        # stamp (not with it) may predate a rename the kept declarations are after.
+        and entry.made.composition.agent == agent.slug
     ):
         # Only memories changed since: the declarations kept are still the agent's.
         config = entry.config
@@ -196,7 +205,7 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
         declared = agent if loaded_after else _reloaded(agent)
         config = config_of(declared)
         made = compose_current(declared, now, config)
-    entry = _Entry(stamp, config, fold, made)
+    entry = _Entry(stamp, config, _fold_key(config.routing_spec), made)
     # Kept only when nothing changed while it was composed: every change sets the stamp
     # in its own transaction, so the same stamp after the reads means they read one state.
     if stamp is not None and stamp_of(agent.pk) == stamp:
