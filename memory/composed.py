@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -111,26 +111,35 @@ class Current:
         return digest
 
 
+# The database (alias and name: one process may talk to more than one) and the agent.
+_Key = tuple[str, object, int]
+
+
 class _Cache:
     """The entries of one process, one per agent, least recently used first."""
 
     def __init__(self) -> None:
-        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self._entries: OrderedDict[_Key, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable) -> _Entry | None:
+    def get(self, key: _Key) -> _Entry | None:
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
             return entry
 
-    def put(self, key: Hashable, entry: _Entry, limit: int) -> None:
+    def put(self, key: _Key, entry: _Entry, limit: int) -> None:
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
             while len(self._entries) > limit:
                 self._entries.popitem(last=False)
+
+    def drop(self, which: Callable[[_Key], bool]) -> None:
+        with self._lock:
+            for key in [key for key in self._entries if which(key)]:
+                del self._entries[key]
 
     def clear(self) -> None:
         with self._lock:
@@ -141,6 +150,12 @@ class _Cache:
 
 
 _cache = _Cache()
+
+
+def forget(agent_id: int) -> None:
+    """Drop what this process keeps of ``agent_id`` (an erasure: its words leave memory
+    here at once; other processes drop theirs at their next read of the agent)."""
+    _cache.drop(lambda key: key[-1] == agent_id)
 
 
 def forget_all() -> None:
@@ -157,7 +172,7 @@ def _fold_key(routing_spec: str | None) -> Hashable:
     return (settings.MEMORY_OVERLAY_BUDGET_CHARS, named)
 
 
-def _agent_key(agent: Agent) -> Hashable:
+def _agent_key(agent: Agent) -> _Key:
     # The database too: one process may talk to more than one (tests, a restore).
     return (connection.alias, connection.settings_dict["NAME"], agent.pk)
 
@@ -220,6 +235,12 @@ def _stamp_read(agent: Agent) -> Stamp | None:
         getattr(agent, "config_stamp_read", None),
     )
     return None if stamp is None or config_stamp is None else (stamp, config_stamp)
+
+
+def keeps() -> bool:
+    """Whether ``current`` would keep and reuse compositions here and now (outside a
+    transaction, with the cache on)."""
+    return bool(settings.COMPOSITION_CACHE) and _may_trust_the_stamp(False)
 
 
 def _may_trust_the_stamp(fresh_transaction: bool) -> bool:

@@ -352,3 +352,30 @@ def test_an_agent_read_before_a_rename_never_keeps_its_old_slug(team: Team) -> N
     current(read_before)
     assert json.loads(kept(team, "robin"))["agent"] == "robin"
     check(team, "robin")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_truncate_sets_every_stamp(team: Team) -> None:
+    """PostgreSQL fires no row trigger on TRUNCATE; a statement trigger sets them all."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has no TRUNCATE (a DELETE fires the row triggers)")
+    agent = create_agent(team, "wren", memory_config())
+    remember(agent, "profile", "Lives in Lyon")
+    kept(team, "wren")
+    before = stamp_of(agent.pk)
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE memory_searchdoc, memory_memoryevent, memory_promotion")
+    assert stamp_of(agent.pk) != before
+    check(team, "wren")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_erasure_drops_what_this_process_keeps_at_once(team: Team) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    record = remember(agent, "profile", "Lives in Lyon")
+    assert "Lives in Lyon" in kept(team, "wren")
+    erase_memory(record, SYSTEM, "The user asked for it to be forgotten.")
+    assert not any(
+        "Lives in Lyon" in (entry.text or "") for entry in composed._cache._entries.values()
+    )
+    assert "Lives in Lyon" not in kept(team, "wren")
