@@ -144,8 +144,8 @@ def charts(runs: dict[str, dict[str, Any]], factors: tuple[int, ...]) -> dict[st
             beside = f"{NAMES[kind]}, 1× team"
             series[beside] = [f["reference_ms"] for f in figures] + padding
             dashed[beside] = NAMES[kind]
-        expected = "stays flat" if op.bound == "flat" else "at most linear"
-        title = f"{op.title} ({expected})"
+        expected = "should stay flat" if op.bound == "flat" else "at most linear"
+        title = f"{op.title}: {expected}"
         drawn[f"{op.key}.svg"] = line_chart(title, factors, series, x_labels=labels, dashed=dashed)
     return drawn
 
