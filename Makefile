@@ -96,6 +96,7 @@ bench: $(STAMP) bench-http-tools
 	$(BIN)/python -m bench.webhook_outage
 	$(BIN)/python -m bench.servers
 	$(BIN)/python -m bench.http
+	$(BIN)/python -m bench.compose_http
 	$(BIN)/python -m bench.tracing_http
 	$(BIN)/python -m bench.audit_http
 	$(BIN)/python -m bench.fairness
@@ -103,10 +104,12 @@ bench: $(STAMP) bench-http-tools
 # The production server before (gunicorn) and after (Granian) the change, then make serve
 # under load on loopback, SQLite then PostgreSQL (when it answers at BENCH_PG_URL), side
 # by side with etcd's HTTP gateway and measured by the same client; wrk for throughput.
-# etcd and wrk come from Debian when missing.
+# etcd and wrk come from Debian when missing. Then the big agent's composition, delivery
+# and lens page with its composition kept since the last change and composed every time.
 bench-http: $(STAMP) bench-http-tools
 	$(BIN)/python -m bench.servers
 	$(BIN)/python -m bench.http
+	$(BIN)/python -m bench.compose_http
 	$(BIN)/python -m bench.tracing_http
 
 # The webhook sender's task engine against the alternative (docs/performance.md#task-engine):

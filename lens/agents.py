@@ -46,16 +46,25 @@ def check_slug(slug: str) -> str:
     return slug
 
 
-def get_agent(team: Team, slug: str, *, full: bool = True) -> Agent:
+def get_agent(
+    team: Team,
+    slug: str,
+    *,
+    full: bool = True,
+    shape: Callable[[QuerySet[Agent]], QuerySet[Agent]] | None = None,
+) -> Agent:
     """``team``'s agent ``slug``. Another team's agent does not exist here.
 
-    ``full`` prefetches the authored configuration, for composition.
+    ``full`` prefetches the authored configuration, for composition; ``shape`` adds to
+    the query (an annotation read in the same statement as the agent).
     """
     agent = None
     # Not a slug: no agent has it, so nothing to ask (and text a database refuses, such
     # as NUL, which PostgreSQL will not compare, never reaches one).
     if is_agent_slug(slug):
         queryset = Agent.objects.filter(team=team, slug=slug)
+        if shape is not None:
+            queryset = shape(queryset)
         agent = (with_config(queryset) if full else queryset).first()
     if agent is None:
         raise AgentNotFound(f"No agent {slug!r} in this team.")
@@ -72,10 +81,15 @@ def with_config(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
     committed with the config, so when the number is still the same after the relations
     were read, they are that revision's (``memory.deliveries.ledger.deliver``).
     """
-    newest = Revision.objects.filter(agent=OuterRef("pk")).order_by("-number").values("number")
-    return queryset.annotate(revision_number=Subquery(newest[:1])).prefetch_related(
+    return with_revision_number(queryset).prefetch_related(
         "capabilities", "awareness_sources", "sections"
     )
+
+
+def with_revision_number(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
+    """Each agent with ``revision_number`` (``with_config``), without its declarations."""
+    newest = Revision.objects.filter(agent=OuterRef("pk")).order_by("-number").values("number")
+    return queryset.annotate(revision_number=Subquery(newest[:1]))
 
 
 def load_entry_values(agents: Sequence[Agent]) -> None:

@@ -39,17 +39,30 @@ from lens.sql import statement_cursor
 
 GENESIS = "0" * 64
 
-# Called with a team's id and its events just appended (each as the API answers it), in
-# the appending transaction: how events leave the product (``webhooks.outbox``) without
-# the base layer knowing of it.
-Listener = Callable[[int, list[dict[str, Any]]], None]
-_listeners: list[Listener] = []
+# Called with a team's id, its events just appended (each as the API answers it) and
+# the rows its ``reads`` found, in the appending transaction: how events leave the
+# product (``webhooks.outbox``) without the base layer knowing of it.
+Listener = Callable[[int, list[dict[str, Any]], list[tuple[Any, ...]]], None]
 
 
-def listen(listener: Listener) -> None:
-    """Have ``listener`` called after every append (once, however often it is asked)."""
-    if listener not in _listeners:
-        _listeners.append(listener)
+@dataclass(frozen=True)
+class _Listening:
+    listener: Listener
+    reads: str
+
+
+_listeners: list[_Listening] = []
+
+
+def listen(listener: Listener, *, reads: str = "") -> None:
+    """Have ``listener`` called after every append (once, however often it is asked).
+
+    ``reads``: a SELECT of what the listener needs to know of the team (its one
+    parameter is the team's id; an empty string reads nothing). On PostgreSQL it runs in
+    the append's last statement, one round trip for both; elsewhere alone, right after.
+    """
+    if all(listening.listener is not listener for listening in _listeners):
+        _listeners.append(_Listening(listener, reads))
 
 
 # Events read at a time when the whole log is checked: memory stays flat however long.
@@ -146,9 +159,15 @@ _BUMP = (
     f"ON CONFLICT (team_id) DO UPDATE SET seq = {_HEAD}.seq + %s "
     "RETURNING seq, sha256"
 )
-_LOCK_AGENTS = (
-    f"SELECT 1 FROM {Agent._meta.db_table} WHERE team_id = %s AND slug = ANY(%s) "
-    "ORDER BY id FOR KEY SHARE"
+# PostgreSQL: the agents named locked first, then the bump, in one statement (the
+# uncorrelated subquery runs before the row it guards is inserted).
+_LOCK_AND_BUMP = (
+    f"WITH named AS (SELECT 1 FROM {Agent._meta.db_table} WHERE team_id = %s "
+    "AND slug = ANY(%s) ORDER BY id FOR KEY SHARE) "
+    f"INSERT INTO {_HEAD} (team_id, seq, sha256) SELECT %s, %s, %s "
+    "WHERE (SELECT count(*) FROM named) >= 0 "
+    f"ON CONFLICT (team_id) DO UPDATE SET seq = {_HEAD}.seq + %s "
+    "RETURNING seq, sha256"
 )
 _SET_HEAD = f"UPDATE {_HEAD} SET sha256 = %s WHERE team_id = %s"
 _COLUMNS = (
@@ -171,7 +190,8 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
 
     Plain SQL, as the key/value writes: it rides on every write an agent makes, and the
     ORM's insert cost several times the statements themselves. Three statements (two on
-    PostgreSQL, where the insert and the head's hash are one) whatever the count.
+    PostgreSQL, where the insert, the head's hash and the listeners' reads are one, and
+    the agents' lock and the bump another) whatever the count.
 
     On PostgreSQL the agents the events name are locked (FOR KEY SHARE) before the head.
     Django defers foreign-key checks to the commit, and the check of a delivery's or a
@@ -192,8 +212,9 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
     with statement_cursor() as cursor:
         agents = sorted({entry.agent for entry in entries if entry.agent is not None})
         if agents and connection.vendor == "postgresql":
-            cursor.execute(_LOCK_AGENTS, [team_id, agents])
-        cursor.execute(_BUMP, [team_id, count, GENESIS, count])
+            cursor.execute(_LOCK_AND_BUMP, [team_id, agents, team_id, count, GENESIS, count])
+        else:
+            cursor.execute(_BUMP, [team_id, count, GENESIS, count])
         last, prev = cursor.fetchone()
         at = timezone.now()
         when, stored_at = stamp(at), connection.ops.adapt_datetimefield_value(at)
@@ -213,27 +234,46 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
                 shaped["sha256"] = sha
                 appended.append(shaped)
             prev = sha
-        _write(cursor, team_id, params, count, prev)
-    for listener in _listeners:
-        listener(team_id, appended)
+        found = _write(cursor, team_id, params, count, prev)
+    for listening, rows in zip(_listeners, found, strict=True):
+        listening.listener(team_id, appended, rows)
 
 
-def _write(cursor: Any, team_id: int, params: list[Any], count: int, head: str) -> None:
+def _write(
+    cursor: Any, team_id: int, params: list[Any], count: int, head: str
+) -> list[list[tuple[Any, ...]]]:
+    """Insert the events and set the head's hash; answer each listener's rows."""
     per_row = 11
+    reading = [listening.reads for listening in _listeners]
     for start in range(0, count, _ROWS_PER_INSERT):
         chunk = params[start * per_row : (start + _ROWS_PER_INSERT) * per_row]
         rows = len(chunk) // per_row
         last_chunk = start + _ROWS_PER_INSERT >= count
         if last_chunk and connection.vendor == "postgresql":
-            # The insert and the head's new hash, one round trip.
+            # The insert, the head's new hash and a listener's read: one round trip.
+            first = next((n for n, reads in enumerate(reading) if reads), None)
+            main = reading[first] if first is not None else "SELECT 1"
             cursor.execute(
-                f"WITH added AS ({_insert('postgresql', rows)} RETURNING 1) "
-                f"UPDATE {_HEAD} SET sha256 = %s WHERE team_id = %s",
-                [*chunk, head, team_id],
+                f"WITH added AS ({_insert('postgresql', rows)} RETURNING 1), "
+                f"head AS (UPDATE {_HEAD} SET sha256 = %s WHERE team_id = %s RETURNING 1) "
+                f"{main}",
+                [*chunk, head, team_id, *([team_id] if first is not None else [])],
             )
-            return
+            found = cursor.fetchall() if first is not None else []
+            return [
+                found if n == first else _read(cursor, reads, team_id)
+                for n, reads in enumerate(reading)
+            ]
         cursor.execute(_insert(connection.vendor, rows), chunk)
     cursor.execute(_SET_HEAD, [head, team_id])
+    return [_read(cursor, reads, team_id) for reads in reading]
+
+
+def _read(cursor: Any, reads: str, team_id: int) -> list[tuple[Any, ...]]:
+    if not reads:
+        return []
+    cursor.execute(reads, [team_id])
+    return list(cursor.fetchall())
 
 
 def append_one(team_id: int, actor: Actor | str, entry: Entry) -> None:

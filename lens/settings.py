@@ -289,6 +289,10 @@ MEMORY_RECALL_BUDGET_CHARS = env_int("MEMORY_RECALL_BUDGET_CHARS", 4000, minimum
 # Of the recall block, what memories the overlay budget left out may take (SPEC §19.3):
 # below the whole, so spill never starves what the message's words find.
 MEMORY_RECALL_SPILL_CHARS = env_int("MEMORY_RECALL_SPILL_CHARS", 1000, minimum=0)
+# Compose each agent once per change (memory.composed): a per-process cache judged by the
+# composition stamp in the database; at most this many agents' compositions are kept.
+COMPOSITION_CACHE = env_bool("COMPOSITION_CACHE", default=True)
+COMPOSITION_CACHE_AGENTS = env_int("COMPOSITION_CACHE_AGENTS", 512, minimum=1)
 # Model name (case-folded) -> context window in tokens: lens.core.context_windows's
 # table, extended or overridden by "name=tokens,…" items.
 MODEL_CONTEXT_WINDOWS: dict[str, int] = env_context_windows("MODEL_CONTEXT_WINDOWS")

@@ -78,6 +78,39 @@ def _compose_many(
     }
 
 
+@dataclass(frozen=True)
+class ComposedNow:
+    """``compose_current``'s answer."""
+
+    composition: Composition
+    # When it stops being true by itself: the earliest validity window open (SPEC §19.2).
+    due: datetime | None
+    memories: int  # every memory the agent has saved (one promotion row each)
+
+
+def compose_current(agent: Agent, now: datetime, config: AgentConfig) -> ComposedNow:
+    """``agent`` composed with ``config`` (its declarations) at ``now``, with the moment
+    that composition stops being true by itself: the earliest validity window still open
+    at ``now`` (None: none is), when that memory leaves the prompt or the report (SPEC
+    §19.2) with no write at all."""
+    with span("lens.compose") as current:
+        placed = placed_records([agent.pk])
+        states = promotion_states([agent.pk]).get(agent.pk, [])
+        composition = compose_from(
+            agent,
+            placed.of(agent.pk),
+            states,
+            placed.unreadable.get(agent.pk, set()),
+            config,
+            now=now,
+        )
+        if current.is_recording():
+            current.set_attributes(_composed([agent], {agent.pk: composition}))
+    closing = (s.valid_until for s in states if s.valid_until is not None)
+    due = min((at for at in closing if at > now), default=None)
+    return ComposedNow(composition, due, len(states))
+
+
 def _composed(agents: Sequence[Agent], composed: dict[int, Composition]) -> Attributes:
     """A lens.compose span's attributes: the agent and its prompt's identity when one was
     composed; the team when several of one team were (a list page)."""

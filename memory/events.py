@@ -78,15 +78,18 @@ def write_events(
     *,
     agent: Agent | None = None,
     saved: Mapping[str, dict[str, Any]] | None = None,
+    stored: bool = False,
 ) -> None:
     """Store ``events`` and append their audit events, in the caller's transaction.
 
     ``agent``: the agent of every event, when the caller has it (else its team and slug
-    are read); ``saved``: the audit details of the records saved, by id.
+    are read); ``saved``: the audit details of the records saved, by id; ``stored``: the
+    caller inserted the events already, with its own rows (``lens.inserts``).
     """
     if not events:
         return
-    MemoryEvent.objects.bulk_create(events)
+    if not stored:
+        MemoryEvent.objects.bulk_create(events)
     if agent is not None:
         places = {agent.pk: (agent.team_id, agent.slug)}
     else:

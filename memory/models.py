@@ -241,6 +241,33 @@ class MigratedPromotion(models.Model):
         return f"{self.record_id}: migrated {self.migrated_at:%Y-%m-%d %H:%M}"
 
 
+class CompositionStamp(models.Model):
+    """A number that changes, in the same transaction, with everything an agent's
+    composition is made of: its row, its declarations and entries, its capabilities and
+    awareness sources, its memories and their promotion rows (``memory.stamps``).
+
+    Database triggers write it (migration ``0015_composition_stamp``), not Python, so
+    no write path (API, admin, MCP, pages, worker, import, erasure, migration, a raw
+    UPDATE) can change a composition and leave the stamp as it was. Each change sets a
+    new random value rather than adding one: a transaction that rolls back never leaves
+    a later change with a stamp some cache already holds.
+    """
+
+    agent = models.OneToOneField(
+        Agent, on_delete=models.CASCADE, primary_key=True, related_name="composition_stamp"
+    )
+    stamp = models.BigIntegerField()
+    # Set with ``stamp`` by a change of the declarations only (the lens tables): while it
+    # reads the same, the declarations read with it are still the agent's.
+    config_stamp = models.BigIntegerField()
+
+    class Meta:
+        db_table = "memory_compositionstamp"
+
+    def __str__(self) -> str:
+        return f"{self.agent_id}: {self.stamp}"
+
+
 class SearchDoc(models.Model):
     """A record's search terms (``memory.search``), written with the record.
 

@@ -1,4 +1,13 @@
-"""``memory_save``: validate, route, gate, then commit record + promotion + events at once."""
+"""``memory_save``: validate, route, then gate and commit record + promotion + events in
+one transaction.
+
+Over the API a save is seven round trips on PostgreSQL: the token with the agent and its
+declarations (``memory.save_reads``); then ``BEGIN``; the gate's probe with the agent's
+newest time (one statement); the record, its search document, its promotion row and its
+events (one statement, ``lens.inserts``); the audit head's bump with the agent's lock;
+the audit events with the head's hash and the team's webhook endpoints; ``COMMIT``.
+``docs/performance.md`` times each.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +19,10 @@ from django.utils import timezone
 
 from lens.actors import SYSTEM, Actor
 from lens.core.errors import DomainError
+from lens.inserts import insert_rows
 from lens.models import Agent, SectionDeclaration
+from lens.rows import aware
+from lens.sql import statement_cursor
 from lens.tracing import MEMORY_ID, agent_attributes, span
 from memory import search
 from memory.core.outcome import route_outcome, screened
@@ -35,7 +47,7 @@ from memory.models import (
     PromotionStatus,
     new_event,
 )
-from memory.moments import after_newest
+from memory.moments import after_newest, moment_after
 from memory.registry import get_spec
 from memory.sightings import HolderMoved, approve_earned, lock_holder, sightings_of
 
@@ -96,6 +108,18 @@ _HOLDER = (
     "WHERE p.agent_id = %s AND p.placement_key = %s AND p.status IN (%s, %s) LIMIT 1"
 )
 _HOLDING = [status.value for status in HOLDING]
+# The gate's probe in the save's transaction: the holder of the address (none for a NULL
+# address) and the agent's newest record time (``next_timestamp``), one statement. Both
+# are index lookups: (agent, placement_key, status) and (agent, created_at, id).
+_PROBE = (
+    f"SELECT (SELECT created_at FROM {MemoryRecord._meta.db_table} "
+    "WHERE agent_id = a.id ORDER BY created_at DESC LIMIT 1), "
+    f"p.record_id, p.tier, r.content FROM {Agent._meta.db_table} a "
+    f"LEFT JOIN {Promotion._meta.db_table} p ON p.agent_id = a.id AND p.placement_key = %s "
+    "AND p.status IN (%s, %s) "
+    f"LEFT JOIN {MemoryRecord._meta.db_table} r ON r.id = p.record_id "
+    "WHERE a.id = %s LIMIT 1"
+)
 
 
 def routing_context(agent: Agent) -> RoutingContext:
@@ -137,8 +161,9 @@ class Routed:
     older: MemoryRecord | None
 
 
-def route(agent: Agent, data: MemoryInput) -> Routed:
+def route(agent: Agent, data: MemoryInput, ctx: RoutingContext | None = None) -> Routed:
     """Route ``data`` for ``agent`` as a save would, reading but writing nothing.
+    ``ctx``: the agent's routing context when the caller read it already.
 
     Raises InvalidValidUntil when ``valid_until`` is not after now, UnknownSupersedes
     when ``supersedes`` names no record of this agent.
@@ -150,7 +175,8 @@ def route(agent: Agent, data: MemoryInput) -> Routed:
         if older is None:
             raise UnknownSupersedes(data.supersedes)
     spec = get_spec(agent.routing_spec)
-    ctx = routing_context(agent)
+    if ctx is None:
+        ctx = routing_context(agent)
     routable = RoutableRecord(
         kind=data.kind, content=data.content, tags=tuple(data.tags), label=data.label
     )
@@ -190,7 +216,13 @@ def gate(agent: Agent, routed: Routed, supersedes: str | None) -> Conflict | Sig
     the same content (normalised) that supersedes nothing is a sighting of it."""
     if routed.address is None:
         return None
-    held = held_at(agent, routed.address)
+    return _gated(held_at(agent, routed.address), routed, supersedes)
+
+
+def _gated(
+    held: Held | None, routed: Routed, supersedes: str | None
+) -> Conflict | SightingOf | None:
+    """``gate``'s answer once the holder was read."""
     if held is None or held.record_id == supersedes:
         return None
     if (
@@ -202,10 +234,13 @@ def gate(agent: Agent, routed: Routed, supersedes: str | None) -> Conflict | Sig
     return Conflict(MemoryRecord.objects.get(pk=held.record_id))
 
 
-def save_memory(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Conflict:
-    """Save one memory for ``agent``. The answer never says where (or if) it composed."""
+def save_memory(
+    agent: Agent, data: MemoryInput, actor: Actor, ctx: RoutingContext | None = None
+) -> Saved | Conflict:
+    """Save one memory for ``agent``. The answer never says where (or if) it composed.
+    ``ctx``: the agent's routing context, when the caller read it with the agent."""
     with span("memory.save") as current:
-        result = _save(agent, data, actor)
+        result = _save(agent, data, actor, ctx)
         if current.is_recording():
             current.set_attributes(agent_attributes(agent))
             if isinstance(result, Saved):
@@ -213,16 +248,13 @@ def save_memory(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Confli
         return result
 
 
-def _save(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Conflict:
-    routed = route(agent, data)
+def _save(
+    agent: Agent, data: MemoryInput, actor: Actor, ctx: RoutingContext | None
+) -> Saved | Conflict:
+    routed = route(agent, data, ctx)
     for _attempt in range(3):
-        found = gate(agent, routed, data.supersedes)
-        if isinstance(found, Conflict):
-            return found
         try:
-            if isinstance(found, SightingOf):
-                return Saved(_commit_sighting(agent, data, actor, routed, found.holder))
-            return Saved(_commit(agent, data, actor, routed))
+            return _settle(agent, data, actor, routed)
         except IntegrityError:
             # A concurrent save took the address between our lookup and our insert
             # (the partial unique index refused ours): look again and answer conflict.
@@ -234,11 +266,26 @@ def _save(agent: Agent, data: MemoryInput, actor: Actor) -> Saved | Conflict:
 
 
 @transaction.atomic
-def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> str:
+def _settle(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> Saved | Conflict:
+    """The gate, then the write, in one transaction: a conflict writes nothing."""
+    with statement_cursor() as cursor:
+        cursor.execute(_PROBE, [routed.address, *_HOLDING, agent.pk])
+        newest, record_id, tier, content = cursor.fetchone()
+    held = None if record_id is None else Held(str(record_id), tier, content)
+    found = _gated(held, routed, data.supersedes)
+    if isinstance(found, Conflict):
+        return found
+    if isinstance(found, SightingOf):
+        return Saved(_commit_sighting(agent, data, actor, routed, found.holder))
+    at = moment_after(None if newest is None else aware(newest))
+    return Saved(_commit(agent, data, actor, routed, at))
+
+
+def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed, at: datetime) -> str:
+    """Write a save that holds no other memory's address (in ``_settle``'s transaction)."""
     spec, routable, placement, older = routed.spec, routed.routable, routed.placement, routed.older
-    at = next_timestamp(agent)
     check_valid_until(data.valid_until, at)
-    record = MemoryRecord.objects.create(
+    record = MemoryRecord(
         agent=agent,
         kind=data.kind,
         content=data.content,
@@ -249,8 +296,6 @@ def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> st
         session=data.session,
         valid_until=data.valid_until,
     )
-    # Indexed in the same transaction: a saved memory is searchable at once, or not saved.
-    search.document(record).save()
     events = [new_event(record.pk, agent.pk, EventKind.SAVED, actor, at)]
     if older is not None:
         # Superseding is immediate and final, whatever becomes of the newer record. An
@@ -262,7 +307,7 @@ def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> st
 
     # Screened here, in the transaction: an instruction-shaped memory waits for a person.
     outcome = screened(route_outcome(placement, routed.ctx), data.content)
-    Promotion.objects.create(
+    promotion = Promotion(
         record=record,
         agent=agent,
         section=placement.section if placement else None,
@@ -291,11 +336,13 @@ def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed) -> st
         events.append(
             new_event(record.pk, agent.pk, EventKind.DECLINED, SYSTEM, at, reason=outcome.reason)
         )
-    write_events(events, agent=agent, saved={record.pk: saved_details(record)})
+    # The record indexed in the same statement: a saved memory is searchable at once, or
+    # not saved. The promotion row's unique index refuses a second holder of its address.
+    insert_rows([[record], [search.document(record)], [promotion], events])
+    write_events(events, agent=agent, saved={record.pk: saved_details(record)}, stored=True)
     return record.id
 
 
-@transaction.atomic
 def _commit_sighting(
     agent: Agent, data: MemoryInput, actor: Actor, routed: Routed, holder_id: str
 ) -> str:

@@ -42,6 +42,7 @@ from lens.core.token_prefix import heading_segments, shared_tokens
 from lens.models import Agent, Revision
 from lens.revisions import stored_config
 from memory.as_of import STATUS_AFTER
+from memory.composed import current_composition
 from memory.composition import Memories, compose_from, memories_of
 from memory.core.composition import Composition
 from memory.core.deliveries import prompt_of_json, sha256_hex
@@ -164,7 +165,9 @@ def _figures(composition: Composition) -> PromptFigures:
 def _now(agent: Agent, config: AgentConfig, change: Change) -> tuple[Composition, Composition]:
     """The composition now, and the one ``change`` would make now."""
     memories = memories_of([agent])[agent.pk]
-    before = memories.compose(config)
+    # The composition now, composed once per change (``memory.composed``): ``config`` is
+    # the agent's own.
+    before = current_composition(agent)
     if isinstance(change, MovesChange):
         return before, _moved(agent, config, memories, change)
     if not isinstance(change, DecisionChange):

@@ -3,8 +3,9 @@ of (SPEC §16): an outbox row per message and endpoint, and one task for the eng
 send them after the commit. A change that rolls back takes its rows and task with it; a
 crash after the commit loses nothing, since the rows wait in the database.
 
-Called by the audit log for every append (``lens.audit.listen``); a team without
-endpoints costs one indexed read.
+Called by the audit log for every append (``lens.audit.listen``), with the team's
+endpoints read in the append's own last statement on PostgreSQL (``ENDPOINTS``): a team
+without endpoints costs no round trip of its own there, and one indexed read on SQLite.
 """
 
 from __future__ import annotations
@@ -42,10 +43,11 @@ def message_body(event_type: str, timestamp: str, data: Mapping[str, Any]) -> st
     return canonical({"type": event_type, "timestamp": timestamp, "data": data})
 
 
-def queue_events(team_id: int, events: list[dict[str, Any]]) -> None:
+def queue_events(team_id: int, events: list[dict[str, Any]], found: list[tuple[Any, ...]]) -> None:
     """Queue ``events`` (just appended to ``team_id``'s log) for the endpoints that
-    want them, and a prompt check for each agent they may have recomposed."""
-    endpoints = endpoints_of(team_id)
+    want them, and a prompt check for each agent they may have recomposed. ``found``:
+    the team's endpoints as ``ENDPOINTS`` reads them, in the appending transaction."""
+    endpoints = endpoint_rows(found)
     if not endpoints:
         return
     now = timezone.now()
@@ -65,10 +67,10 @@ _COLUMNS = ("team_id", "endpoint_id", "message_id", "event_type", "body", "creat
 _ROWS_PER_INSERT = 500
 
 
-def endpoints_of(team_id: int) -> list[tuple[int, list[str], bool]]:
-    """The team's endpoints: id, the event types each wants, and whether a task to send
-    its messages is waiting. Plain SQL, as the audit append it rides on: it runs with
-    every change of every team.
+def endpoints_sql() -> str:
+    """The team's endpoints (its id the one parameter): id, the event types each wants,
+    and whether a task to send its messages is waiting. Plain SQL, riding on the audit
+    append: it runs with every change of every team.
 
     On PostgreSQL the rows are locked (FOR UPDATE) until the change commits, so a task
     that starts sending in the meantime (``webhooks.sending.drain_endpoint``, which first
@@ -76,11 +78,19 @@ def endpoints_of(team_id: int) -> list[tuple[int, list[str], bool]]:
     writer at a time, which orders them alike.
     """
     lock = " ORDER BY id FOR UPDATE" if connection.vendor == "postgresql" else ""
+    return f"SELECT id, events, waking FROM {_TABLE} WHERE team_id = %s{lock}"
+
+
+def endpoints_of(team_id: int) -> list[tuple[int, list[str], bool]]:
+    """``endpoints_sql``'s rows, read alone."""
     with statement_cursor() as cursor:
-        cursor.execute(
-            f"SELECT id, events, waking FROM {_TABLE} WHERE team_id = %s{lock}", [team_id]
-        )
+        cursor.execute(endpoints_sql(), [team_id])
         found = cursor.fetchall()
+    return endpoint_rows(found)
+
+
+def endpoint_rows(found: Sequence[Sequence[Any]]) -> list[tuple[int, list[str], bool]]:
+    """The endpoints as ``endpoints_sql`` reads them, decoded."""
     # PostgreSQL's driver reads jsonb as lists; SQLite answers the JSON text.
     return [
         (pk, events if isinstance(events, list) else json.loads(events), bool(waking))

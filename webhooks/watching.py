@@ -23,7 +23,7 @@ from lens.audit import stamp
 from lens.models import Agent
 from lens.revisions import current_number
 from memory.as_of import compose_as_of, revision_at
-from memory.composition import compose
+from memory.composed import current_composition
 from memory.deliveries.causes import causes_since
 from webhooks.core.topics import PROMPT_CHANGED, wants
 from webhooks.models import Endpoint, PromptMark
@@ -53,7 +53,7 @@ def check(team_id: int, slug: str) -> bool:
         return False
     now = timezone.now()
     revision = current_number(agent)
-    current = prompt_sha256(compose(agent).prompt.text)
+    current = prompt_sha256(current_composition(agent).prompt.text)
     _first_mark(agent, max(since, agent.created_at))
     with transaction.atomic():
         mark = PromptMark.objects.select_for_update().get(agent=agent)

@@ -26,7 +26,7 @@ from lens.core.errors import DomainError
 from lens.models import Agent, Team
 from lens.revisions import at_one_revision
 from lens.tracing import DELIVERY_ID, PROMPT_SHA256, PROMPT_TOKENS, agent_attributes, span
-from memory.composition import compose
+from memory.composed import Current, current
 from memory.core.composition import Composition
 from memory.core.deliveries import (
     Change,
@@ -99,12 +99,12 @@ def _deliver(agent: Agent, actor: Actor, request: DeliveryInput | None) -> Deliv
         # already (then the memory is not composed) or waits for this delivery to commit
         # (then it redacts this composition too).
         hold_against_erasure(agent.pk)
-        found = at_one_revision(agent, compose, _INSERT_ATTEMPTS)
+        found = at_one_revision(agent, _composed, _INSERT_ATTEMPTS)
         if found is None:
             raise DeliveriesBusy("The agent is being changed too often at once; try again.")
-        agent, composition, revision = found
-        text = composition.canonical_json()
-        stored = _store_composition(agent, composition, text)
+        agent, now, revision = found
+        composition, text = now.composition, now.canonical_json()
+        stored = _store_composition(agent, composition, text, now.digest())
         counting = cache_figures.ENABLED  # read once: the benchmark switches it
         if counting:
             cache_figures.hold_timeline(agent.pk)
@@ -141,6 +141,12 @@ def _deliver(agent: Agent, actor: Actor, request: DeliveryInput | None) -> Deliv
     raise DeliveriesBusy("The agent is being delivered too often at once; try again.")
 
 
+def _composed(agent: Agent) -> Current:
+    # Composed once per change (``memory.composed``): this transaction has written
+    # nothing yet, so the stamp it reads is the truth about what it would compose.
+    return current(agent, fresh_transaction=True)
+
+
 def _delivery_entry(agent: Agent, delivery: Delivery, stored: StoredComposition) -> Entry:
     # The session and model are the runtime's own labels: ids, kept as it sent them.
     return Entry(
@@ -167,7 +173,9 @@ def _memory_ids(composition: Composition) -> list[str]:
     return sorted({mid for section in composition.prompt.sections for mid in section.memory_ids})
 
 
-def _store_composition(agent: Agent, composition: Composition, text: str) -> StoredComposition:
+def _store_composition(
+    agent: Agent, composition: Composition, text: str, digest: str
+) -> StoredComposition:
     """The stored row of ``text``, created when there is none, and held until this
     transaction ends so that no prune deletes it under the delivery about to use it.
 
@@ -176,7 +184,6 @@ def _store_composition(agent: Agent, composition: Composition, text: str) -> Sto
     reads the row again. A prune may delete the row between two reads: it is created
     again. Each turn of the loop ends in one of these, so it is short.
     """
-    digest = sha256_hex(text)
     for _attempt in range(_INSERT_ATTEMPTS):
         found = _held(agent, digest)
         if found is not None:

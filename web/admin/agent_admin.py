@@ -32,7 +32,7 @@ from lens.models import (
     Via,
 )
 from lens.proposals import Changing, Recorded, start_change
-from memory.composition import compose
+from memory.composed import current_composition
 from memory.configuring import apply_preset
 from memory.core.composition import counts_words
 from memory.core.presets import Preset
@@ -264,7 +264,7 @@ class AgentAdmin(RecordsRevisions, LineBreaksAdmin[Agent], OrderedRowsAdmin[Agen
         each number holds: the section rows below list authored entries only."""
         if agent.pk is None:
             return "Counted once the agent is saved."
-        composition = compose(agent)
+        composition = current_composition(agent)
         return f"{composition.counts.label()} ({counts_words(composition)})"
 
     def delete_model(self, request: HttpRequest, obj: Agent) -> None:

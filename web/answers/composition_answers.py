@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from lens.context_windows import context_of
 from lens.models import Agent
 from memory.as_of import compose_as_of, config_at
-from memory.composition import compose
+from memory.composed import current
 from memory.core.composition import Composition
 
 
@@ -37,13 +37,15 @@ def composition_answer(agent: Agent, as_of: datetime | None = None) -> str:
     as it stood at ``as_of``, with ``context``: its tokens against the context window of
     the model the agent declared (then)."""
     if as_of is None:
-        composition, model = compose(agent), agent.model
+        # Composed once per change (``memory.composed``), its JSON written once too.
+        now = current(agent)
+        composition, model, body = now.composition, agent.model, now.canonical_json()
     else:
         composition, model = compose_as_of(agent, as_of), config_at(agent, as_of).model
+        # Written by pydantic in one call, as a delivery's stored JSON is: for a large
+        # agent that is several times faster than dumping to Python values and encoding.
+        body = composition.canonical_json()
     context = context_of(composition.tokens.total, model)
-    # Written by pydantic in one call, as a delivery's stored JSON is: for a large agent
-    # that is several times faster than dumping to Python values and encoding those.
-    # ``context`` is spliced in after it: it is about the model, not the prompt, so a
-    # stored composition (a delivery's) never holds it.
-    body = composition.canonical_json()
+    # ``context`` is spliced in: it is about the model, not the prompt, so a stored
+    # composition (a delivery's) never holds it.
     return body[:-1] + ',"context":' + json.dumps(context.as_json()) + "}"

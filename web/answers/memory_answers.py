@@ -12,6 +12,7 @@ from lens.actors import Actor
 from lens.models import Agent
 from memory.core.recall import RecallTier
 from memory.core.records import MemoryInput, MemoryView
+from memory.core.routing import RoutingContext
 from memory.queries import memory_page, view_of
 from memory.recall import recall
 from memory.saving import Conflict, save_memory
@@ -49,9 +50,12 @@ class ListParams(BaseModel):
     offset: int = Field(0, ge=0, le=OFFSET_MAX)
 
 
-def save_answer(agent: Agent, memory: MemoryInput, actor: Actor) -> SavedOut | ConflictOut:
-    """``memory_save`` as the API answers it (the MCP tool too): saved, or a conflict."""
-    result = save_memory(agent, memory, actor)
+def save_answer(
+    agent: Agent, memory: MemoryInput, actor: Actor, ctx: RoutingContext | None = None
+) -> SavedOut | ConflictOut:
+    """``memory_save`` as the API answers it (the MCP tool too): saved, or a conflict.
+    ``ctx``: the agent's routing context, when the caller read it with the agent."""
+    result = save_memory(agent, memory, actor, ctx)
     if isinstance(result, Conflict):
         return ConflictOut(existing=view_of(result.existing), message=result.message)
     return SavedOut(id=result.id)

@@ -16,6 +16,7 @@ from lens.core.config import AgentConfig
 from lens.core.counts import Counts
 from lens.models import Agent, Via
 from lens.revisions import revised_config
+from memory.composed import stamped_agent
 from memory.composition import compose_many
 from memory.configuring import store_config
 from web.answers.composition_answers import CompositionOut, composition_answer
@@ -117,5 +118,9 @@ def get_composition(
 ) -> HttpResponse:
     """The agent's composed prompt as it would be delivered now, or as it stood at
     ``as_of``. Records nothing."""
-    body = composition_answer(get_agent(team_of(request), slug), params.as_of)
+    # Now: the agent's row and its stamp only; its declarations are read when the
+    # composition kept for that stamp is not there (``memory.composed``).
+    team, as_of = team_of(request), params.as_of
+    agent = get_agent(team, slug) if as_of else stamped_agent(team, slug)
+    body = composition_answer(agent, as_of)
     return HttpResponse(body, content_type="application/json")

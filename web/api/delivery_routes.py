@@ -14,6 +14,7 @@ from lens.actors import Actor
 from lens.agents import get_agent
 from lens.context_windows import context_of
 from lens.core.counts import Counts
+from memory.composed import stamped_agent
 from memory.core.composition import Composition
 from memory.core.deliveries import DeliveryInput, label_problem
 from memory.deliveries.cache_figures import figures_of
@@ -125,7 +126,9 @@ def record_delivery(
     as delivered in the same transaction. ``session`` and ``model`` (each 1–128
     characters, one line) say which session and model it was for.
     """
-    agent = get_agent(team_of(request), slug)
+    # The agent's row, stamp and revision number: its declarations are read only when the
+    # composition kept for that stamp is not there (``memory.composed``).
+    agent = stamped_agent(team_of(request), slug, revision=True)
     delivered = deliver(agent, Actor.for_token(token_of(request)), payload)
     return _answer(delivered.delivery, delivered.composition_json, 201)
 

@@ -4,14 +4,19 @@ from __future__ import annotations
 
 from typing import Literal
 
+from django.http import HttpRequest
 from ninja import Query, Router, Status
 from pydantic import BaseModel, Field
 
 from lens.actors import Actor
 from lens.agents import get_agent
+from lens.api_tokens import find_token
+from lens.core.config import is_agent_slug
+from lens.models import ApiToken
 from memory.core.records import MemoryInput, MemoryView
 from memory.preview import preview_save
 from memory.queries import view_of
+from memory.save_reads import SaveReads, token_with_agent
 from web.answers.memory_answers import (
     ConflictOut,
     ListParams,
@@ -22,19 +27,46 @@ from web.answers.memory_answers import (
     recall_answer,
     save_answer,
 )
-from web.api.auth import ApiRequest, team_of, token_of
+from web.api.auth import ApiRequest, TeamToken, team_of, token_of
 from web.costly import costly_when, searching
 
 router = Router(tags=["memories"])
 
+_SAVE_READS = "memory_save_reads"
 
-@router.post("/{slug}/memories", response={201: SavedOut, 409: ConflictOut})
+
+def _token_with_agent(request: HttpRequest, raw: str) -> ApiToken | None:
+    """A save's token check, with its agent and the agent's declarations in the same
+    statement (one round trip where there were three): they wait on the request for
+    ``save``. A path whose slug no agent can have has its token checked alone, and the
+    operation refuses it, as for any other route."""
+    match = request.resolver_match
+    slug = str(match.kwargs.get("slug", "")) if match is not None else ""
+    if not is_agent_slug(slug):
+        return find_token(raw)
+    found = token_with_agent(raw, slug)
+    if found is None:
+        return None
+    setattr(request, _SAVE_READS, found)
+    return found.token
+
+
+@router.post(
+    "/{slug}/memories",
+    response={201: SavedOut, 409: ConflictOut},
+    auth=TeamToken(lookup=_token_with_agent),
+)
 def save(request: ApiRequest, slug: str, memory: MemoryInput) -> Status[SavedOut | ConflictOut]:
     """``memory_save``. The answer is ``saved`` or ``conflict``: it never says whether or
     where the memory was composed (the model would learn to rephrase until it is).
     """
-    agent = get_agent(team_of(request), slug, full=False)
-    answer = save_answer(agent, memory, Actor.for_token(token_of(request)))
+    found = getattr(request, _SAVE_READS, None)
+    actor = Actor.for_token(token_of(request))
+    if isinstance(found, SaveReads) and found.agent is not None and found.agent.slug == slug:
+        answer = save_answer(found.agent, memory, actor, found.ctx)
+    else:
+        # No such agent: ``get_agent`` refuses it as every route does.
+        answer = save_answer(get_agent(team_of(request), slug, full=False), memory, actor)
     return Status(409 if isinstance(answer, ConflictOut) else 201, answer)
 
 

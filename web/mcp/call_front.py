@@ -102,21 +102,21 @@ class CallFront:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        version = _protocol_version(scope)
+        version = protocol_version(scope)
         request = Request(scope, receive)
-        if version is None or not await self._transport_takes(request):
+        if version is None or not await self.transport_takes(request):
             await self.app(scope, receive, send)
             return
         message = await receive()
-        call = _tool_call(message)
+        call = tool_call(message)
         if call is None:
-            await self.app(scope, _replaying(message, receive), send)
+            await self.app(scope, replaying(message, receive), send)
             return
         answer = await self._answer(call, request, version)
         self.answered += 1
         await answer(scope, receive, send)
 
-    async def _transport_takes(self, request: Request) -> bool:
+    async def transport_takes(self, request: Request) -> bool:
         """Whether the SDK's transport would read this request's body: its Host, Origin
         and Content-Type checks pass, and the client accepts JSON."""
         if await self._security.validate_request(request, is_post=True) is not None:
@@ -155,7 +155,7 @@ class CallFront:
         return Response(body, headers={"Content-Type": CONTENT_TYPE_JSON})
 
 
-def _protocol_version(scope: Scope) -> str | None:
+def protocol_version(scope: Scope) -> str | None:
     """The protocol version a session would be given, or None when the request is of
     the newer era (the SDK has its own single-request path for those)."""
     found = [value for name, value in scope["headers"] if name == _VERSION_HEADER]
@@ -165,7 +165,7 @@ def _protocol_version(scope: Scope) -> str | None:
     return version if len(found) == 1 and version in HANDSHAKE_PROTOCOL_VERSIONS else None
 
 
-def _tool_call(message: Message) -> JSONRPCRequest | None:
+def tool_call(message: Message) -> JSONRPCRequest | None:
     """The whole body as one ``tools/call`` request, parsed and validated as the
     transport does, or None."""
     if message["type"] != "http.request" or message.get("more_body", False):
@@ -181,7 +181,7 @@ def _tool_call(message: Message) -> JSONRPCRequest | None:
     return parsed
 
 
-def _replaying(first: Message, receive: Receive) -> Receive:
+def replaying(first: Message, receive: Receive) -> Receive:
     """``receive``, with the message already read handed back first."""
     pending = [first]
 

@@ -22,7 +22,7 @@ from lens.agents import get_agent
 from lens.core.config import is_agent_slug
 from lens.core.errors import InvalidInput, invalid_input, pydantic_problems
 from lens.models import Agent, ApiToken
-from memory.composition import compose
+from memory.composed import current_composition, stamped_agent
 from memory.core.records import MemoryInput
 from web.answers.composition_answers import composition_answer
 from web.answers.kv_answers import (
@@ -212,10 +212,10 @@ def agent_slugs(token: ApiToken, prefix: str, limit: int) -> SlugMatches:
 
 def agent_prompt(token: ApiToken, slug: str) -> str:
     """The agent's composed prompt, the text a delivery would hand the model now."""
-    return compose(get_agent(token.team, slug)).prompt.text
+    return current_composition(stamped_agent(token.team, slug)).prompt.text
 
 
 def agent_composition(token: ApiToken, slug: str) -> str:
     """The agent's composition, exactly the body ``GET /api/agents/{slug}/composition``
     answers."""
-    return composition_answer(get_agent(token.team, slug))
+    return composition_answer(stamped_agent(token.team, slug))

@@ -467,9 +467,12 @@ def http_app(host: str, port: int, *, front: bool | None = None) -> Starlette:
     if front is None:
         front = env_bool(FRONT_VARIABLE, default=True)
     base = f"http://{_url_host(host)}:{port}"
+    # The token lane: the bearer checks, and the key/value reads that ``kv_read_front``
+    # answers with the token's check in the same statement.
+    lane = DjangoThreads("tokens", TOKEN_THREADS)
     server = LensMCP(
         request_token,
-        token_verifier=TeamTokenVerifier(),
+        token_verifier=TeamTokenVerifier(lane),
         # No OAuth here: API tokens are issued by `manage.py issue_token`. The SDK turns
         # its bearer check on with auth settings; without a resource URL it advertises
         # no authorization server.
@@ -480,11 +483,19 @@ def http_app(host: str, port: int, *, front: bool | None = None) -> Starlette:
     app = server.streamable_http_app(
         streamable_http_path=MCP_PATH, stateless_http=True, json_response=True, host=host
     )
-    if front:
-        # Behind the body limit, in front of the session manager (``call_front``).
-        manager = server.session_manager
-        limit = manager.asgi_app
-        app.state.call_front = limit.app = CallFront(limit.app, server.lowlevel, manager)
+    if not front:
+        return app
+    # Behind the body limit, in front of the session manager (``call_front``).
+    manager = server.session_manager
+    limit = manager.asgi_app
+    app.state.call_front = limit.app = CallFront(limit.app, server.lowlevel, manager)
+    # In front of everything, the bearer check included (``kv_read_front``). Imported
+    # here: it answers with this module's results.
+    from web.mcp.kv_read_front import KvReadFront
+
+    stack = app.build_middleware_stack()
+    reads = KvReadFront(stack, lane, app.state.call_front, manager.max_request_body_size)
+    app.state.kv_read_front = app.middleware_stack = reads
     return app
 
 

@@ -21,7 +21,8 @@ from lens.proposals import pending_counts
 from lens.revisions import revisions_of, stored_config
 from lens.rows import aware
 from memory.as_of import compose_as_of, revision_at
-from memory.composition import compose, compose_many, summarise
+from memory.composed import current
+from memory.composition import compose_many, summarise
 from memory.core.composition import Composition, counts_words
 from memory.core.deliveries import parse_moment, sha256_hex
 from memory.core.recall import RecallTier
@@ -33,7 +34,6 @@ from memory.preview import preview_save
 from memory.queries import (
     Provenance,
     last_change,
-    promotion_states,
     provenance,
     record_briefs,
     with_last_change,
@@ -225,12 +225,13 @@ def _lens_context(
     # One time for the prompt and its "expires in" marks (SPEC §19.2).
     now = moment or timezone.now()
     if moment is None:
-        states = promotion_states([agent.pk]).get(agent.pk, [])
-        composition = compose(agent, states, now)
+        # Composed once per change (``memory.composed``).
+        composed = current(agent)
+        composition = composed.composition
         revision = _newest_revision(agent)
         last = last_delivery(agent)
         declared_model = agent.model
-        memories = len(states)  # every memory saved until now
+        memories = composed.memories  # every memory saved until now
         # SPEC §18.3: "N memories would move" (one query while the agent's memories,
         # declarations and spec are as they were; the declarations are read already).
         moving = moving_count(agent, _declared(agent))

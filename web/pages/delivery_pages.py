@@ -20,7 +20,7 @@ from lens.core.change_words import in_words
 from lens.core.diffs import diff_excerpt
 from lens.models import Agent, Team
 from lens.revisions import summaries_then
-from memory.composition import compose
+from memory.composed import current_composition
 from memory.core.deliveries import Change, Comparison, label_problem, parse_moment
 from memory.core.records import RECORD_ID_PATTERN, is_record_id
 from memory.deliveries.fates import Fate, fates
@@ -149,7 +149,7 @@ def _detail_page(
     agent = get_agent_for_user(request, delivery.agent.slug)
     composition = composition_of(delivery.composition)
     memory_ids = sorted(delivery.composition.memory_ids.split())
-    live = compose(agent)
+    live = current_composition(agent)
     live_ids = frozenset(mid for s in live.prompt.sections for mid in s.memory_ids)
     fate_of = fates(memory_ids, live_ids)
     newer = [fate.newer for fate in fate_of.values() if fate.newer]
@@ -356,7 +356,7 @@ def delivery_diff_download(request: AppRequest, delivery_id: str) -> HttpRespons
 def _live(request: AppRequest, delivery_id: str) -> tuple[Agent, Delivery, Comparison]:
     delivery = get_delivery_for_user(request, delivery_id)
     agent = get_agent_for_user(request, delivery.agent.slug)
-    return agent, delivery, live_diff(delivery, compose(agent))
+    return agent, delivery, live_diff(delivery, current_composition(agent))
 
 
 @require_GET

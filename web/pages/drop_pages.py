@@ -26,7 +26,7 @@ from django.views.decorators.http import require_GET
 from lens.agents import AgentNotFound
 from lens.models import Agent
 from memory.as_of import compose_as_of
-from memory.composition import compose
+from memory.composed import current_composition
 from memory.core.composition import Composition
 from memory.core.deliveries import parse_moment
 from memory.core.explain import Explanation, Facts, explain, group_title, tone_of
@@ -139,7 +139,7 @@ def drop_group(request: AppRequest, slug: str, reason: str) -> HttpResponse:
     if asked and moment is None:
         raise BadRequest(f"{asked!r} is not an ISO 8601 date and time.")
     if moment is None:
-        composition = compose(agent)
+        composition = current_composition(agent)
     else:
         try:
             composition = compose_as_of(agent, moment)

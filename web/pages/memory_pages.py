@@ -19,7 +19,7 @@ from lens.agents import with_config
 from lens.core.errors import DomainError
 from lens.models import Agent
 from memory import search
-from memory.composition import compose
+from memory.composed import current_composition
 from memory.core.explain import Link, short_words, tone_of
 from memory.core.records import stored_problem
 from memory.core.tokenizer import highlight
@@ -166,7 +166,7 @@ def memory_validity(request: AppRequest, record_id: str) -> HttpResponse:
 
 def detail_context(request: AppRequest, record: MemoryRecord, agent: Agent) -> dict[str, Any]:
     """Everything a memory's page shows (its "Add as a routing case" form unbound)."""
-    composition = compose(agent)
+    composition = current_composition(agent)
     explanation = explain_memory(agent, composition, record.pk)
     section_titles = {s.id: s.title for s in composition.background.sections}
     promotion = getattr(record, "promotion", None)

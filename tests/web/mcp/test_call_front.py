@@ -31,6 +31,7 @@ from memory.models import MemoryRecord
 from tests.web.mcp.harness import Raws, World, row_counts, tools_call
 from web.mcp import MCP_PATH, operations
 from web.mcp.call_front import CallFront
+from web.mcp.kv_read_front import KvReadFront
 from web.mcp.tools import http_app
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -59,6 +60,12 @@ class Servers:
     front: httpx2.AsyncClient
     sdk: httpx2.AsyncClient
     call_front: CallFront
+    read_front: KvReadFront
+
+    @property
+    def answered(self) -> int:
+        """How many calls the two fronts answered themselves."""
+        return self.call_front.answered + self.read_front.answered
 
     def _post(self, client: httpx2.AsyncClient, body: bytes, headers: dict[str, str]) -> Answer:
         async def post() -> httpx2.Response:
@@ -76,9 +83,9 @@ class Servers:
         sent = {**JSON_HEADERS, "Authorization": f"Bearer {raw}", **headers}
         sent = {name: value for name, value in sent.items() if value}
         alone = self.one(message, sent, front=False)
-        before = self.call_front.answered
+        before = self.answered
         answer = self.one(message, sent)
-        return alone, answer, self.call_front.answered == before + 1
+        return alone, answer, self.answered == before + 1
 
 
 @asynccontextmanager
@@ -92,9 +99,11 @@ async def _client(front: bool) -> AsyncIterator[tuple[httpx2.AsyncClient, Any]]:
 
 
 @asynccontextmanager
-async def _servers() -> AsyncIterator[tuple[httpx2.AsyncClient, httpx2.AsyncClient, CallFront]]:
+async def _servers() -> AsyncIterator[
+    tuple[httpx2.AsyncClient, httpx2.AsyncClient, CallFront, KvReadFront]
+]:
     async with _client(True) as (front, app), _client(False) as (sdk, _):
-        yield front, sdk, app.state.call_front
+        yield front, sdk, app.state.call_front, app.state.kv_read_front
 
 
 @pytest.fixture(scope="module")
@@ -111,9 +120,10 @@ def servers(portal: BlockingPortal, django_db_blocker: Any) -> Iterator[Servers]
                 front,
                 sdk,
                 call_front,
+                read_front,
             ),
         ):
-            yield Servers(portal, front, sdk, call_front)
+            yield Servers(portal, front, sdk, call_front, read_front)
     finally:
         settings["CONN_MAX_AGE"] = kept
 
@@ -228,6 +238,106 @@ def test_a_crash_in_a_tool_is_answered_alike_and_logged(
     assert all(r.exc_info for r in crashes)
 
 
+# Of those, the ones the key/value read front answers in one statement
+# (``web.mcp.kv_read_front``); ``CallFront`` answers the others.
+READ_FRONT = {
+    "read",
+    "an older version",
+    "a missing key",
+    "a missing version",
+    "another team's key",
+    "a string id",
+    "a large id",
+    "a negative id",
+    "no protocol version",
+    *(f"version {v}" for v in HANDSHAKE_PROTOCOL_VERSIONS),
+    "JSON only accepted",
+    "anything accepted",
+    "a charset",
+    "a local origin",
+}
+
+
+def test_the_read_front_answers_the_plain_reads_and_leaves_the_rest(
+    servers: Servers, raws: Raws, filled: World
+) -> None:
+    answered = set()
+    for why, message, headers in ANSWERED:
+        before = servers.read_front.answered
+        servers.both(message, raws.ours, **headers)
+        if servers.read_front.answered > before:
+            answered.add(why)
+    assert answered == READ_FRONT
+
+
+# Reads the read front leaves to the server, answered alike all the same.
+READS_LEFT: list[tuple[str, Any, dict[str, str]]] = [
+    ("a null version", read("must.tone", version=None), {}),
+    ("a version as text", read("must.tone", version="1"), {}),
+    ("a version as a float", read("must.tone", version=1.0), {}),
+    ("a version as a boolean", read("must.tone", version=True), {}),
+    ("a version too large", read("must.tone", version=2**31), {}),
+    ("an invalid key", read("Must Tone"), {}),
+    ("a key with a slash", read("must/tone"), {}),
+    ("a key that is not text", tools_call("kv_store", {"command": "read", "id": 5}), {}),
+    ("a payload beside", read("must.tone", payload="x"), {}),
+    ("another command", tools_call("kv_store", {"command": "list", "id": "must."}), {}),
+    (
+        "a progress token",
+        {
+            **read("must.tone"),
+            "params": {**read("must.tone")["params"], "_meta": {"progressToken": 1}},
+        },
+        {},
+    ),
+    ("lowercase bearer", read("must.tone"), {"Authorization": "__LOWER__"}),
+]
+
+
+@pytest.mark.parametrize(("why", "message", "headers"), READS_LEFT, ids=[c[0] for c in READS_LEFT])
+def test_reads_the_read_front_leaves_are_answered_alike(
+    servers: Servers, raws: Raws, filled: World, why: str, message: Any, headers: dict[str, str]
+) -> None:
+    if headers.get("Authorization") == "__LOWER__":
+        headers = {"Authorization": f"bearer {raws.ours}"}
+    before = servers.read_front.answered
+    alone, answer, _ = servers.both(message, "" if headers else raws.ours, **headers)
+    same(alone, answer)
+    assert answer.status == 200
+    if why == "lowercase bearer":
+        assert servers.read_front.answered == before + 1  # the SDK takes any case too
+    else:
+        assert servers.read_front.answered == before
+
+
+def test_a_read_with_a_token_that_is_not_live_is_refused_by_the_server(
+    servers: Servers, raws: Raws, filled: World
+) -> None:
+    filled_token = raws.ours
+    before = servers.read_front.answered
+    for raw in ("cl_" + "A" * 43, " ", filled_token + " "):
+        alone, answer, _ = servers.both(read("must.tone"), raw)
+        same(alone, answer)
+        assert answer.status == 401
+    assert servers.read_front.answered == before
+
+
+def test_a_database_error_during_a_read_leaves_it_to_the_server(
+    servers: Servers, raws: Raws, filled: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    calls = []
+
+    def failing(*args: Any) -> None:
+        calls.append(args)
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(store, "read_as", failing)
+    alone, answer, _ = servers.both(read("must.tone"), raws.ours)
+    same(alone, answer)
+    assert answer.json()["result"]["isError"] is False
+    assert len(calls) == 1
+
+
 # Each one the SDK's session answers (or what stands before it), the front untouched.
 LEFT: list[tuple[str, Any, dict[str, str]]] = [
     ("list tools", {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, {}),
@@ -337,7 +447,7 @@ def test_a_duplicated_version_header_is_left_to_the_session(
         (b"mcp-protocol-version", b"2025-06-18"),
     ]
     body = json.dumps(read("must.tone")).encode()
-    before = servers.call_front.answered
+    before = servers.answered
 
     async def post(client: httpx2.AsyncClient) -> httpx2.Response:
         return await client.post(MCP_PATH, content=body, headers=headers)
@@ -345,7 +455,7 @@ def test_a_duplicated_version_header_is_left_to_the_session(
     alone = servers.portal.call(post, servers.sdk)
     answer = servers.portal.call(post, servers.front)
     assert (answer.status_code, answer.content) == (alone.status_code, alone.content)
-    assert servers.call_front.answered == before
+    assert servers.answered == before
 
 
 # --- writes: the same answer but for its time and id, and the same rows ---------------
@@ -376,9 +486,9 @@ def twice(servers: Servers, raw: str, message: Any, undo: Any) -> tuple[Answer, 
     headers = {**JSON_HEADERS, "Authorization": f"Bearer {raw}"}
     alone = servers.one(message, headers, front=False)
     undo()
-    before = servers.call_front.answered
+    before = servers.answered
     answer = servers.one(message, headers)
-    return alone, answer, servers.call_front.answered == before + 1
+    return alone, answer, servers.answered == before + 1
 
 
 def test_a_write_is_answered_alike_and_writes_alike(
