@@ -671,6 +671,24 @@ def without_front(
     )
 
 
+def each_database(prefix: str, heading: str, run: Callable[[str, Path, list[str]], None]) -> int:
+    """``run(kind, scratch, summary)`` on SQLite, then on PostgreSQL when it answers, in a
+    scratch folder removed afterwards; then the summary's lines under "Targets"."""
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    kinds = ["sqlite"] + (["postgresql"] if postgres_answers() else [])
+    print(heading)
+    summary: list[str] = []
+    try:
+        for kind in kinds:
+            run(kind, scratch, summary)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print("\nTargets")
+    for line in summary:
+        print(f"  {line}")
+    return 0
+
+
 def main() -> int:
     scratch = Path(tempfile.mkdtemp(prefix="lens-bench-http-"))
     kinds = ["sqlite"] + (["postgresql"] if postgres_answers() else [])
