@@ -265,7 +265,7 @@ def memory_ids_of(stored: StoredComposition) -> frozenset[str]:
     return frozenset(stored.memory_ids.split())
 
 
-def _listing(queryset: QuerySet[Delivery]) -> QuerySet[Delivery]:
+def listing(queryset: QuerySet[Delivery]) -> QuerySet[Delivery]:
     # The body is the one large column; listings never need it.
     return (
         queryset.select_related("composition").defer("composition__body").order_by("-delivered_at")
@@ -356,12 +356,18 @@ def rows_of(
 ) -> tuple[list[Delivery], list[Row]]:
     """``limit`` rows from ``offset`` with their change columns (one query): one more
     row than the page is read, the last row's predecessor."""
-    fetched = list(_listing(queryset)[offset : offset + limit + 1])
+    fetched = list(listing(queryset)[offset : offset + limit + 1])
+    return fetched, rows_from(fetched, limit)
+
+
+def rows_from(fetched: list[Delivery], limit: int) -> list[Row]:
+    """The first ``limit`` of ``fetched`` (a listing's rows, newest first, with the one
+    after the page when there is one) with their change columns."""
     rows = []
     for index, delivery in enumerate(fetched[:limit]):
         previous = fetched[index + 1] if index + 1 < len(fetched) else None
         rows.append(Row(delivery=delivery, change=_change(previous, delivery)))
-    return fetched, rows
+    return rows
 
 
 def _compositions_holding(agent: Agent, memory_id: str) -> QuerySet[CompositionMemory, Any]:
@@ -373,7 +379,7 @@ def _compositions_holding(agent: Agent, memory_id: str) -> QuerySet[CompositionM
 def shaped_by(agent: Agent, memory_id: str, limit: int) -> tuple[list[Delivery], int]:
     """The newest ``limit`` deliveries whose prompt held ``memory_id``, and how many
     there are in all."""
-    shown = list(_listing(deliveries_of(agent, memory=memory_id))[:limit])
+    shown = list(listing(deliveries_of(agent, memory=memory_id))[:limit])
     # Counted on the composition index alone: the compositions are the
     # agent's, so their deliveries are too, and no agent filter need send the count
     # through the table.
@@ -426,7 +432,7 @@ def delivered_prompt(delivery: Delivery) -> str:
 
 
 def last_delivery(agent: Agent) -> Delivery | None:
-    return _listing(Delivery.objects.filter(agent=agent)).first()
+    return listing(Delivery.objects.filter(agent=agent)).first()
 
 
 def _facts(stored: StoredComposition) -> Facts:

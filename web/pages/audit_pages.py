@@ -9,7 +9,6 @@ from datetime import date, datetime, time, timedelta
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import HttpResponse
 from django.urls import reverse
@@ -18,6 +17,7 @@ from django.views.decorators.http import require_GET
 
 from lens.core.audit_actions import ACTIONS
 from lens.models import Agent, AuditEvent, Team
+from web.pages.bounded_pager import bounded_page
 from web.pages.toolkit import PAGE_SIZE, AppRequest, current_team, no_team_page, render_list
 
 # What each action is called on the page.
@@ -153,7 +153,8 @@ def audit_log(request: AppRequest) -> HttpResponse:
     if team is None:
         return no_team_page(request, "Audit log", "audit")
     filters = filters_of(request)
-    page = Paginator(filtered(team, filters), PAGE_SIZE).get_page(request.GET.get("page"))
+    # A team's log grows without end: the pager counts 10,000 events at most.
+    page = bounded_page(filtered(team, filters), request.GET.get("page"), PAGE_SIZE)
     rows = [
         {
             "event": event,

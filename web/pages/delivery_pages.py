@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
-from django.core.paginator import Paginator
 from django.db.models import QuerySet
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
@@ -33,14 +32,16 @@ from memory.deliveries.ledger import (
     deliveries_of,
     delivery_diff,
     find_delivery,
+    listing,
     live_diff,
     neighbours,
     recent_deliveries,
-    rows_of,
+    rows_from,
 )
 from memory.models import Delivery, StoredComposition
 from memory.queries import briefs_of
 from web.costly import costly
+from web.pages.bounded_pager import bounded_page
 from web.pages.cache_display import (
     CacheLine,
     authored_tokens,
@@ -116,11 +117,10 @@ def timeline(request: AppRequest, slug: str) -> HttpResponse:
             else f"{at_text!r} is not a date and time."
         )
     queryset = deliveries_of(agent, session=session, memory=memory)
-    page = Paginator(queryset.order_by("-delivered_at"), PAGE_SIZE).get_page(
-        request.GET.get("page")
-    )
-    # The paginator counts; the rows (with their change columns) are read once.
-    _fetched, rows = rows_of(queryset, (page.number - 1) * PAGE_SIZE, PAGE_SIZE)
+    # An agent's deliveries grow without end: the pager counts 10,000 at most, and its
+    # one read of the rows (with the one after the page) gives the change columns.
+    page = bounded_page(listing(queryset), request.GET.get("page"), PAGE_SIZE)
+    rows = rows_from(page.fetched, PAGE_SIZE)
     context = {
         "agent": agent,
         "page": page,

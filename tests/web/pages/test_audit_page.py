@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from kvstore import store
@@ -16,6 +18,7 @@ from lens.models import AuditEvent, Team
 from tests.api_calls import ApiClient, post_memory
 from tests.factories import memory_config
 from tests.pages import dom
+from web.pages import audit_pages, bounded_pager
 
 pytestmark = pytest.mark.django_db
 
@@ -75,6 +78,35 @@ def test_another_team_is_not_found_and_anonymous_signs_in(
     answer = client.get("/audit/")
     assert answer.status_code == 302
     assert answer["Location"].startswith("/accounts/login/")
+
+
+def test_past_the_count_cap_the_pager_says_so_and_still_links_on(
+    member_client: Client, team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bounded_pager, "COUNT_CAP", 3)
+    monkeypatch.setattr(audit_pages, "PAGE_SIZE", 2)
+    for n in range(6):
+        store.write(team, f"k{n}", "v")
+    with CaptureQueriesContext(connection) as queries:
+        first = member_client.get("/audit/").content.decode()
+    counts = [q["sql"] for q in queries.captured_queries if "COUNT(" in q["sql"].upper()]
+    assert any('"lens_auditevent"' in sql and "LIMIT 4" in sql for sql in counts)
+    assert "Page 1 · 3+ events" in first
+    assert 'href="?page=2"' in first
+    # Past the three counted events the links keep going, back and forth, to the end.
+    shown: list[int] = []
+    number = 1
+    while True:
+        page = member_client.get(f"/audit/?page={number}").content.decode()
+        shown += seqs(member_client, f"?page={number}")
+        if number > 1:
+            assert f'href="?page={number - 1}"' in page
+        if f'href="?page={number + 1}"' not in page:
+            break
+        number += 1
+    total = AuditEvent.objects.filter(team=team).count()
+    assert total > 3
+    assert shown == list(range(total, 0, -1))
 
 
 def test_pages_of_fifty_and_a_fixed_query_count(

@@ -22,6 +22,7 @@ from memory.deliveries.ledger import Delivered, composition_data, deliver
 from memory.models import Delivery
 from tests.factories import create_agent, memory_config, remember
 from tests.pages import Dom, dom
+from web.pages import bounded_pager, delivery_pages
 
 pytestmark = pytest.mark.django_db
 
@@ -202,6 +203,31 @@ def test_timeline_and_memory_page_queries_do_not_grow_with_deliveries(
         with django_assert_max_num_queries(count):
             assert member_client.get(url).status_code == 200
     assert rows(dom(member_client.get(f"{urls[0]}?page=3"))) != []
+
+
+def test_the_timeline_counts_no_further_than_the_cap_and_pages_on(
+    member_client: Client, wren: Agent, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bounded_pager, "COUNT_CAP", 3)
+    monkeypatch.setattr(delivery_pages, "PAGE_SIZE", 2)
+    _bulk(wren, 6)  # 7 deliveries
+    url = f"/agents/{wren.slug}/deliveries/"
+    with CaptureQueriesContext(connection) as queries:
+        first = member_client.get(url).content.decode()
+    sqls = [q["sql"] for q in queries.captured_queries]
+    (count,) = [sql for sql in sqls if "COUNT(" in sql.upper() and '"memory_delivery"' in sql]
+    assert "LIMIT 4" in count
+    assert "Page 1 · 3+ deliveries" in first
+    shown: list[str] = []
+    for number in range(1, 5):
+        page = member_client.get(f"{url}?page={number}")
+        shown += rows(dom(page))
+        assert (f'href="?page={number + 1}"' in page.content.decode()) == (number < 4)
+    newest_first = Delivery.objects.filter(agent=wren).order_by("-delivered_at")
+    assert shown == [d.id for d in newest_first]
+    # The last row of a page is compared with the first of the next, as before.
+    last_of_first = dom(member_client.get(url)).one("data-delivery-id", shown[1], tag="tr")
+    assert "unchanged" in last_of_first.squashed
 
 
 # --- memory page, lens -------------------------------------------------------------
