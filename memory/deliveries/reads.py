@@ -58,6 +58,11 @@ def _newest_revision(agent: str) -> str:
     return f"(SELECT r.number FROM {_REVISIONS} r WHERE r.agent_id = {agent} ORDER BY r.number DESC LIMIT 1)"
 
 
+# What the agent carries besides its columns, by the names ``memory.composed.stamped``
+# and ``lens.agents.with_revision_number`` give them.
+_READ_WITH = ("stamp_read", "config_stamp_read", "revision_number")
+
+
 @cache
 def _token_agent() -> str:
     return (
@@ -99,10 +104,8 @@ def token_with_agent(raw: str, slug: str) -> TokenAgent | None:
         return TokenAgent(token, None)
     agent = _instance(Agent, values, Agent._meta.concrete_fields)
     agent.team = token.team  # read with the token
-    stamp, config_stamp, revision = row[end : end + 3]
-    agent.stamp_read = stamp  # type: ignore[attr-defined]
-    agent.config_stamp_read = config_stamp  # type: ignore[attr-defined]
-    agent.revision_number = revision  # type: ignore[attr-defined]
+    for name, value in zip(_READ_WITH, row[end : end + len(_READ_WITH)], strict=True):
+        setattr(agent, name, value)
     return TokenAgent(token, agent)
 
 
