@@ -116,7 +116,7 @@ def _deliver(agent: Agent, actor: Actor, request: DeliveryInput | None) -> Deliv
             raise DeliveriesBusy("The agent is being changed too often at once; try again.")
         agent, now, reads = found
         composition, text, digest = now.composition, now.canonical_json(), now.digest()
-        stored = reads.stored or _store_composition(agent, composition, text, digest)
+        stored = reads.stored or _store_composition(agent, composition, text, digest, looked=True)
         previous = reads.previous
         measured: tuple[Previous | None, CachePrefix] | None = None
         for _attempt in range(_INSERT_ATTEMPTS):
@@ -220,7 +220,7 @@ def _memory_ids(composition: Composition) -> list[str]:
 
 
 def _store_composition(
-    agent: Agent, composition: Composition, text: str, digest: str
+    agent: Agent, composition: Composition, text: str, digest: str, *, looked: bool = False
 ) -> StoredComposition:
     """The stored row of ``text``, created when there is none, and held until this
     transaction ends so that no prune deletes it under the delivery about to use it.
@@ -228,10 +228,12 @@ def _store_composition(
     Two deliveries of one new composition may both try to create it: the unique
     (agent, digest) makes the second wait for the first to commit, then fail, and it
     reads the row again. A prune may delete the row between two reads: it is created
-    again. Each turn of the loop ends in one of these, so it is short.
+    again. Each turn of the loop ends in one of these, so it is short. ``looked``: the
+    caller found no row already (``reads.delivery_reads``), so the first turn creates it.
     """
     for _attempt in range(_INSERT_ATTEMPTS):
-        found = _held(agent, digest)
+        found = None if looked else _held(agent, digest)
+        looked = False
         if found is not None:
             return found
         try:
