@@ -122,7 +122,7 @@ bench-engines: $(STAMP)
 # team grown 1×, 10× and 100× (agents, one agent's memories and deliveries, the audit
 # log), each operation timed at each size on SQLite then PostgreSQL (when it answers at
 # BENCH_PG_URL), each in a scratch database; writes docs/scale/ (data.json, table.md, one
-# SVG per operation). About 25 minutes here; not part of CI.
+# SVG per operation). 12 to 19 minutes here; not part of CI.
 bench-scale: $(STAMP)
 	$(BIN)/python -m bench.scale
 

@@ -13,15 +13,13 @@ from __future__ import annotations
 import http.client
 import json
 import secrets
-import shutil
 import statistics
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from bench.http import postgres_answers, scratch_database, seed, serve, server_env, sign_in
+from bench.http import each_database, scratch_database, seed, serve, server_env, sign_in
 
 REQUESTS = 60
 # Issue 38's p50 goals in ms, by call and database.
@@ -126,19 +124,8 @@ def run(kind: str, scratch: Path, summary: list[str]) -> None:
 
 
 def main() -> int:
-    scratch = Path(tempfile.mkdtemp(prefix="lens-bench-compose-"))
-    kinds = ["sqlite"] + (["postgresql"] if postgres_answers() else [])
-    print("Composing once per change — make serve, the big agent, loopback HTTP")
-    summary: list[str] = []
-    try:
-        for kind in kinds:
-            run(kind, scratch, summary)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print("\nTargets")
-    for line in summary:
-        print(f"  {line}")
-    return 0
+    heading = "Composing once per change — make serve, the big agent, loopback HTTP"
+    return each_database("lens-bench-compose-", heading, run)
 
 
 if __name__ == "__main__":

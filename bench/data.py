@@ -118,3 +118,19 @@ def memory_plan(count: int = MEMORIES) -> list[PlannedMemory]:
             case _:
                 plan.append(PlannedMemory("fact", content, f"m{i}", "keep"))  # spec-declined
     return plan
+
+
+def saver_config() -> AgentConfig:
+    """The agent a save is timed on: an auto profile section and a guarded one."""
+    return AgentConfig.model_validate(
+        {
+            "name": "Saver",
+            "routing_spec": "user-background",
+            "background": {
+                "sections": [
+                    {"id": "user_profile", "title": "About the User", "promotion": "auto"},
+                    {"id": "user_preferences", "title": "Preferences", "promotion": "guarded"},
+                ]
+            },
+        }
+    )

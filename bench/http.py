@@ -31,6 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bench.http_load import Call, Samples, load
 
@@ -153,19 +154,24 @@ def server_env(database_url: str, scratch: Path) -> dict[str, str]:
     return env
 
 
-def seed(env: dict[str, str], module: str = "bench.http_seed") -> dict[str, str]:
-    """Run a seeding module in a process of its own; its last line is its JSON facts."""
+def module_facts(module: str, args: list[str], env: dict[str, str], what: str) -> Any:
+    """Run ``module`` in a process of its own; its last line is its facts as JSON."""
     result = subprocess.run(
-        [sys.executable, "-m", module],
+        [sys.executable, "-m", module, *args],
         cwd=ROOT,
-        env={**env, "DEBUG": "1"},
+        env=env,
         capture_output=True,
         text=True,
         check=False,
     )
     if result.returncode != 0:
-        raise RuntimeError(f"seeding failed:\n{result.stdout}\n{result.stderr}")
-    info: dict[str, str] = json.loads(result.stdout.strip().splitlines()[-1])
+        raise RuntimeError(f"{what} failed:\n{result.stdout}\n{result.stderr}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def seed(env: dict[str, str], module: str = "bench.http_seed") -> dict[str, str]:
+    """Run a seeding module in a process of its own; its last line is its JSON facts."""
+    info: dict[str, str] = module_facts(module, [], {**env, "DEBUG": "1"}, "seeding")
     return info
 
 
@@ -623,17 +629,9 @@ def floor(
     """The get's statement through the driver alone, the store's read and the served
     application in process (``bench.kv_floor``, a process of its own on the same
     database, the pool on as under ``make serve``), beside the same get over HTTP."""
-    result = subprocess.run(
-        [sys.executable, "-m", "bench.kv_floor", info["token"], info["read_key"]],
-        cwd=ROOT,
-        env={**env, "DB_POOL": "1"},
-        capture_output=True,
-        text=True,
-        check=False,
+    layers: dict[str, float] = module_facts(
+        "bench.kv_floor", [info["token"], info["read_key"]], {**env, "DB_POOL": "1"}, "the floor"
     )
-    if result.returncode != 0:
-        raise RuntimeError(f"the floor failed:\n{result.stdout}\n{result.stderr}")
-    layers: dict[str, float] = json.loads(result.stdout.strip().splitlines()[-1])
     driver = "psycopg" if title == "PostgreSQL" else "sqlite3"
     http_us, etcd_us = get_p50["ours"] * 1000, get_p50["etcd"] * 1000
     print("  key/value get, one client, p50: where the time goes")
@@ -669,6 +667,24 @@ def without_front(
         f"{title}: get through the front against Django alone: p50 "
         f"{front.p50 / alone.p50:.2f}×, wrk {front_rate / alone_rate:.2f}×"
     )
+
+
+def each_database(prefix: str, heading: str, run: Callable[[str, Path, list[str]], None]) -> int:
+    """``run(kind, scratch, summary)`` on SQLite, then on PostgreSQL when it answers, in a
+    scratch folder removed afterwards; then the summary's lines under "Targets"."""
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    kinds = ["sqlite"] + (["postgresql"] if postgres_answers() else [])
+    print(heading)
+    summary: list[str] = []
+    try:
+        for kind in kinds:
+            run(kind, scratch, summary)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    print("\nTargets")
+    for line in summary:
+        print(f"  {line}")
+    return 0
 
 
 def main() -> int:

@@ -23,11 +23,10 @@ from django.core.management import call_command  # noqa: E402
 from django.db import connection  # noqa: E402
 
 from bench.common import analyze  # noqa: E402
-from bench.data import big_memory_config  # noqa: E402
+from bench.data import big_memory_config, saver_config  # noqa: E402
 from bench.lens_bench import save_planned  # noqa: E402
 from kvstore import store  # noqa: E402
 from lens.actors import Actor  # noqa: E402
-from lens.core.config import AgentConfig  # noqa: E402
 from lens.models import ApiToken, Membership, Role, Team  # noqa: E402
 from memory.configuring import store_agent  # noqa: E402
 
@@ -62,18 +61,7 @@ def seed() -> dict[str, str]:
     _token, raw = ApiToken.objects.issue(team, name="bench")
     big, _ = store_agent(team, BIG, big_memory_config())
     save_planned(big, Actor.for_user(user))
-    saver = AgentConfig.model_validate(
-        {
-            "name": "Saver",
-            "routing_spec": "user-background",
-            "background": {
-                "sections": [
-                    {"id": "user_profile", "title": "About the User", "promotion": "auto"},
-                    {"id": "user_preferences", "title": "Preferences", "promotion": "guarded"},
-                ]
-            },
-        }
-    )
+    saver = saver_config()
     store_agent(team, SAVER, saver)
     store.write(team, READ_KEY, READ_PAYLOAD)
     analyze()

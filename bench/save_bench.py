@@ -22,7 +22,7 @@ from typing import Any
 from django.db import connection
 from django.test import Client, override_settings
 
-from lens.core.config import AgentConfig
+from bench.data import saver_config
 from lens.models import ApiToken, Team
 from memory.configuring import store_agent
 
@@ -87,18 +87,7 @@ def _timing(found: dict[str, list[float]]) -> Iterator[None]:
 def run(median_ms: Callable[..., float], report: Callable[..., None]) -> None:
     team = Team.objects.create(slug=f"bench-save-{_RUN}", name="Bench save")
     _token, raw = ApiToken.objects.issue(team, name="bench")
-    saver = AgentConfig.model_validate(
-        {
-            "name": "Saver",
-            "routing_spec": "user-background",
-            "background": {
-                "sections": [
-                    {"id": "user_profile", "title": "About the User", "promotion": "auto"},
-                    {"id": "user_preferences", "title": "Preferences", "promotion": "guarded"},
-                ]
-            },
-        }
-    )
+    saver = saver_config()
     store_agent(team, "saver", saver)
     api = Client(headers={"Authorization": f"Bearer {raw}"})
 

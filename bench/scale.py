@@ -9,7 +9,8 @@ line per database), and says of each operation whether it kept to its bound: a p
 page flat, a whole-data operation no worse than linear.
 
 ``python -m bench.scale [sqlite|postgresql] [FACTORS]`` runs one database, or other
-sizes (``1,10``), without touching the docs.
+sizes (``1,10``), without touching the docs; ``python -m bench.scale redraw`` draws the
+charts and the table again from ``docs/scale/data.json``.
 """
 
 from __future__ import annotations
@@ -129,20 +130,47 @@ def _ms(value: float) -> str:
 
 
 def charts(runs: dict[str, dict[str, Any]], factors: tuple[int, ...]) -> dict[str, str]:
-    """Each operation's chart, as SVG text by file name."""
+    """Each operation's chart, as SVG text by file name: a line per database, and dashed
+    beside it the 1× team timed at the same moments (how the machine's speed drifted)."""
     labels = [f"{f}×" for f in factors]
     drawn = {}
     for op in OPERATIONS:
         series: dict[str, list[float | None]] = {}
+        dashed: dict[str, str] = {}
         for kind, run in runs.items():
-            values: list[float | None] = [s["figures"][op.key]["ms"] for s in run["sizes"]]
-            series[NAMES[kind]] = values + [None] * (len(factors) - len(values))
-        title = f"{op.title}: {op.bound}"
-        drawn[f"{op.key}.svg"] = line_chart(title, factors, series, x_labels=labels)
+            padding: list[float | None] = [None] * (len(factors) - len(run["sizes"]))
+            figures = [size["figures"][op.key] for size in run["sizes"]]
+            series[NAMES[kind]] = [f["ms"] for f in figures] + padding
+            beside = f"{NAMES[kind]}, 1× team"
+            series[beside] = [f["reference_ms"] for f in figures] + padding
+            dashed[beside] = NAMES[kind]
+        expected = "should stay flat" if op.bound == "flat" else "at most linear"
+        title = f"{op.title}: {expected}"
+        drawn[f"{op.key}.svg"] = line_chart(title, factors, series, x_labels=labels, dashed=dashed)
     return drawn
 
 
+def write_docs(runs: dict[str, dict[str, Any]], factors: tuple[int, ...], minutes: float) -> None:
+    DOCS.mkdir(parents=True, exist_ok=True)
+    for name, svg in charts(runs, factors).items():
+        (DOCS / name).write_text(svg)
+    data = {
+        "factors": list(factors),
+        "minutes": minutes,
+        "flat_at_most": FLAT_AT_MOST,
+        "linear_slack": LINEAR_SLACK,
+        "operations": [op.__dict__ for op in OPERATIONS],
+        "runs": runs,
+    }
+    (DOCS / "data.json").write_text(json.dumps(data, indent=1) + "\n")
+    (DOCS / "table.md").write_text("\n".join(table(runs, factors)) + "\n")
+
+
 def main(argv: list[str]) -> int:
+    if argv == ["redraw"]:  # the charts and table again, from the committed figures
+        data = json.loads((DOCS / "data.json").read_text())
+        write_docs(data["runs"], tuple(data["factors"]), data["minutes"])
+        return 0
     started = time.perf_counter()
     kinds = [a for a in argv if a in NAMES] or ["sqlite", "postgresql"]
     sized = [a for a in argv if a not in NAMES]
@@ -159,19 +187,7 @@ def main(argv: list[str]) -> int:
     print("\n".join(["", *lines, "", f"bench-scale took {seconds / 60:.1f} minutes"]))
     if argv:  # a partial run: the docs keep the whole one
         return 0
-    DOCS.mkdir(parents=True, exist_ok=True)
-    for name, svg in charts(runs, factors).items():
-        (DOCS / name).write_text(svg)
-    data = {
-        "factors": list(factors),
-        "minutes": round(seconds / 60, 1),
-        "flat_at_most": FLAT_AT_MOST,
-        "linear_slack": LINEAR_SLACK,
-        "operations": [op.__dict__ for op in OPERATIONS],
-        "runs": runs,
-    }
-    (DOCS / "data.json").write_text(json.dumps(data, indent=1) + "\n")
-    (DOCS / "table.md").write_text("\n".join(lines) + "\n")
+    write_docs(runs, factors, round(seconds / 60, 1))
     return 0
 
 

@@ -211,13 +211,17 @@ def measure(
 def subject(slug: str, user: User) -> tuple[Subject, Any]:
     """A team of ``user``'s, signed in to its pages, with a token for its API."""
     from lens.models import ApiToken, Membership, Team
+    from web.pages.toolkit import SESSION_KEY
 
     team = Team.objects.create(slug=slug, name=slug)
     Membership.objects.create(team=team, user=user)
     token, raw = ApiToken.objects.issue(team, name="runtime")
     client = Client()
     client.force_login(user)
-    client.get(f"/?team={team.slug}")
+    # Remembered as the session's team only when asked from one of the product's own
+    # pages (web/pages/toolkit.py): the user belongs to both teams.
+    client.get(f"/?team={team.slug}", headers={"Sec-Fetch-Site": "same-origin"})
+    assert client.session[SESSION_KEY] == team.slug, "the pages would show another team"
     api = Client(headers={"Authorization": f"Bearer {raw}"})
     return Subject(team, client, api), token
 

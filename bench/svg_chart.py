@@ -9,8 +9,8 @@ import math
 from collections.abc import Mapping, Sequence
 from html import escape
 
-WIDTH, HEIGHT = 560, 340
-LEFT, RIGHT, TOP, BOTTOM = 70, 130, 40, 50
+WIDTH, HEIGHT = 600, 340
+LEFT, RIGHT, TOP, BOTTOM = 70, 170, 40, 50
 # Colour-blind-safe (Okabe–Ito), one per series in order.
 COLOURS = ("#0072B2", "#D55E00", "#009E73", "#CC79A7")
 MARKERS = ("circle", "square", "diamond", "triangle")
@@ -36,6 +36,8 @@ def _fmt(value: float) -> str:
 
 
 def _marker(kind: str, x: float, y: float, colour: str) -> str:
+    if kind == "none":
+        return ""
     if kind == "square":
         return f'<rect x="{x - 4:.1f}" y="{y - 4:.1f}" width="8" height="8" fill="{colour}"/>'
     if kind == "diamond":
@@ -54,9 +56,12 @@ def line_chart(
     *,
     x_labels: Sequence[str] | None = None,
     y_label: str = "ms",
+    dashed: Mapping[str, str] | None = None,
 ) -> str:
     """An SVG document: one line per entry of ``series`` over ``xs`` (all above zero;
-    a ``None`` value is a point not measured, and breaks the line there)."""
+    a ``None`` value is a point not measured, and breaks the line there). ``dashed``
+    draws a series as a thin dashed line in the colour of the series it names (a
+    baseline beside its measurement)."""
     plot_w, plot_h = WIDTH - LEFT - RIGHT, HEIGHT - TOP - BOTTOM
     low, high = math.log10(min(xs)), math.log10(max(xs))
     span = (high - low) or 1.0
@@ -105,8 +110,17 @@ def line_chart(
     out.append(
         f'<path d="M{LEFT} {TOP} V{TOP + plot_h} H{LEFT + plot_w}" fill="none" stroke="#333333"/>'
     )
+    dashed = dashed or {}
+    solid = [name for name in series if name not in dashed]
+    colours = {name: COLOURS[n % len(COLOURS)] for n, name in enumerate(solid)}
+    markers = {name: MARKERS[n % len(MARKERS)] for n, name in enumerate(solid)}
+    for name, of in dashed.items():
+        colours[name], markers[name] = colours[of], "none"
     for n, (name, line) in enumerate(series.items()):
-        colour, marker = COLOURS[n % len(COLOURS)], MARKERS[n % len(MARKERS)]
+        colour, marker = colours[name], markers[name]
+        stroke = (
+            'stroke-width="1.5" stroke-dasharray="5 4"' if name in dashed else 'stroke-width="2"'
+        )
         segments: list[list[tuple[float, float]]] = [[]]
         for x, measured in zip(xs, line, strict=True):
             if measured is None:
@@ -116,13 +130,17 @@ def line_chart(
         for points in segments:
             if len(points) > 1:
                 path = " ".join(f"{x:.1f},{y:.1f}" for x, y in points)
-                out.append(
-                    f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="2"/>'
-                )
-            out += [_marker(marker, x, y, colour) for x, y in points]
+                out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" {stroke}/>')
+            out += [m for x, y in points if (m := _marker(marker, x, y, colour))]
         legend_y = TOP + 10 + n * 20
         legend_x = LEFT + plot_w + 16
-        out.append(_marker(marker, legend_x, legend_y - 4, colour))
+        if name in dashed:
+            out.append(
+                f'<line x1="{legend_x - 6}" y1="{legend_y - 4}" x2="{legend_x + 6}" '
+                f'y2="{legend_y - 4}" stroke="{colour}" {stroke}/>'
+            )
+        else:
+            out.append(_marker(marker, legend_x, legend_y - 4, colour))
         out.append(f'<text x="{legend_x + 10}" y="{legend_y}">{escape(name)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"

@@ -14,9 +14,7 @@ read is measured the same way, for the cost of a request span on a cheap request
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from contextlib import ExitStack, contextmanager
@@ -24,7 +22,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from bench.http import calls, postgres_answers, scratch_database, seed, serve, server_env, verdict
+from bench.http import calls, each_database, scratch_database, seed, serve, server_env, verdict
 from bench.http_load import Call, Samples, load
 
 ROUNDS = int(os.environ.get("BENCH_TRACING_ROUNDS", "8"))
@@ -119,19 +117,10 @@ def run_backend(kind: str, scratch: Path, summary: list[str]) -> None:
 
 
 def main() -> int:
-    scratch = Path(tempfile.mkdtemp(prefix="lens-bench-tracing-"))
-    kinds = ["sqlite"] + (["postgresql"] if postgres_answers() else [])
-    print("Tracing overhead — make serve without and with OTEL_EXPORTER_OTLP_ENDPOINT, one client")
-    summary: list[str] = []
-    try:
-        for kind in kinds:
-            run_backend(kind, scratch, summary)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print("\nTargets")
-    for line in summary:
-        print(f"  {line}")
-    return 0
+    heading = (
+        "Tracing overhead — make serve without and with OTEL_EXPORTER_OTLP_ENDPOINT, one client"
+    )
+    return each_database("lens-bench-tracing-", heading, run_backend)
 
 
 if __name__ == "__main__":

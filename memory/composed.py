@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -73,9 +73,13 @@ class _Entry:
     text: str | None = field(default=None)
     digest: str | None = field(default=None)
 
-    def fresh(self, stamp: Stamp, fold: Hashable, now: datetime) -> bool:
+    def fresh(self, stamp: Stamp, now: datetime) -> bool:
         due = self.made.due
-        return self.stamp == stamp and self.fold == fold and (due is None or now < due)
+        if self.stamp != stamp or not (due is None or now < due):
+            return False
+        # The spec the kept declarations name, not the caller's agent's (which may have
+        # been read before the stamp).
+        return self.config is not None and self.fold == _fold_key(self.config.routing_spec)
 
 
 @dataclass(frozen=True)
@@ -107,26 +111,35 @@ class Current:
         return digest
 
 
+# The database (alias and name: one process may talk to more than one) and the agent.
+_Key = tuple[str, object, int]
+
+
 class _Cache:
     """The entries of one process, one per agent, least recently used first."""
 
     def __init__(self) -> None:
-        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()
+        self._entries: OrderedDict[_Key, _Entry] = OrderedDict()
         self._lock = threading.Lock()
 
-    def get(self, key: Hashable) -> _Entry | None:
+    def get(self, key: _Key) -> _Entry | None:
         with self._lock:
             entry = self._entries.get(key)
             if entry is not None:
                 self._entries.move_to_end(key)
             return entry
 
-    def put(self, key: Hashable, entry: _Entry, limit: int) -> None:
+    def put(self, key: _Key, entry: _Entry, limit: int) -> None:
         with self._lock:
             self._entries[key] = entry
             self._entries.move_to_end(key)
             while len(self._entries) > limit:
                 self._entries.popitem(last=False)
+
+    def drop(self, which: Callable[[_Key], bool]) -> None:
+        with self._lock:
+            for key in [key for key in self._entries if which(key)]:
+                del self._entries[key]
 
     def clear(self) -> None:
         with self._lock:
@@ -139,32 +152,40 @@ class _Cache:
 _cache = _Cache()
 
 
+def forget(agent_id: int) -> None:
+    """Drop what this process keeps of ``agent_id`` (an erasure: its words leave memory
+    here at once; other processes drop theirs at their next read of the agent)."""
+    _cache.drop(lambda key: key[-1] == agent_id)
+
+
 def forget_all() -> None:
     """Empty this process's cache (tests; a hit or miss is never visible otherwise)."""
     _cache.clear()
 
 
-def _fold_key(agent: Agent) -> Hashable:
+def _fold_key(routing_spec: str | None) -> Hashable:
     """What the fold reads besides the database: the overlay budget and the spec the
-    agent names as registered in this process (its version; its identity, as one may be
-    registered again under one name)."""
-    spec = get_spec(agent.routing_spec)
+    declarations name as registered in this process (its version; its identity, as one
+    may be registered again under one name)."""
+    spec = get_spec(routing_spec)
     named = None if spec is None else (spec.key, spec.version, id(spec))
     return (settings.MEMORY_OVERLAY_BUDGET_CHARS, named)
 
 
-def _agent_key(agent: Agent) -> Hashable:
+def _agent_key(agent: Agent) -> _Key:
     # The database too: one process may talk to more than one (tests, a restore).
     return (connection.alias, connection.settings_dict["NAME"], agent.pk)
 
 
-def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
+def current(agent: Agent, *, fresh_transaction: bool = False, stamp_again: bool = False) -> Current:
     """``agent``'s composition now: kept from the last time it was composed when its
     stamp, its fold's settings and its validity windows say nothing changed since,
     composed (and kept) otherwise. Bit for bit what ``compose(agent)`` gives.
 
     ``fresh_transaction``: the caller is in a transaction of its own (the outermost)
-    that has written nothing yet.
+    that has written nothing yet. ``stamp_again``: the stamp read with ``agent`` is not
+    recent enough (the caller took a lock since that orders it after a change, such as
+    a delivery's against an erasure): it is read again, and what it reads is composed.
     """
     now = timezone.now()
     if not settings.COMPOSITION_CACHE or not _may_trust_the_stamp(fresh_transaction):
@@ -172,15 +193,15 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
         return Current(
             _Entry(None, None, None, compose_current(declared, now, config_of(declared)))
         )
-    key, fold = _agent_key(agent), _fold_key(agent)
-    stamp = _stamp_read(agent)
+    key = _agent_key(agent)
+    stamp = None if stamp_again else _stamp_read(agent)
     # The declarations must be read after the stamp: they were when the agent was read
     # with both (``stamped(with_config(...))``); otherwise they are read again.
     loaded_after = stamp is not None and _has_declarations(agent)
     if stamp is None:
         stamp = stamp_of(agent.pk)
     entry = _cache.get(key)
-    if entry is not None and stamp is not None and entry.fresh(stamp, fold, now):
+    if entry is not None and stamp is not None and entry.fresh(stamp, now):
         return Current(entry)
     if (
         entry is not None
@@ -188,6 +209,9 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
         and entry.stamp is not None
         and stamp is not None
         and entry.stamp[1] == stamp[1]
+        # The slug is the one input read from ``agent`` itself: one read before the
+        # stamp (not with it) may predate a rename the kept declarations are after.
+        and entry.made.composition.agent == agent.slug
     ):
         # Only memories changed since: the declarations kept are still the agent's.
         config = entry.config
@@ -196,7 +220,7 @@ def current(agent: Agent, *, fresh_transaction: bool = False) -> Current:
         declared = agent if loaded_after else _reloaded(agent)
         config = config_of(declared)
         made = compose_current(declared, now, config)
-    entry = _Entry(stamp, config, fold, made)
+    entry = _Entry(stamp, config, _fold_key(config.routing_spec), made)
     # Kept only when nothing changed while it was composed: every change sets the stamp
     # in its own transaction, so the same stamp after the reads means they read one state.
     if stamp is not None and stamp_of(agent.pk) == stamp:
@@ -211,6 +235,12 @@ def _stamp_read(agent: Agent) -> Stamp | None:
         getattr(agent, "config_stamp_read", None),
     )
     return None if stamp is None or config_stamp is None else (stamp, config_stamp)
+
+
+def keeps() -> bool:
+    """Whether ``current`` would keep and reuse compositions here and now (outside a
+    transaction, with the cache on)."""
+    return bool(settings.COMPOSITION_CACHE) and _may_trust_the_stamp(False)
 
 
 def _may_trust_the_stamp(fresh_transaction: bool) -> bool:

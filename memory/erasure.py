@@ -41,7 +41,7 @@ from lens.actors import Actor
 from lens.core.errors import DomainError
 from lens.core.text import unstorable
 from lens.models import Team
-from memory import search
+from memory import composed, search
 from memory.core.deliveries import sha256_hex
 from memory.core.records import forbidden_char, is_record_id
 from memory.core.redaction import holds_any, redact
@@ -203,6 +203,10 @@ def erase_memory(
             ],
             agent=found.agent,
         )
+        # This process's kept composition of the agent holds the words: dropped at once
+        # (another process drops its own at its next read, the stamp having changed).
+        agent_id = record.agent_id
+        transaction.on_commit(lambda: composed.forget(agent_id))
         queued = vacuum_later and connection.vendor == "postgresql"
         if queued:
             vacuum.enqueue()

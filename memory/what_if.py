@@ -42,7 +42,7 @@ from lens.core.token_prefix import heading_segments, shared_tokens
 from lens.models import Agent, Revision
 from lens.revisions import stored_config
 from memory.as_of import STATUS_AFTER
-from memory.composed import current_composition
+from memory.composed import current, keeps
 from memory.composition import Memories, compose_from, memories_of
 from memory.core.composition import Composition
 from memory.core.deliveries import prompt_of_json, sha256_hex
@@ -79,6 +79,7 @@ from memory.models import (
 )
 from memory.queries import placed_of
 from memory.registry import check_spec_key, get_spec
+from memory.stamps import stamp_of
 
 LAST_DEFAULT = 50
 LAST_MAX = 200
@@ -164,10 +165,14 @@ def _figures(composition: Composition) -> PromptFigures:
 
 def _now(agent: Agent, config: AgentConfig, change: Change) -> tuple[Composition, Composition]:
     """The composition now, and the one ``change`` would make now."""
+    # The composition now, composed once per change (``memory.composed``; ``config`` is
+    # the agent's own), when the memories read for "after" are the ones it was composed
+    # from: the stamp read the same before and after they were read.
+    kept = current(agent) if keeps() else None
     memories = memories_of([agent])[agent.pk]
-    # The composition now, composed once per change (``memory.composed``): ``config`` is
-    # the agent's own.
-    before = current_composition(agent)
+    stamp = None if kept is None else kept.entry.stamp
+    same = kept is not None and stamp is not None and stamp_of(agent.pk) == stamp
+    before = kept.composition if kept is not None and same else memories.compose(config)
     if isinstance(change, MovesChange):
         return before, _moved(agent, config, memories, change)
     if not isinstance(change, DecisionChange):

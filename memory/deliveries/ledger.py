@@ -195,8 +195,11 @@ def _at_one_state(
 
 def _composed(agent: Agent) -> Current:
     # Composed once per change (``memory.composed``): this transaction has written
-    # nothing yet, so the stamp it reads is the truth about what it would compose.
-    return current(agent, fresh_transaction=True)
+    # nothing yet, so the stamp it reads is the truth about what it would compose. Read
+    # again, not the one read with the agent: that was before ``hold_against_erasure``,
+    # and an erasure that committed in between must not come back from the composition
+    # kept for it.
+    return current(agent, fresh_transaction=True, stamp_again=True)
 
 
 def _delivery_entry(agent: Agent, delivery: Delivery, stored: StoredComposition) -> Entry:

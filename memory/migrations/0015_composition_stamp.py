@@ -7,8 +7,10 @@ the declarations it read before.
 
 PostgreSQL runs them as constraint triggers deferred to the commit: the stamp's row is
 then locked only for the instant a transaction commits, never while it waits for other
-rows, so the stamp adds no lock-order deadlock to the writes it follows. SQLite runs
-them at once; its transactions hold the database's one write lock throughout anyway.
+rows, so a transaction about one agent (nearly all of them) adds no lock-order deadlock
+to the writes it follows; each agent's stamp is set once per transaction, however many
+rows changed; a TRUNCATE sets every stamp. SQLite runs them at once; its transactions
+hold the database's one write lock throughout anyway.
 """
 
 from __future__ import annotations
@@ -92,6 +94,30 @@ def postgresql_triggers() -> list[str]:
         "CREATE TRIGGER composition_stamp_lens_agent_insert AFTER INSERT ON lens_agent "
         "FOR EACH ROW EXECUTE FUNCTION composition_stamp_new_agent()",
     ]
+    # Once per agent and part per transaction: a new value at commit is all a reader
+    # needs, and updating one row again for each of thousands of rows (an import, a
+    # migration) would lengthen its version chain, each update slower than the last. A
+    # transaction-local setting remembers it was done.
+    statements.append(
+        f"""
+        CREATE FUNCTION composition_stamp_set(agent bigint, config boolean) RETURNS void
+        LANGUAGE plpgsql AS $$
+        DECLARE
+            mark text := 'composition_stamp.' || CASE WHEN config THEN 'c' ELSE 'm' END || agent;
+        BEGIN
+            IF agent IS NULL OR current_setting(mark, true) = '1' THEN
+                RETURN;
+            END IF;
+            IF config THEN
+                UPDATE {STAMP} SET {_assign("lens_", _PG_RANDOM)} WHERE agent_id = agent;
+                PERFORM set_config('composition_stamp.m' || agent, '1', true);
+            ELSE
+                UPDATE {STAMP} SET {_assign("memory_", _PG_RANDOM)} WHERE agent_id = agent;
+            END IF;
+            PERFORM set_config(mark, '1', true);
+        END $$
+        """
+    )
     # One function per way of finding the agent and per what a change sets:
     # composition_stamp_<memory|config>_by_<column>().
     ways = {
@@ -101,21 +127,36 @@ def postgresql_triggers() -> list[str]:
     }
     for part, column in sorted({(_part(table), column) for table, column in _tables().items()}):
         old, new = ways[column].format(rows="OLD"), ways[column].format(rows="NEW")
-        assign = _assign("lens_" if part == "config" else "memory_", _PG_RANDOM)
+        config = "true" if part == "config" else "false"
         statements.append(
             f"""
             CREATE FUNCTION composition_stamp_{part}_by_{column}() RETURNS trigger
             LANGUAGE plpgsql AS $$
             BEGIN
                 IF TG_OP <> 'INSERT' THEN
-                    UPDATE {STAMP} SET {assign} WHERE agent_id = {old};
+                    PERFORM composition_stamp_set({old}, {config});
                 END IF;
                 IF TG_OP = 'INSERT' OR (TG_OP = 'UPDATE' AND {new} IS DISTINCT FROM {old}) THEN
-                    UPDATE {STAMP} SET {assign} WHERE agent_id = {new};
+                    PERFORM composition_stamp_set({new}, {config});
                 END IF;
                 RETURN NULL;
             END $$
             """
+        )
+    # TRUNCATE fires no row trigger: every agent gets new stamps.
+    statements.append(
+        f"""
+        CREATE FUNCTION composition_stamp_truncated() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN
+            UPDATE {STAMP} SET {_assign("lens_", _PG_RANDOM)};
+            RETURN NULL;
+        END $$
+        """
+    )
+    for table in _tables():
+        statements.append(
+            f"CREATE TRIGGER composition_stamp_{table}_truncate AFTER TRUNCATE ON {table} "
+            "FOR EACH STATEMENT EXECUTE FUNCTION composition_stamp_truncated()"
         )
     for table, column in _tables().items():
         events = "UPDATE" if table == "lens_agent" else "INSERT OR UPDATE OR DELETE"
@@ -150,11 +191,16 @@ def drop(apps: StateApps, schema_editor: BaseDatabaseSchemaEditor) -> None:
         return
     for table in tables:
         schema_editor.execute(f"DROP TRIGGER IF EXISTS composition_stamp_{table} ON {table}")
+        schema_editor.execute(
+            f"DROP TRIGGER IF EXISTS composition_stamp_{table}_truncate ON {table}"
+        )
     schema_editor.execute(
         "DROP TRIGGER IF EXISTS composition_stamp_lens_agent_insert ON lens_agent"
     )
     for part, column in {(_part(table), column) for table, column in _tables().items()}:
         schema_editor.execute(f"DROP FUNCTION IF EXISTS composition_stamp_{part}_by_{column}()")
+    schema_editor.execute("DROP FUNCTION IF EXISTS composition_stamp_set(bigint, boolean)")
+    schema_editor.execute("DROP FUNCTION IF EXISTS composition_stamp_truncated()")
     schema_editor.execute("DROP FUNCTION IF EXISTS composition_stamp_new_agent()")
 
 

@@ -31,6 +31,8 @@ from memory.composed import current, stamped_agent
 from memory.composition import compose
 from memory.configuring import store_config
 from memory.core.records import MemoryInput
+from memory.deliveries.ledger import deliver
+from memory.erasure import erase_memory
 from memory.migration import apply_migration, migration_plan
 from memory.models import MemoryRecord
 from memory.saving import save_memory
@@ -320,3 +322,60 @@ def test_after_a_change_of_memories_alone_the_declarations_are_not_read_again(
     read = set().union(*(tables_read(query["sql"]) for query in queries.captured_queries))
     assert "lens_authoredentry" in read
     check(team, "wren")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_delivery_never_serves_a_memory_erased_after_its_agent_was_read(team: Team) -> None:
+    """The route reads the agent with its stamp before the delivery's transaction holds
+    off erasures (``memory.deliveries.erasure_lock``): an erasure committed in between
+    must not come back from the composition kept for the stamp read before it."""
+    agent = create_agent(team, "wren", memory_config())
+    record = remember(agent, "profile", "Lives in Lyon")
+    assert "Lives in Lyon" in kept(team, "wren")
+    read_before = stamped_agent(team, "wren", revision=True)
+    erase_memory(record, SYSTEM, "The user asked for it to be forgotten.")
+    delivered = deliver(read_before, Actor(label="runtime"))
+    assert "Lives in Lyon" not in delivered.composition_json
+    check(team, "wren")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_agent_read_before_a_rename_never_keeps_its_old_slug(team: Team) -> None:
+    """After a change of memories alone the kept declarations are reused, but the slug
+    comes from the agent in hand: one read before a rename (and before its stamp) must
+    not put its old slug in the composition kept for everyone."""
+    agent = create_agent(team, "wren", memory_config())
+    read_before = Agent.objects.get(pk=agent.pk)  # no stamp with it
+    Agent.objects.filter(pk=agent.pk).update(slug="robin")
+    kept(team, "robin")  # the renamed agent's declarations kept
+    remember(agent, "profile", "Lives in Lyon")  # then memories alone change
+    current(read_before)
+    assert json.loads(kept(team, "robin"))["agent"] == "robin"
+    check(team, "robin")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_truncate_sets_every_stamp(team: Team) -> None:
+    """PostgreSQL fires no row trigger on TRUNCATE; a statement trigger sets them all."""
+    if connection.vendor != "postgresql":
+        pytest.skip("SQLite has no TRUNCATE (a DELETE fires the row triggers)")
+    agent = create_agent(team, "wren", memory_config())
+    remember(agent, "profile", "Lives in Lyon")
+    kept(team, "wren")
+    before = stamp_of(agent.pk)
+    with connection.cursor() as cursor:
+        cursor.execute("TRUNCATE memory_searchdoc, memory_memoryevent, memory_promotion")
+    assert stamp_of(agent.pk) != before
+    check(team, "wren")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_an_erasure_drops_what_this_process_keeps_at_once(team: Team) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    record = remember(agent, "profile", "Lives in Lyon")
+    assert "Lives in Lyon" in kept(team, "wren")
+    erase_memory(record, SYSTEM, "The user asked for it to be forgotten.")
+    assert not any(
+        "Lives in Lyon" in (entry.text or "") for entry in composed._cache._entries.values()
+    )
+    assert "Lives in Lyon" not in kept(team, "wren")

@@ -8,6 +8,7 @@ import asyncio
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -135,15 +136,22 @@ def test_a_large_answer_is_streamed_from_its_thread(monkeypatch: pytest.MonkeyPa
     assert sent[-1].get("more_body", False) is False
 
 
-def access_lines(caplog: pytest.LogCaptureFixture) -> list[str]:
-    return [r.getMessage() for r in caplog.records if r.name == "granian.access"]
+def access_lines(caplog: pytest.LogCaptureFixture, expected: int = 0) -> list[str]:
+    """The access log's lines, once ``expected`` of them are there: the request's thread
+    writes its line after handing the answer back, so it may come a moment later."""
+    deadline = time.monotonic() + 5
+    while True:
+        lines = [r.getMessage() for r in caplog.records if r.name == "granian.access"]
+        if len(lines) >= expected or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.01)
 
 
 def test_each_answer_has_one_access_log_line(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level("INFO", logger="granian.access")
     app = Recorder()
     run(bridge(app, access_log=True), scope("/api/kv/a b"), [b""])
-    (line,) = access_lines(caplog)
+    (line,) = access_lines(caplog, 1)
     assert re.fullmatch(r'10\.1\.2\.3 "PUT /api/kv/a b HTTP/1\.1" 200 \d+\.\d\dms', line)
 
 
@@ -156,7 +164,7 @@ def test_a_refusal_and_a_streamed_answer_are_logged_too(
     monkeypatch.setattr(buffered, "BUFFER_BYTES", 10)
     streamed = Recorder([b"a" * 6, b"b" * 6, b"c" * 6])
     run(bridge(streamed, access_log=True), scope(), [b""])
-    statuses = [line.split('" ')[1].split()[0] for line in access_lines(caplog)]
+    statuses = [line.split('" ')[1].split()[0] for line in access_lines(caplog, 2)]
     assert statuses == ["408", "200"]
 
 

@@ -276,6 +276,10 @@ def test_make_serve_exports_a_span_per_request_and_the_lens_spans(
             DATABASE_URL=database_url,
             STATIC_ROOT=str(tmp_path / "static"),
             WEB_CONCURRENCY="2",
+            # Composed on every read: whether the delivery composes would otherwise depend
+            # on which of the two processes answered the composition before it (a process
+            # that kept it composes nothing, and has no lens.compose span to show).
+            COMPOSITION_CACHE="0",
             **tracing_env(
                 receiver,
                 OTEL_EXPORTER_OTLP_HEADERS=f"Authorization={BASIC}",
