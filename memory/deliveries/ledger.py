@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
@@ -28,7 +27,7 @@ from lens.core.errors import DomainError
 from lens.inserts import insert_statement
 from lens.models import Agent, Team
 from lens.tracing import DELIVERY_ID, PROMPT_SHA256, PROMPT_TOKENS, agent_attributes, span
-from memory.composed import Current, current
+from memory.composed import Current, current, keeps
 from memory.core.composition import Composition
 from memory.core.deliveries import (
     Change,
@@ -161,8 +160,7 @@ def _composed_early(agent: Agent) -> Current | None:
     stamp and revision number (``memory.deliveries.reads``) and compositions are kept:
     what it is made of is checked against the stamp once the locks are held."""
     if (
-        connection.in_atomic_block
-        or not settings.COMPOSITION_CACHE
+        not keeps()
         or getattr(agent, "stamp_read", None) is None
         or not hasattr(agent, "revision_number")
     ):
@@ -196,7 +194,7 @@ def _at_one_state(
 def _composed(agent: Agent) -> Current:
     # Composed once per change (``memory.composed``): this transaction has written
     # nothing yet, so the stamp it reads is the truth about what it would compose. Read
-    # again, not the one read with the agent: that was before ``hold_against_erasure``,
+    # again, not the one read with the agent: that was before the locks (``_hold``),
     # and an erasure that committed in between must not come back from the composition
     # kept for it.
     return current(agent, fresh_transaction=True, stamp_again=True)
