@@ -12,10 +12,12 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "lens.settings")
 django.setup()
 
 import lens.audit  # noqa: E402
+from lens.inserts import insert_unless_taken  # noqa: E402
 
 
-def _skip(team_id: int, actor: Any, entries: Any) -> None:
-    return None
+def _skip(team_id: int, actor: Any, entries: object, *, first: Any = None) -> bool:
+    # The change's own row is still written (a delivery's goes with its event).
+    return first is None or insert_unless_taken(first)
 
 
 # Every writer calls ``append`` through this module (``append_one`` looks it up when

@@ -34,6 +34,7 @@ from django.utils import timezone
 
 from lens.actors import Actor
 from lens.core.audit_actions import ACTIONS
+from lens.inserts import insert_unless_taken
 from lens.models import Agent, AuditEvent, AuditHead, AuditPurge, Team
 from lens.sql import statement_cursor
 
@@ -169,6 +170,17 @@ _LOCK_AND_BUMP = (
     f"ON CONFLICT (team_id) DO UPDATE SET seq = {_HEAD}.seq + %s "
     "RETURNING seq, sha256"
 )
+# PostgreSQL: a change's own row inserted first (``first``), in the same statement, and
+# the head bumped only when it was: the agents' lock, then the row, then the head.
+_FIRST_LOCK_AND_BUMP = (
+    "WITH named AS (SELECT 1 FROM {agents} WHERE team_id = %s "
+    "AND slug = ANY(%s) ORDER BY id FOR KEY SHARE), "
+    "written AS ({first} ON CONFLICT DO NOTHING RETURNING 1) "
+    "INSERT INTO {head} (team_id, seq, sha256) SELECT %s, %s, %s "
+    "WHERE (SELECT count(*) FROM named) >= 0 AND EXISTS (SELECT 1 FROM written) "
+    "ON CONFLICT (team_id) DO UPDATE SET seq = {head}.seq + %s "
+    "RETURNING seq, sha256"
+)
 _SET_HEAD = f"UPDATE {_HEAD} SET sha256 = %s WHERE team_id = %s"
 _COLUMNS = (
     "team_id, seq, at, actor, action, object_type, object_id, agent, details, prev_sha256, sha256"
@@ -184,9 +196,20 @@ def _insert(vendor: str, rows: int) -> str:
     return f"INSERT INTO {_EVENTS} ({_COLUMNS}) VALUES " + ", ".join([row] * rows)
 
 
-def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
+def append(
+    team_id: int,
+    actor: Actor | str,
+    entries: Sequence[Entry],
+    *,
+    first: tuple[str, Sequence[Any]] | None = None,
+) -> bool:
     """Append ``entries`` to the log of team ``team_id``, in order, in the caller's
     transaction.
+
+    ``first``: the change's own row, a plain ``INSERT`` and its parameters, to write
+    before the events unless a row already has one of its unique values (then nothing
+    is written or appended, and the answer is False). On PostgreSQL it goes in the same
+    statement as the head's bump, one round trip for both; elsewhere alone, just before.
 
     Plain SQL, as the key/value writes: it rides on every write an agent makes, and the
     ORM's insert cost several times the statements themselves. Three statements (two on
@@ -201,7 +224,9 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
     change of the agent does (``lens.revisions.record_revision``).
     """
     if not entries:
-        return
+        if first is not None:
+            raise ValueError("a change's own row is written with its events")
+        return True
     if not transaction.get_connection().in_atomic_block:
         raise RuntimeError("audit events are appended in the transaction of their change")
     unknown = [entry.action for entry in entries if entry.action not in ACTIONS]
@@ -211,11 +236,22 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
     count = len(entries)
     with statement_cursor() as cursor:
         agents = sorted({entry.agent for entry in entries if entry.agent is not None})
-        if agents and connection.vendor == "postgresql":
+        postgresql = connection.vendor == "postgresql"
+        if first is not None and not postgresql and not insert_unless_taken(first):
+            return False
+        if first is not None and postgresql:
+            cursor.execute(
+                _first_lock_and_bump(first[0]),
+                [team_id, agents, *first[1], team_id, count, GENESIS, count],
+            )
+        elif agents and postgresql:
             cursor.execute(_LOCK_AND_BUMP, [team_id, agents, team_id, count, GENESIS, count])
         else:
             cursor.execute(_BUMP, [team_id, count, GENESIS, count])
-        last, prev = cursor.fetchone()
+        bumped = cursor.fetchone()
+        if bumped is None:  # ``first``'s row was not written
+            return False
+        last, prev = bumped
         at = timezone.now()
         when, stored_at = stamp(at), connection.ops.adapt_datetimefield_value(at)
         params: list[Any] = []
@@ -237,6 +273,11 @@ def append(team_id: int, actor: Actor | str, entries: Sequence[Entry]) -> None:
         found = _write(cursor, team_id, params, count, prev)
     for listening, rows in zip(_listeners, found, strict=True):
         listening.listener(team_id, appended, rows)
+    return True
+
+
+def _first_lock_and_bump(first: str) -> str:
+    return _FIRST_LOCK_AND_BUMP.format(agents=Agent._meta.db_table, first=first, head=_HEAD)
 
 
 def _write(
@@ -276,8 +317,14 @@ def _read(cursor: Any, reads: str, team_id: int) -> list[tuple[Any, ...]]:
     return list(cursor.fetchall())
 
 
-def append_one(team_id: int, actor: Actor | str, entry: Entry) -> None:
-    append(team_id, actor, [entry])
+def append_one(
+    team_id: int,
+    actor: Actor | str,
+    entry: Entry,
+    *,
+    first: tuple[str, Sequence[Any]] | None = None,
+) -> bool:
+    return append(team_id, actor, [entry], first=first)
 
 
 def events_after(

@@ -67,3 +67,18 @@ def insert_rows(groups: Sequence[Sequence[models.Model]]) -> None:
         ctes = ", ".join(f"w{n} AS ({sql})" for n, (sql, _params) in enumerate(leading))
         params = [param for _sql, ps in leading for param in ps]
         cursor.execute(f"WITH {ctes} {last}" if leading else last, [*params, *last_params])
+
+
+def insert_statement(obj: models.Model) -> tuple[str, list[Any]]:
+    """``obj``'s ``INSERT`` and its parameters, to send with another statement
+    (``lens.audit.append``'s ``first``)."""
+    return _insert([obj])
+
+
+def insert_unless_taken(statement: tuple[str, Sequence[Any]]) -> bool:
+    """Run ``statement`` (an ``insert_statement``) unless a row already has one of its
+    unique values: whether its row was written."""
+    sql, params = statement
+    with statement_cursor() as cursor:
+        cursor.execute(sql + " ON CONFLICT DO NOTHING", params)
+        return bool(cursor.rowcount == 1)

@@ -21,8 +21,6 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
-
 from lens.core.cache_prefix import CachePrefix, FirstChange, cache_prefix
 from lens.core.token_counts import token_ids, tokenised_by_sha256
 from memory.core.composition import Composition
@@ -39,11 +37,11 @@ _KEY_BASE = 0x54494D45 << 32
 _LOW_BITS = 0xFFFFFFFF
 
 
-def hold_timeline(agent_id: int) -> None:
-    """Record the agent's deliveries one at a time from here to the commit."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_KEY_BASE | (agent_id & _LOW_BITS)])
+def timeline_key(agent_id: int) -> int:
+    """The key of the lock that records ``agent_id``'s deliveries one at a time, from
+    when it is taken to the commit (PostgreSQL's ``pg_advisory_xact_lock``, taken with
+    the erasure lock in one statement: ``memory.deliveries.ledger``)."""
+    return _KEY_BASE | (agent_id & _LOW_BITS)
 
 
 @dataclass(frozen=True)
@@ -81,10 +79,12 @@ def measure(
 ) -> CachePrefix:
     """``composition``'s figures (``stored`` is its row) against ``previous``."""
     prompt = composition.prompt
+    if previous is not None and previous.prompt_sha256 == stored.prompt_sha256:
+        # The same prompt (an unchanged agent's usual case): all of it is shared, and
+        # its stored counts say how much that is (``tokens``: its ids, counted whole).
+        return CachePrefix(stored.tokens, stored.chars, stored.tokens, None)
     text = prompt.text
     ids = token_ids(text)  # composing counted them: found by the text's hash
-    if previous is not None and previous.prompt_sha256 == stored.prompt_sha256:
-        return CachePrefix(len(ids), len(text), len(ids), None)
     before: tuple[str, Any] | None = None
     if previous is not None:
         known = None if previous.redacted else tokenised_by_sha256(previous.prompt_sha256)

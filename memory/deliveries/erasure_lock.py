@@ -4,7 +4,8 @@ An erasure redacts every stored composition that holds the memory. A delivery co
 while it runs could read the memory before the erasure commits and store a composition
 holding its words after the erasure looked: the words would be back. So, on PostgreSQL,
 each delivery holds a shared transaction-level advisory lock on its agent from before
-it composes until it commits, and an erasure holds the same lock exclusively: an erasure
+it composes until it commits (or, when it found its composition kept from before, from
+before it checks that the agent's stamp is still the one it was composed at), and an erasure holds the same lock exclusively: an erasure
 waits for the deliveries under way (then sees their compositions), and a delivery that
 starts meanwhile waits for the erasure (then composes without the memory). Deliveries
 share the lock, so they never wait for one another; nothing else takes it.
@@ -23,19 +24,14 @@ _KEY_BASE = 0x4C454E53 << 32  # "LENS"
 _LOW_BITS = 0xFFFFFFFF
 
 
-def _key(agent_id: int) -> int:
+def erasure_key(agent_id: int) -> int:
+    """The lock's key for ``agent_id`` (a delivery takes it with its timeline's in one
+    statement: ``memory.deliveries.ledger``)."""
     return _KEY_BASE | (agent_id & _LOW_BITS)
-
-
-def hold_against_erasure(agent_id: int) -> None:
-    """Called by a delivery at the start of its transaction."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock_shared(%s)", [_key(agent_id)])
 
 
 def exclude_deliveries(agent_id: int) -> None:
     """Called by an erasure at the start of its transaction."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [_key(agent_id)])
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [erasure_key(agent_id)])

@@ -20,13 +20,14 @@ from django.db.models import QuerySet
 from django.utils import timezone
 
 from lens.actors import Actor
+from lens.agents import with_config
 from lens.audit import Entry, append_one
 from lens.core.cache_prefix import CachePrefix
 from lens.core.errors import DomainError
+from lens.inserts import insert_statement
 from lens.models import Agent, Team
-from lens.revisions import at_one_revision
 from lens.tracing import DELIVERY_ID, PROMPT_SHA256, PROMPT_TOKENS, agent_attributes, span
-from memory.composed import Current, current
+from memory.composed import Current, current, keeps
 from memory.core.composition import Composition
 from memory.core.deliveries import (
     Change,
@@ -40,13 +41,14 @@ from memory.core.records import is_record_id
 from memory.deliveries import cache_figures
 from memory.deliveries.cache_figures import Previous
 from memory.deliveries.causes import Causes, causes_between
-from memory.deliveries.erasure_lock import hold_against_erasure
+from memory.deliveries.erasure_lock import erasure_key
+from memory.deliveries.reads import DeliveryReads, delivery_reads
 from memory.models import (
     CompositionMemory,
     Delivery,
     StoredComposition,
 )
-from memory.moments import after_newest, moment_after
+from memory.moments import moment_after
 
 # Fast to compress and to read back; a 460 KB composition becomes about a tenth.
 _ZLIB_LEVEL = 1
@@ -61,6 +63,8 @@ class DeliveriesBusy(DomainError):
 
 
 _INSERT_ATTEMPTS = 20
+# An agent read without its revision number is read again (``_at_one_state``).
+_UNSET = object()
 
 
 @dataclass(frozen=True)
@@ -94,57 +98,103 @@ def deliver(agent: Agent, actor: Actor, request: DeliveryInput | None = None) ->
 
 def _deliver(agent: Agent, actor: Actor, request: DeliveryInput | None) -> Delivered:
     request = request or DeliveryInput()
+    counting = cache_figures.ENABLED  # read once: the benchmark switches it
+    # Composed before the transaction when it can be judged by its stamp: a kept
+    # composition costs no statement, and the stamp is read again once the locks are
+    # held (``_at_one_state``).
+    early = _composed_early(agent)
     with transaction.atomic():
-        # Before composing: an erasure of one of the agent's memories either committed
-        # already (then the memory is not composed) or waits for this delivery to commit
-        # (then it redacts this composition too).
-        hold_against_erasure(agent.pk)
-        found = at_one_revision(agent, _composed, _INSERT_ATTEMPTS)
+        # Before the composition is trusted: an erasure of one of the agent's memories
+        # either committed already (then the stamp read after the lock says so, and the
+        # agent is composed again) or waits for this delivery to commit (then it redacts
+        # this composition too). The timeline's lock too (``cache_figures``), so the
+        # newest delivery read next is this one's previous.
+        _hold(agent.pk, timeline=counting)
+        found = _at_one_state(agent, early)
         if found is None:
             raise DeliveriesBusy("The agent is being changed too often at once; try again.")
-        agent, now, revision = found
-        composition, text = now.composition, now.canonical_json()
-        stored = _store_composition(agent, composition, text, now.digest())
-        counting = cache_figures.ENABLED  # read once: the benchmark switches it
-        if counting:
-            cache_figures.hold_timeline(agent.pk)
+        agent, now, reads = found
+        composition, text, digest = now.composition, now.canonical_json(), now.digest()
+        stored = reads.stored or _store_composition(agent, composition, text, digest, looked=True)
+        previous = reads.previous
         measured: tuple[Previous | None, CachePrefix] | None = None
         for _attempt in range(_INSERT_ATTEMPTS):
             figures: CachePrefix | None = None
             if counting:
-                previous = cache_figures.newest(agent.pk)
-                moment = moment_after(None if previous is None else previous.delivered_at)
                 if measured is None or measured[0] != previous:
                     measured = (previous, cache_figures.measure(composition, stored, previous))
                 figures = measured[1]
-            else:
-                moment = _next_moment(agent)
             delivery = Delivery(
                 agent=agent,
                 composition=stored,
-                delivered_at=moment,
+                delivered_at=moment_after(None if previous is None else previous.delivered_at),
                 session=request.session,
                 model=request.model,
                 actor_token=actor.token,
-                revision=revision or None,
+                revision=reads.revision or None,
                 **cache_figures.columns(figures),
             )
-            try:
-                with transaction.atomic():  # a savepoint: a clash leaves the rest intact
-                    delivery.save(force_insert=True)
-            except IntegrityError:
-                # Another delivery of this agent took the same microsecond (or, once in
-                # 2^36, the same id): read the newest time again and step past it.
-                continue
-            append_one(agent.team_id, actor, _delivery_entry(agent, delivery, stored))
-            return Delivered(delivery=delivery, composition_json=text)
+            # The row and the audit event (PostgreSQL: the row with the head's bump, one
+            # round trip): when the row is refused, nothing is appended.
+            entry = _delivery_entry(agent, delivery, stored)
+            if append_one(agent.team_id, actor, entry, first=insert_statement(delivery)):
+                return Delivered(delivery=delivery, composition_json=text)
+            # Another delivery of this agent took the same microsecond (or, once in 2^36,
+            # the same id): read the newest time again and step past it.
+            previous = cache_figures.newest(agent.pk)
     raise DeliveriesBusy("The agent is being delivered too often at once; try again.")
+
+
+def _hold(agent_id: int, *, timeline: bool) -> None:
+    """The erasure lock (shared) and, when ``timeline``, the timeline's: one statement."""
+    keys = [erasure_key(agent_id)] + ([cache_figures.timeline_key(agent_id)] if timeline else [])
+    if connection.vendor == "postgresql":
+        taken = ["pg_advisory_xact_lock_shared(%s)", "pg_advisory_xact_lock(%s)"][: len(keys)]
+        with connection.cursor() as cursor:
+            # The erasure's first, then the timeline's (left to right), as before.
+            cursor.execute("SELECT " + ", ".join(taken), keys)
+
+
+def _composed_early(agent: Agent) -> Current | None:
+    """``agent``'s composition before the transaction, when the agent was read with its
+    stamp and revision number (``memory.deliveries.reads``) and compositions are kept:
+    what it is made of is checked against the stamp once the locks are held."""
+    if (
+        not keeps()
+        or getattr(agent, "stamp_read", None) is None
+        or not hasattr(agent, "revision_number")
+    ):
+        return None
+    return current(agent)
+
+
+def _at_one_state(
+    agent: Agent, early: Current | None
+) -> tuple[Agent, Current, DeliveryReads] | None:
+    """The composition to deliver with what the transaction read for it (after its
+    locks): one whose declarations are the revision read (a config and its revision
+    commit together), and, when it was composed before the locks, whose stamp is still
+    the agent's (nothing it is made of changed since, an erasure included). When a
+    change interleaved, the agent is read again and composed in the transaction."""
+    now = early
+    for _attempt in range(_INSERT_ATTEMPTS):
+        inside = now is None
+        if now is None:
+            now = _composed(agent)
+        reads = delivery_reads(agent.pk, now.digest())
+        same_revision = getattr(agent, "revision_number", _UNSET) == (reads.revision or None)
+        stamp = now.entry.stamp
+        if same_revision and (inside or (stamp is not None and stamp == reads.stamp)):
+            return agent, now, reads
+        agent = with_config(Agent.objects.filter(pk=agent.pk).select_related("team")).get()
+        now = None
+    return None
 
 
 def _composed(agent: Agent) -> Current:
     # Composed once per change (``memory.composed``): this transaction has written
     # nothing yet, so the stamp it reads is the truth about what it would compose. Read
-    # again, not the one read with the agent: that was before ``hold_against_erasure``,
+    # again, not the one read with the agent: that was before the locks (``_hold``),
     # and an erasure that committed in between must not come back from the composition
     # kept for it.
     return current(agent, fresh_transaction=True, stamp_again=True)
@@ -166,18 +216,12 @@ def _delivery_entry(agent: Agent, delivery: Delivery, stored: StoredComposition)
     )
 
 
-def _next_moment(agent: Agent) -> datetime:
-    """An agent's delivery times are unique (a constraint), so the timeline's order is
-    total: a delivery in the same microsecond as the newest goes a microsecond later."""
-    return after_newest(Delivery.objects.filter(agent=agent), "delivered_at")
-
-
 def _memory_ids(composition: Composition) -> list[str]:
     return sorted({mid for section in composition.prompt.sections for mid in section.memory_ids})
 
 
 def _store_composition(
-    agent: Agent, composition: Composition, text: str, digest: str
+    agent: Agent, composition: Composition, text: str, digest: str, *, looked: bool = False
 ) -> StoredComposition:
     """The stored row of ``text``, created when there is none, and held until this
     transaction ends so that no prune deletes it under the delivery about to use it.
@@ -185,10 +229,12 @@ def _store_composition(
     Two deliveries of one new composition may both try to create it: the unique
     (agent, digest) makes the second wait for the first to commit, then fail, and it
     reads the row again. A prune may delete the row between two reads: it is created
-    again. Each turn of the loop ends in one of these, so it is short.
+    again. Each turn of the loop ends in one of these, so it is short. ``looked``: the
+    caller found no row already (``reads.delivery_reads``), so the first turn creates it.
     """
     for _attempt in range(_INSERT_ATTEMPTS):
-        found = _held(agent, digest)
+        found = None if looked else _held(agent, digest)
+        looked = False
         if found is not None:
             return found
         try:

@@ -6,14 +6,17 @@ import json
 from datetime import datetime
 from typing import Annotated, Any
 
-from django.http import HttpResponse
+from django.http import HttpRequest, HttpResponse
 from ninja import Body, Query, Router
 from pydantic import BaseModel, BeforeValidator, Field
 
 from lens.actors import Actor
 from lens.agents import get_agent
+from lens.api_tokens import find_token
 from lens.context_windows import context_of
+from lens.core.config import is_agent_slug
 from lens.core.counts import Counts
+from lens.models import ApiToken
 from memory.composed import stamped_agent
 from memory.core.composition import Composition
 from memory.core.deliveries import DeliveryInput, label_problem
@@ -27,8 +30,9 @@ from memory.deliveries.ledger import (
     find_delivery,
     memory_ids_of,
 )
+from memory.deliveries.reads import TokenAgent, token_with_agent
 from memory.models import Delivery, StoredComposition
-from web.api.auth import ApiRequest, team_of, token_of
+from web.api.auth import ApiRequest, TeamToken, team_of, token_of
 from web.api.params import INT_MAX, iso_8601
 from web.api.rendering import iso_utc
 from web.costly import costly
@@ -118,7 +122,28 @@ def _answer(delivery: Delivery, composition: str, status: int, **extra: str) -> 
     return HttpResponse(body.encode("utf-8"), status=status, content_type="application/json")
 
 
-@agent_deliveries.post("/{slug}/deliveries", response={201: DeliveredOut})
+_DELIVERY_READS = "delivery_reads"
+
+
+def _token_with_agent(request: HttpRequest, raw: str) -> ApiToken | None:
+    """A delivery's token check, with its agent, the agent's stamp and its revision
+    number in the same statement (one round trip where there were two): the agent waits
+    on the request for ``record_delivery``. A path whose slug no agent can have has its
+    token checked alone, and the operation refuses it, as for any other route."""
+    match = request.resolver_match
+    slug = str(match.kwargs.get("slug", "")) if match is not None else ""
+    if not is_agent_slug(slug):
+        return find_token(raw)
+    found = token_with_agent(raw, slug)
+    if found is None:
+        return None
+    setattr(request, _DELIVERY_READS, found)
+    return found.token
+
+
+@agent_deliveries.post(
+    "/{slug}/deliveries", response={201: DeliveredOut}, auth=TeamToken(lookup=_token_with_agent)
+)
 def record_delivery(
     request: ApiRequest, slug: str, payload: Annotated[DeliveryInput | None, Body()] = None
 ) -> HttpResponse:
@@ -128,7 +153,12 @@ def record_delivery(
     """
     # The agent's row, stamp and revision number: its declarations are read only when the
     # composition kept for that stamp is not there (``memory.composed``).
-    agent = stamped_agent(team_of(request), slug, revision=True)
+    found = getattr(request, _DELIVERY_READS, None)
+    if isinstance(found, TokenAgent) and found.agent is not None and found.agent.slug == slug:
+        agent = found.agent
+    else:
+        # No such agent: ``get_agent`` refuses it as every route does.
+        agent = stamped_agent(team_of(request), slug, revision=True)
     delivered = deliver(agent, Actor.for_token(token_of(request)), payload)
     return _answer(delivered.delivery, delivered.composition_json, 201)
 

@@ -11,6 +11,7 @@ import pytest
 
 from lens.actors import SYSTEM, Actor
 from lens.models import Agent, AuditEvent
+from memory.composed import current, stamped_agent
 from memory.deliveries.ledger import deliver
 from memory.erasure import AlreadyErased, erase_memory
 from memory.models import Delivery, EventKind, MemoryEvent, StoredComposition
@@ -57,3 +58,21 @@ def test_two_erasures_of_one_memory_at_once_erase_it_once(wren: Agent) -> None:
     assert sorted(race(2, erase)) == ["erased", "refused"]
     assert MemoryEvent.objects.filter(record_id=record_id, kind=EventKind.ERASED).count() == 1
     assert AuditEvent.objects.filter(action="memory.erased").count() == 1
+
+
+def test_an_erasure_between_the_agents_read_and_the_delivery_is_seen(wren: Agent) -> None:
+    # The route reads the agent with its stamp before the delivery's transaction, and a
+    # composition kept for that stamp is delivered without composing again: the stamp
+    # is read again once the erasure lock is held, so an erasure that committed in
+    # between is composed away, not delivered and stored.
+    record_id = remember(wren, "profile", "Wolfram Nightjar keeps the keys", label="keys")
+    deliver(wren, SYSTEM)
+    read_before = stamped_agent(wren.team, wren.slug, revision=True)
+    current(read_before)  # kept for the stamp it was read with
+    erase_memory(record_id, Actor(label="operator"), "request")
+    delivered = deliver(read_before, SYSTEM)
+    assert "Nightjar" not in delivered.composition_json
+    stored = delivered.delivery.composition
+    assert b"Nightjar" not in zlib.decompress(
+        bytes(StoredComposition.objects.get(pk=stored.pk).body)
+    )
