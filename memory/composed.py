@@ -27,10 +27,16 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery, prefetch_related_objects
 from django.utils import timezone
 
-from lens.agents import config_of, get_agent, with_config, with_revision_number
+from lens.agents import (
+    CONFIG_RELATIONS,
+    config_of,
+    get_agent,
+    with_config,
+    with_revision_number,
+)
 from lens.core.config import AgentConfig
 from lens.models import Agent, Team
 from memory.composition import ComposedNow, compose_current
@@ -217,7 +223,7 @@ def current(agent: Agent, *, fresh_transaction: bool = False, stamp_again: bool 
         config = entry.config
         made = compose_current(agent, now, config)
     else:
-        declared = agent if loaded_after else _reloaded(agent)
+        declared = agent if loaded_after else _with_declarations(agent)
         config = config_of(declared)
         made = compose_current(declared, now, config)
     entry = _Entry(stamp, config, _fold_key(config.routing_spec), made)
@@ -265,9 +271,19 @@ def _reloaded(agent: Agent) -> Agent:
     return found
 
 
+def _with_declarations(agent: Agent) -> Agent:
+    """``agent`` with its declarations read now: onto ``agent`` itself when it was read
+    with its stamp (``stamped``: the row and the stamp are of one statement, and the
+    declarations come after both), else with the agent read again."""
+    if _stamp_read(agent) is not None:
+        prefetch_related_objects([agent], *CONFIG_RELATIONS)
+        return agent
+    return _reloaded(agent)
+
+
 def _declared(agent: Agent) -> Agent:
     """``agent`` with its declarations loaded (read when they were not)."""
-    return agent if _has_declarations(agent) else _reloaded(agent)
+    return agent if _has_declarations(agent) else _with_declarations(agent)
 
 
 def current_composition(agent: Agent, *, fresh_transaction: bool = False) -> Composition:
