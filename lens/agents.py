@@ -81,9 +81,11 @@ def with_config(queryset: QuerySet[Agent]) -> QuerySet[Agent]:
     committed with the config, so when the number is still the same after the relations
     were read, they are that revision's (``memory.deliveries.ledger.deliver``).
     """
-    return with_revision_number(queryset).prefetch_related(
-        "capabilities", "awareness_sources", "sections"
-    )
+    return with_revision_number(queryset).prefetch_related(*CONFIG_RELATIONS)
+
+
+# The small relations ``config_of`` reads (``with_config`` prefetches them).
+CONFIG_RELATIONS = ("capabilities", "awareness_sources", "sections")
 
 
 def with_revision_number(queryset: QuerySet[Agent]) -> QuerySet[Agent]:

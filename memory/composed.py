@@ -27,10 +27,16 @@ from datetime import datetime
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import OuterRef, QuerySet, Subquery
+from django.db.models import OuterRef, QuerySet, Subquery, prefetch_related_objects
 from django.utils import timezone
 
-from lens.agents import config_of, get_agent, with_config, with_revision_number
+from lens.agents import (
+    CONFIG_RELATIONS,
+    config_of,
+    get_agent,
+    with_config,
+    with_revision_number,
+)
 from lens.core.config import AgentConfig
 from lens.models import Agent, Team
 from memory.composition import ComposedNow, compose_current
@@ -189,7 +195,7 @@ def current(agent: Agent, *, fresh_transaction: bool = False, stamp_again: bool 
     """
     now = timezone.now()
     if not settings.COMPOSITION_CACHE or not _may_trust_the_stamp(fresh_transaction):
-        declared = _declared(agent)
+        declared = _declared(agent, row_is_recent=not stamp_again)
         return Current(
             _Entry(None, None, None, compose_current(declared, now, config_of(declared)))
         )
@@ -217,7 +223,7 @@ def current(agent: Agent, *, fresh_transaction: bool = False, stamp_again: bool 
         config = entry.config
         made = compose_current(agent, now, config)
     else:
-        declared = agent if loaded_after else _reloaded(agent)
+        declared = agent if loaded_after else _with_declarations(agent, not stamp_again)
         config = config_of(declared)
         made = compose_current(declared, now, config)
     entry = _Entry(stamp, config, _fold_key(config.routing_spec), made)
@@ -265,9 +271,20 @@ def _reloaded(agent: Agent) -> Agent:
     return found
 
 
-def _declared(agent: Agent) -> Agent:
+def _with_declarations(agent: Agent, row_is_recent: bool) -> Agent:
+    """``agent`` with its declarations read now: onto ``agent`` itself when it was read
+    with the stamp in use (``stamped``: the row and the stamp are of one statement, and
+    the declarations come after both), else with the agent read again (``row_is_recent``
+    false: the stamp was read again since the row, ``current``'s ``stamp_again``)."""
+    if row_is_recent and _stamp_read(agent) is not None:
+        prefetch_related_objects([agent], *CONFIG_RELATIONS)
+        return agent
+    return _reloaded(agent)
+
+
+def _declared(agent: Agent, row_is_recent: bool = True) -> Agent:
     """``agent`` with its declarations loaded (read when they were not)."""
-    return agent if _has_declarations(agent) else _reloaded(agent)
+    return agent if _has_declarations(agent) else _with_declarations(agent, row_is_recent)
 
 
 def current_composition(agent: Agent, *, fresh_transaction: bool = False) -> Composition:

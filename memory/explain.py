@@ -232,13 +232,7 @@ class _Context:
         self.composed = composed
         background = composition.background
         self.sections = {section.id: section for section in background.sections}
-        # Authored entries are the ones no memory produced.
-        self.authored: dict[_Address, str] = {
-            (section.id, entry.key): value_text(entry.value)
-            for section in background.sections
-            for entry in section.entries
-            if not entry.memory_ids
-        }
+        self.authored = self._authored()
         self.budget: int = settings.MEMORY_OVERLAY_BUDGET_CHARS
         self.left = self.budget - composition.report.stats.chars_used.get("background", 0)
         self.winners = self._winners()
@@ -251,6 +245,21 @@ class _Context:
 
     def _of(self, reason: str) -> list[str]:
         return [memory_id for memory_id, r in self.reasons.items() if r == reason]
+
+    def _authored(self) -> dict[_Address, str]:
+        """The authored value at each address an authored-wins memory names: authored
+        entries are the ones no memory produced. Only those are put in words (a
+        Background can hold thousands of entries)."""
+        rows = [self.rows[memory_id] for memory_id in self._of("authored-wins")]
+        wanted = {(row.section or "", row.key or "") for row in rows}
+        if not wanted:
+            return {}
+        return {
+            (section.id, entry.key): value_text(entry.value)
+            for section in self.sections.values()
+            for entry in section.entries
+            if not entry.memory_ids and (section.id, entry.key) in wanted
+        }
 
     def _winners(self) -> dict[str, str]:
         """For each reconciled memory, the memory holding its address now."""

@@ -178,11 +178,15 @@ def declared(agent: Agent) -> RoutingContext:
     )
 
 
-def eval_agent(agent: Agent, cases: Sequence[Case] | None = None) -> RoutingEval:
-    """The agent's current spec scored on its cases against its current declarations.
-    Writes nothing."""
+def eval_agent(
+    agent: Agent, cases: Sequence[Case] | None = None, ctx: RoutingContext | None = None
+) -> RoutingEval:
+    """The agent's current spec scored on its cases against its current declarations
+    (``ctx`` when the caller has them already). Writes nothing."""
     found = stored_cases(agent) if cases is None else cases
-    return evaluate_cases(get_spec(agent.routing_spec), declared(agent), found)
+    return evaluate_cases(
+        get_spec(agent.routing_spec), ctx if ctx is not None else declared(agent), found
+    )
 
 
 def record_score(agent: Agent, found: RoutingEval, cases_digest: str) -> None:
@@ -228,10 +232,11 @@ class Scored:
     before: Before | None
 
 
-def scored(agent: Agent) -> Scored | None:
+def scored(agent: Agent, ctx: RoutingContext | None = None) -> Scored | None:
     """The agent's routing score now, or None when it has no cases: one query (the
     cases, each row carrying the spec's earlier score as subqueries the database runs
-    once). An agent read with its config has its declarations loaded already."""
+    once). An agent read with its config has its declarations loaded already; ``ctx``
+    gives them when the caller has them otherwise (the composition of now)."""
     spec = get_spec(agent.routing_spec)
     rows = RoutingCase.objects.filter(agent=agent).order_by("position")
     fields = ["name", "kind", "content", "tags", "label", "expect_section"]
@@ -252,4 +257,4 @@ def scored(agent: Agent) -> Scored | None:
     if spec is not None and found[0][6] is not None:
         version, correct, total, digest = found[0][6:10]
         before = Before(version, correct, total, digest == cases_sha256(cases))
-    return Scored(eval_agent(agent, cases), cases, before)
+    return Scored(eval_agent(agent, cases, ctx), cases, before)

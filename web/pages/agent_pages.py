@@ -78,15 +78,17 @@ def agent_list(request: AppRequest) -> HttpResponse:
 @require_GET
 @login_required
 def agent_lens(request: AppRequest, slug: str) -> HttpResponse:
-    agent = get_agent_for_user(request, slug)
+    asked = request.GET.get("as_of") or ""
+    moment = parse_moment(asked) if asked else None
+    # The lens of now reads the composition kept for the agent's stamp: read with the
+    # stamp, the agent needs no declarations (a past moment's are its revision's).
+    agent = get_agent_for_user(request, slug, stamped=moment is None)
     if "recall" in request.GET:
         # The recall preview moved to the agent's tools page; older links still land there.
         return redirect(f"{reverse('agent-try', args=[agent.slug])}?{request.GET.urlencode()}")
     only_memory = request.GET.get("only") == "memory"
-    asked = request.GET.get("as_of") or ""
     if not asked:
         return render(request, "lens/agent_lens.html", _lens_context(agent, only_memory))
-    moment = parse_moment(asked)
     if moment is not None:
         try:
             context = _lens_context(agent, only_memory, moment)
@@ -224,6 +226,8 @@ def _lens_context(
     agent existed."""
     # One time for the prompt and its "expires in" marks (SPEC §19.2).
     now = moment or timezone.now()
+    # The lens of now's section declarations, from its composition (no query).
+    declared_sections: RoutingContext | None = None
     if moment is None:
         # Composed once per change (``memory.composed``).
         composed = current(agent)
@@ -233,8 +237,9 @@ def _lens_context(
         declared_model = agent.model
         memories = composed.memories  # every memory saved until now
         # SPEC §18.3: "N memories would move" (one query while the agent's memories,
-        # declarations and spec are as they were; the declarations are read already).
-        moving = moving_count(agent, _declared(agent))
+        # declarations and spec are as they were).
+        declared_sections = _declared(composition)
+        moving = moving_count(agent, declared_sections)
     else:
         composition = compose_as_of(agent, moment)
         moving = 0  # the plan is about now
@@ -270,14 +275,16 @@ def _lens_context(
         # A protected agent's changes wait as proposals: the lens says how many wait.
         "pending_proposals": pending_counts([agent]).get(agent.pk, 0) if agent.protected else 0,
         # "Routing: 47 of 50 cases (94%)": about now, so not on the lens of a past moment.
-        "routing": lens_routing(agent) if moment is None else None,
+        "routing": lens_routing(agent, declared_sections) if moment is None else None,
         "nav": "agents",
     }
 
 
-def _declared(agent: Agent) -> RoutingContext:
-    """The agent's section declarations as routing reads them, from its loaded config."""
-    sections = config_of(agent).background.sections
+def _declared(composition: Composition) -> RoutingContext:
+    """The agent's section declarations as routing reads them, from the composition of
+    now: its Background holds every declared section, as declared (no query, and none
+    of the agent's entries read again)."""
+    sections = composition.background.sections
     return RoutingContext(
         sections=tuple(
             DeclaredSection(id=s.id, title=s.title, promotion=s.promotion) for s in sections

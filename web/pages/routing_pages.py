@@ -20,6 +20,7 @@ from lens.actors import Actor
 from lens.agents import with_config
 from lens.core.errors import DomainError
 from lens.models import Agent
+from memory.core.routing import RoutingContext
 from memory.core.routing_eval import FAIL_REASON_WORDS, RoutingEval
 from memory.routing_cases import Before, Scored, add_case, declared, scored
 from web.pages.memory_pages import detail_context
@@ -55,9 +56,10 @@ def before_words(found: RoutingEval, before: Before | None) -> str | None:
     )
 
 
-def lens_routing(agent: Agent) -> dict[str, Any] | None:
-    """The lens header's routing line, or None for an agent without cases."""
-    found = scored(agent)
+def lens_routing(agent: Agent, ctx: RoutingContext | None = None) -> dict[str, Any] | None:
+    """The lens header's routing line, or None for an agent without cases (``ctx``: the
+    declarations, when the lens has them from the composition)."""
+    found = scored(agent, ctx)
     if found is None:
         return None
     return {

@@ -23,6 +23,7 @@ from kvstore.core.keys import key_problem
 from kvstore.models import Key
 from lens.agents import AgentNotFound, get_agent
 from lens.models import Agent, Membership, Role, Team
+from memory.composed import stamped_agent
 from memory.core.records import is_record_id
 from memory.models import MemoryRecord
 
@@ -256,13 +257,17 @@ def _switch_team(request: AppRequest, team: Team, what: str) -> None:
         messages.info(request, f"Switched to team {team.name} to show this {what}.")
 
 
-def get_agent_for_user(request: AppRequest, slug: str) -> Agent:
+def get_agent_for_user(request: AppRequest, slug: str, *, stamped: bool = False) -> Agent:
     """The agent ``slug`` of the current team (or, for a link, of the user's team that
-    has it: ``find_linked``), ready to compose; 404 for anyone else."""
+    has it: ``find_linked``), ready to compose; 404 for anyone else.
+
+    ``stamped``: read with its composition stamp and without its declarations, for a
+    page that reads the composition of now (``memory.composed.current``): a kept one
+    needs nothing more, and the agent's thousands of entries are not read again."""
 
     def find(team: Team) -> Agent:
         try:
-            return get_agent(team, slug)
+            return stamped_agent(team, slug) if stamped else get_agent(team, slug)
         except AgentNotFound:
             raise Http404("No such agent") from None
 

@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 
 from lens.actors import Actor
 from lens.models import Agent, ApiToken, Team
@@ -297,3 +299,32 @@ def test_the_lens_query_count_is_the_same_for_a_small_and_a_big_agent_with_memor
         big_path = path.replace("small", "big")
         with django_assert_max_num_queries(few, info=f"{big_path}: 40 sections, 60 memories"):
             assert member_client.get(big_path).status_code == 200
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_lens_of_a_kept_composition_reads_no_declarations(
+    member_client: Client, team: Team, member: User
+) -> None:
+    # The composition kept for the agent's stamp needs nothing more: the agent is read
+    # with its stamp, and the declared sections come from the composition.
+    big = create_agent(team, "big", many_sections(38, 50))
+    fill_memories(big, member, 60)
+    first = member_client.get("/agents/big/")
+    with CaptureQueriesContext(connection) as captured:
+        again = member_client.get("/agents/big/")
+    read = {table for query in captured.captured_queries for table in tables_read(query["sql"])}
+    assert not read & {
+        "lens_sectiondeclaration",
+        "lens_authoredentry",
+        "lens_capability",
+        "lens_awarenesssource",
+    }
+    assert without_tokens(again.content) == without_tokens(first.content)
+
+
+def tables_read(sql: str) -> set[str]:
+    return set(re.findall(r'(?:FROM|JOIN)\s+"?(\w+)"?', sql))
+
+
+def without_tokens(page: bytes) -> bytes:
+    return re.sub(rb'(csrfmiddlewaretoken" value=|"X-CSRFToken": )"[^"]*"', rb"\1", page)
