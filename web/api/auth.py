@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import cast
+from typing import Protocol, cast
 
 from django.http import HttpRequest
 from ninja.security import HttpBearer
 
 from lens.api_tokens import find_token
+from lens.core.config import is_agent_slug
 from lens.models import ApiToken, Team
 
 
@@ -25,6 +26,31 @@ class ApiRequest(HttpRequest):
 # How a route finds the token a request carries: ``find_token``, or a lookup that also
 # does the route's own reading in the same statement (the key/value read).
 TokenLookup = Callable[[HttpRequest, str], ApiToken | None]
+
+
+class _WithToken(Protocol):
+    @property
+    def token(self) -> ApiToken: ...
+
+
+def with_agent_reads(read: Callable[[str, str], _WithToken | None], attribute: str) -> TokenLookup:
+    """A lookup that checks the token and reads the path's agent (with what the route
+    needs of it) in one statement, ``read(raw, slug)``, and leaves what it read on the
+    request as ``attribute`` for the operation. A path whose slug no agent can have has
+    its token checked alone, and the operation refuses it, as for any other route."""
+
+    def lookup(request: HttpRequest, raw: str) -> ApiToken | None:
+        match = request.resolver_match
+        slug = str(match.kwargs.get("slug", "")) if match is not None else ""
+        if not is_agent_slug(slug):
+            return find_token(raw)
+        found = read(raw, slug)
+        if found is None:
+            return None
+        setattr(request, attribute, found)
+        return found.token
+
+    return lookup
 
 
 class TeamToken(HttpBearer):

@@ -6,17 +6,14 @@ import json
 from datetime import datetime
 from typing import Annotated, Any
 
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpResponse
 from ninja import Body, Query, Router
 from pydantic import BaseModel, BeforeValidator, Field
 
 from lens.actors import Actor
 from lens.agents import get_agent
-from lens.api_tokens import find_token
 from lens.context_windows import context_of
-from lens.core.config import is_agent_slug
 from lens.core.counts import Counts
-from lens.models import ApiToken
 from memory.composed import stamped_agent
 from memory.core.composition import Composition
 from memory.core.deliveries import DeliveryInput, label_problem
@@ -32,7 +29,7 @@ from memory.deliveries.ledger import (
 )
 from memory.deliveries.reads import TokenAgent, token_with_agent
 from memory.models import Delivery, StoredComposition
-from web.api.auth import ApiRequest, TeamToken, team_of, token_of
+from web.api.auth import ApiRequest, TeamToken, team_of, token_of, with_agent_reads
 from web.api.params import INT_MAX, iso_8601
 from web.api.rendering import iso_utc
 from web.costly import costly
@@ -125,20 +122,10 @@ def _answer(delivery: Delivery, composition: str, status: int, **extra: str) -> 
 _DELIVERY_READS = "delivery_reads"
 
 
-def _token_with_agent(request: HttpRequest, raw: str) -> ApiToken | None:
-    """A delivery's token check, with its agent, the agent's stamp and its revision
-    number in the same statement (one round trip where there were two): the agent waits
-    on the request for ``record_delivery``. A path whose slug no agent can have has its
-    token checked alone, and the operation refuses it, as for any other route."""
-    match = request.resolver_match
-    slug = str(match.kwargs.get("slug", "")) if match is not None else ""
-    if not is_agent_slug(slug):
-        return find_token(raw)
-    found = token_with_agent(raw, slug)
-    if found is None:
-        return None
-    setattr(request, _DELIVERY_READS, found)
-    return found.token
+# A delivery's token check, with its agent, the agent's stamp and its revision number in
+# the same statement (one round trip where there were two): they wait on the request for
+# ``record_delivery``.
+_token_with_agent = with_agent_reads(token_with_agent, _DELIVERY_READS)
 
 
 @agent_deliveries.post(

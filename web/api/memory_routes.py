@@ -4,15 +4,11 @@ from __future__ import annotations
 
 from typing import Literal
 
-from django.http import HttpRequest
 from ninja import Query, Router, Status
 from pydantic import BaseModel, Field
 
 from lens.actors import Actor
 from lens.agents import get_agent
-from lens.api_tokens import find_token
-from lens.core.config import is_agent_slug
-from lens.models import ApiToken
 from memory.core.records import MemoryInput, MemoryView
 from memory.preview import preview_save
 from memory.queries import view_of
@@ -27,7 +23,7 @@ from web.answers.memory_answers import (
     recall_answer,
     save_answer,
 )
-from web.api.auth import ApiRequest, TeamToken, team_of, token_of
+from web.api.auth import ApiRequest, TeamToken, team_of, token_of, with_agent_reads
 from web.costly import costly_when, searching
 
 router = Router(tags=["memories"])
@@ -35,20 +31,9 @@ router = Router(tags=["memories"])
 _SAVE_READS = "memory_save_reads"
 
 
-def _token_with_agent(request: HttpRequest, raw: str) -> ApiToken | None:
-    """A save's token check, with its agent and the agent's declarations in the same
-    statement (one round trip where there were three): they wait on the request for
-    ``save``. A path whose slug no agent can have has its token checked alone, and the
-    operation refuses it, as for any other route."""
-    match = request.resolver_match
-    slug = str(match.kwargs.get("slug", "")) if match is not None else ""
-    if not is_agent_slug(slug):
-        return find_token(raw)
-    found = token_with_agent(raw, slug)
-    if found is None:
-        return None
-    setattr(request, _SAVE_READS, found)
-    return found.token
+# A save's token check, with its agent and the agent's declarations in the same statement
+# (one round trip where there were three): they wait on the request for ``save``.
+_token_with_agent = with_agent_reads(token_with_agent, _SAVE_READS)
 
 
 @router.post(
