@@ -688,22 +688,15 @@ def each_database(prefix: str, heading: str, run: Callable[[str, Path, list[str]
 
 
 def main() -> int:
-    scratch = Path(tempfile.mkdtemp(prefix="lens-bench-http-"))
-    kinds = ["sqlite"] + (["postgresql"] if postgres_answers() else [])
-    if len(kinds) == 1:
+    if not postgres_answers():
         print(f"PostgreSQL does not answer at {PG_URL}: measuring SQLite only")
-    print("HTTP benchmark — make serve against etcd on loopback, keep-alive clients")
-    summary: list[str] = []
-    try:
-        with etcd(scratch) as etcd_port:
-            for kind in kinds:
-                run_backend(kind, scratch, etcd_port, summary)
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
-    print("\nTargets")
-    for line in summary:
-        print(f"  {line}")
-    return 0
+    heading = "HTTP benchmark — make serve against etcd on loopback, keep-alive clients"
+    with tempfile.TemporaryDirectory(prefix="lens-bench-etcd-") as place, etcd(Path(place)) as port:
+        return each_database(
+            "lens-bench-http-",
+            heading,
+            lambda kind, scratch, summary: run_backend(kind, scratch, port, summary),
+        )
 
 
 if __name__ == "__main__":
