@@ -7,6 +7,7 @@ from __future__ import annotations
 import secrets
 import time
 from datetime import datetime
+from typing import Any
 
 from django.conf import settings
 from django.db import models
@@ -165,6 +166,19 @@ class Promotion(models.Model):
 
     def __str__(self) -> str:
         return f"{self.record_id}: {self.status}"
+
+    def placement_columns(self) -> dict[str, Any]:
+        """Where the row places its record and by which spec, as columns: what a
+        sighting's row and a migrated (archived) row take from the row they follow."""
+        return {
+            "section": self.section,
+            "key": self.key,
+            "placement_key": self.placement_key,
+            "key_source": self.key_source,
+            "spec_key": self.spec_key,
+            "spec_version": self.spec_version,
+            "tier": self.tier,
+        }
 
 
 class EventKind(models.TextChoices):
