@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import copy
 import itertools
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
+from django.utils import timezone
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -20,6 +23,7 @@ from lens.agents import config_of, get_agent
 from lens.core.config import AgentConfig
 from lens.core.errors import DomainError, InvalidInput
 from lens.models import Agent, Team
+from memory.as_of import compose_as_of
 from memory.composition import compose
 from memory.configuring import store_config
 from memory.core.deliveries import sha256_hex
@@ -38,6 +42,7 @@ from memory.deliveries.ledger import deliver
 from memory.models import Delivery, Promotion, PromotionStatus
 from memory.registry import UnknownRoutingSpec
 from memory.saving import Saved, save_memory
+from memory.validity import change_validity
 from memory.what_if import config_change, decision_change, what_if
 from tests.api_calls import db_snapshot
 from tests.factories import create_agent, memory_config, remember
@@ -463,3 +468,37 @@ def test_without_deliveries_the_replay_is_empty(team: Team) -> None:
     found = what_if(fresh(agent), DecisionChange(pending, "approve"), 50)
     assert found.replay == Replay(0, 0, None, None, None)
     assert effect_phrases(found, pending)[-1] == "no prompt delivered yet"
+
+
+def test_the_replay_judges_each_window_as_it_stood_then_as_as_of_does(
+    team: Team, decider: Actor
+) -> None:
+    """A memory expiring between two deliveries, its window later cleared by a reviewer:
+    the replay of an empty change is every delivered prompt, as ``compose_as_of`` is."""
+    agent = create_agent(team, "wren", memory_config())
+    remember(agent, "profile", "Mira", label="name")
+    closes = timezone.now() + timedelta(milliseconds=300)
+    saved = save_memory(
+        fresh(agent),
+        MemoryInput(kind="profile", content="In Lisbon.", label="city", valid_until=closes),
+        RUNTIME,
+    )
+    assert isinstance(saved, Saved)
+    delivered(agent)
+    time.sleep(max(0.0, (closes - timezone.now()).total_seconds()) + 0.05)
+    delivered(agent)  # the window has closed: out of this prompt
+    change_validity(saved.id, None, decider)  # then cleared: it composes again now
+    rows = list(Delivery.objects.filter(agent=agent).order_by("delivered_at"))
+    for row in rows:
+        as_of = compose_as_of(fresh(agent), row.delivered_at)
+        assert sha256_hex(as_of.prompt.text) == row.composition.prompt_sha256
+    config = config_of(fresh(agent))
+    for change in (
+        SpecChange(config.routing_spec),
+        OrderChange(tuple(section.id for section in config.background.sections)),
+    ):
+        found = what_if(fresh(agent), change, 50)
+        assert found.replay.deliveries == 2
+        assert found.replay.changed == 0
+        assert found.replay.tokens_delta_mean == 0
+        assert found.replay.prefix_tokens_mean_after == found.replay.prefix_tokens_mean_before
