@@ -225,6 +225,8 @@ class Past:
         self._index = 0
         self.statuses: dict[str, str] = {}  # at the moment advanced to
         self.approved: set[str] = set()  # approved or corroborating then
+        # Erased since, and approved or corroborating then (as if never erased).
+        self.held: set[str] = set()
         self._then: dict[tuple[int, datetime | None, tuple[str, ...]], PlacedRecord] = {}
 
     def advance(self, moment: datetime) -> None:
@@ -233,12 +235,24 @@ class Past:
         while self._index < len(events) and events[self._index][0] <= moment:
             _at, rid, kind = events[self._index]
             self._index += 1
-            status = PromotionStatus.ERASED if rid in erased else STATUS_AFTER[kind]
+            status = STATUS_AFTER[kind]
+            if rid in erased:
+                if status in _APPROVED:
+                    self.held.add(rid)
+                else:
+                    self.held.discard(rid)
+                status = PromotionStatus.ERASED
             self.statuses[rid] = status
             if status in _APPROVED:
                 self.approved.add(rid)
             else:
                 self.approved.discard(rid)
+
+    def held_erased(self, moment: datetime) -> bool:
+        """Whether a memory erased since was approved at ``moment`` (advanced to): the
+        prompt delivered then may have held words the past no longer has."""
+        created = self.created
+        return any(rid in created and created[rid] <= moment for rid in self.held)
 
     def states(self, moment: datetime) -> list[PromotionState]:
         """Every record's promotion state at ``moment`` (advanced to), for the report."""

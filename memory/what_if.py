@@ -238,27 +238,50 @@ class _Delivered:
 
 def replay(agent: Agent, change: Change, last: int) -> Replay:
     """``change`` replayed over ``agent``'s last ``last`` deliveries (a fixed number of
-    queries: the deliveries, the revisions in force, the events and the placed records)."""
+    queries: the deliveries, the revisions in force, the events and the placed records).
+
+    A delivery that held a memory erased since (SPEC §15) cannot be composed again as it
+    was: the erased words are gone, and the past ``memory.as_of`` gives leaves the
+    memory out at every moment. Such a delivery is compared with its composition as of
+    its moment without the change (and so are its neighbours' cached prefixes), so an
+    erasure is never counted as the change's doing."""
     delivered = _last_deliveries(agent, last)
     if not delivered:
         return Replay(0, 0, None, None, None)
     first, newest = delivered[0].at, delivered[-1].at
-    configs = _Configs(agent, first, newest, change)
     walk = _Walk(agent, first, newest, change)
+    configs = _Configs(agent, first, newest, change, in_force=walk.erasures)
     texts = _Texts(agent, change)
-    replayed = [texts.of(*configs.at(moment.at), walk.until(moment.at)) for moment in delivered]
+    replayed: list[_Key] = []
+    # Where an erasure took words out of what was delivered, and beside it: each
+    # delivery as of its moment.
+    held: dict[int, tuple[tuple[Hashable, AgentConfig | None], list[PlacedRecord]]] = {}
+    erased: set[int] = set()
+    for i, moment in enumerate(delivered):
+        replayed.append(texts.of(*configs.at(moment.at), walk.until(moment.at)))
+        if walk.erasures:
+            held[i] = (configs.in_force(moment.at), walk.as_delivered(moment.at))
+            if walk.held_erased(moment.at):
+                erased.add(i)
+    redone = {
+        i: texts.of(*held[i][0], held[i][1], delivered=True)
+        for i in sorted({j for i in erased for j in (i - 1, i, i + 1)} & held.keys())
+    }
     ids = _memo_ids()
     tokens = [texts.tokens(key, ids) for key in replayed]
     return Replay(
         deliveries=len(delivered),
         changed=sum(
-            texts.sha256(key) != moment.prompt_sha256
-            for key, moment in zip(replayed, delivered, strict=True)
+            texts.sha256(key) != (texts.sha256(redone[i]) if i in erased else moment.prompt_sha256)
+            for i, (key, moment) in enumerate(zip(replayed, delivered, strict=True))
         ),
         tokens_delta_mean=mean(
-            [n - moment.tokens for n, moment in zip(tokens, delivered, strict=True)]
+            [
+                n - (texts.tokens(redone[i], ids) if i in erased else moment.tokens)
+                for i, (n, moment) in enumerate(zip(tokens, delivered, strict=True))
+            ]
         ),
-        prefix_tokens_mean_before=mean(_recorded_prefixes(delivered, ids)),
+        prefix_tokens_mean_before=mean(_recorded_prefixes(delivered, ids, texts, erased, redone)),
         prefix_tokens_mean_after=mean(
             _prefixes([texts.text(key) for key in replayed], ids, texts.cut)
         ),
@@ -283,13 +306,17 @@ def _last_deliveries(agent: Agent, last: int) -> list[_Delivered]:
 
 class _Configs:
     """The declarations in force at each moment of the window, moments asked in time
-    order (two queries; none for a config change, which applies at every moment)."""
+    order (two queries; none for a config change, which applies at every moment,
+    unless ``in_force``: deliveries are composed again as they were)."""
 
-    def __init__(self, agent: Agent, first: datetime, newest: datetime, change: Change) -> None:
+    def __init__(
+        self, agent: Agent, first: datetime, newest: datetime, change: Change, *, in_force: bool
+    ) -> None:
         self.agent = agent
         self.revisions: list[Revision] = []
         self.index = 0
-        if isinstance(change, ConfigChange):
+        self.everywhere = isinstance(change, ConfigChange)
+        if self.everywhere and not in_force:
             return
         rows = Revision.objects.filter(agent=agent).select_related("config")
         base = rows.filter(created_at__lte=first).order_by("-number").first()
@@ -299,8 +326,13 @@ class _Configs:
         self.revisions = [base, *later] if base is not None else []
 
     def at(self, moment: datetime) -> tuple[Hashable, AgentConfig | None]:
+        """The key of the config the change applies to at ``moment`` and the config
+        (None: the change's own, the same at every moment)."""
+        return ("", None) if self.everywhere else self.in_force(moment)
+
+    def in_force(self, moment: datetime) -> tuple[Hashable, AgentConfig | None]:
         """The key of the config in force at ``moment`` and the config (None: the
-        change's own, the same at every moment)."""
+        agent's as stored, when it has no revision)."""
         if not self.revisions:
             return "", None
         while (
@@ -330,6 +362,17 @@ class _Walk:
             for rid, move in moves.items()
             if rid in everyone and _lands(move)
         }
+        # Whether a memory saved in the window was erased since.
+        self.erasures = bool(self.past.erased)
+
+    def as_delivered(self, moment: datetime) -> list[PlacedRecord]:
+        """The placed records at ``moment`` (the last asked of ``until``) as of then,
+        without the change."""
+        return self.past.placed(moment, open_only=True)
+
+    def held_erased(self, moment: datetime) -> bool:
+        """Whether a memory approved at ``moment`` has been erased since."""
+        return self.past.held_erased(moment)
 
     def until(self, moment: datetime) -> list[PlacedRecord]:
         """The placed records composing at ``moment`` (windows open then), the change
@@ -357,8 +400,9 @@ class _Walk:
         return placed
 
 
-# The config in force and the placed records, by identity.
-_Key = tuple[Hashable, frozenset[int]]
+# The config in force, the placed records (by identity), and whether the change is left
+# out (a delivery as of its moment).
+_Key = tuple[Hashable, frozenset[int], bool]
 
 
 class _Texts:
@@ -377,10 +421,21 @@ class _Texts:
         # An agent with no revision at all (rows that never validated): as stored.
         self.fallback = config_of(agent)
 
-    def of(self, key: Hashable, config: AgentConfig | None, placed: list[PlacedRecord]) -> _Key:
-        found = (key, frozenset(map(id, placed)))
+    def of(
+        self,
+        key: Hashable,
+        config: AgentConfig | None,
+        placed: list[PlacedRecord],
+        *,
+        delivered: bool = False,
+    ) -> _Key:
+        """The replayed prompt of ``placed`` under ``config`` (keyed ``key``) with the
+        change applied; ``delivered``: without it, as of then."""
+        found = (key, frozenset(map(id, placed)), delivered)
         if found not in self.texts:
-            self.texts[found] = self._compose(config or self.fallback, placed)
+            config = config or self.fallback
+            declared = config if delivered else self._declared(config)
+            self.texts[found] = self._compose(declared, placed)
         return found
 
     def _declared(self, config: AgentConfig) -> AgentConfig:
@@ -391,8 +446,7 @@ class _Texts:
             found = self.declared[id(config)] = (config, changed_config(config, self.change))
         return found[1]
 
-    def _compose(self, config: AgentConfig, placed: list[PlacedRecord]) -> str:
-        declared = self._declared(config)
+    def _compose(self, declared: AgentConfig, placed: list[PlacedRecord]) -> str:
         background, _fold = apply_memory_overlay(
             declared.background,
             placed,
@@ -446,11 +500,21 @@ def _prefixes(
 
 
 def _recorded_prefixes(
-    delivered: list[_Delivered], ids: Callable[[str], Sequence[int]]
+    delivered: list[_Delivered],
+    ids: Callable[[str], Sequence[int]],
+    texts: _Texts,
+    erased: set[int],
+    redone: Mapping[int, _Key],
 ) -> list[int]:
     """Each delivery's recorded prefix after the first; a delivery recorded before the
-    figures were kept is measured against the one before it from the stored prompts."""
-    missing = [i for i in range(1, len(delivered)) if delivered[i].prefix_tokens is None]
+    figures were kept is measured against the one before it from the stored prompts,
+    and a pair one of which held a memory erased since (``erased``) between the two as
+    of their moments (``redone``)."""
+    missing = [
+        i
+        for i in range(1, len(delivered))
+        if delivered[i].prefix_tokens is None and not {i - 1, i} & erased
+    ]
     prompts: dict[int, str] = {}
     if missing:
         wanted = {delivered[i].composition_id for i in missing}
@@ -460,7 +524,10 @@ def _recorded_prefixes(
     found = []
     for i in range(1, len(delivered)):
         recorded = delivered[i].prefix_tokens
-        if recorded is None:
+        if {i - 1, i} & erased:
+            a, b = texts.text(redone[i - 1]), texts.text(redone[i])
+            recorded = shared_tokens(texts.cut(a), texts.cut(b), ids)
+        elif recorded is None:
             a = prompts[delivered[i - 1].composition_id]
             b = prompts[delivered[i].composition_id]
             recorded = shared_tokens(heading_segments(a), heading_segments(b), ids)

@@ -8,14 +8,14 @@ import itertools
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from lens.actors import Actor
@@ -39,6 +39,8 @@ from memory.core.what_if import (
 )
 from memory.decisions import decide, reopen, revoke
 from memory.deliveries.ledger import deliver
+from memory.erasure import erase_memory
+from memory.migration import apply_migration, migration_plan
 from memory.models import Delivery, Promotion, PromotionStatus
 from memory.registry import UnknownRoutingSpec
 from memory.saving import Saved, save_memory
@@ -395,35 +397,94 @@ def test_the_replay_reads_a_fixed_number_of_queries(
 # --- empty changes over random histories ----------------------------------------------
 
 _agents = itertools.count()
-OPS = ("fact", "preference", "approve", "reject", "revoke", "reopen", "revise", "deliver")
+OPS = (
+    "deliver",
+    "deliver",
+    "fact",
+    "preference",
+    "expiring",
+    "sight",
+    "approve",
+    "reject",
+    "revoke",
+    "reopen",
+    "revise",
+    "migrate",
+    "window",
+    "wait",
+    "erase",
+    "deliver",
+)
+# The tiers a revision gives the preferences section (None: not declared, so the
+# memories placed there decline, and a migration moves them out and back in).
+TIERS = (None, "guarded", "auto", "earned")
+
+
+class _Gate:
+    """The moment every window set to close soon closes at, and a delivery is never
+    made close to it: a delivery composes a moment before its ``delivered_at``, so a
+    window closing in between would be open in its prompt and closed as of its time
+    (the limit ``memory.as_of`` states)."""
+
+    MARGIN = timedelta(milliseconds=250)
+
+    def __init__(self) -> None:
+        self.at: datetime | None = None
+
+    def soon(self) -> datetime:
+        if self.at is None or self.at - timezone.now() < self.MARGIN:
+            self.passed()
+            self.at = timezone.now() + 2 * self.MARGIN
+        return self.at
+
+    def passed(self) -> None:
+        """Wait until the windows have closed."""
+        if self.at is not None:
+            time.sleep(max(0.0, (self.at - timezone.now()).total_seconds()) + 0.01)
+            self.at = None
+
+    def clear(self) -> None:
+        if self.at is not None and self.at - timezone.now() < self.MARGIN:
+            self.passed()
 
 
 def _random_history(team: Team, steps: list[tuple[str, int]]) -> Agent:
     slug = f"w{next(_agents)}"
-    config = memory_config()
-    create_agent(team, slug, config)
+    create_agent(team, slug, memory_config())
+    # Delivered first: what a first delivery loads once takes longer than a margin.
+    deliver(get_agent(team, slug), RUNTIME)
     reviewer = Actor(label="alice")
     saved: list[str] = []
+    gate = _Gate()
 
-    def pick(status: str, n: int) -> str | None:
+    def pick(status: str | None, n: int) -> str | None:
+        rows = Promotion.objects.filter(record_id__in=saved)
+        rows = rows.exclude(status=PromotionStatus.ERASED) if status is None else rows
         found = list(
-            Promotion.objects.filter(record_id__in=saved, status=status)
+            (rows if status is None else rows.filter(status=status))
             .order_by("record_id")
             .values_list("record_id", flat=True)
         )
         return found[n % len(found)] if found else None
 
+    def save(kind: str, content: str, label: str, **more: Any) -> None:
+        result = save_memory(
+            get_agent(team, slug),
+            MemoryInput(kind=kind, content=content, label=label, **more),
+            RUNTIME,
+        )
+        if isinstance(result, Saved):
+            saved.append(result.id)
+
     for op, n in [*steps, ("deliver", 0)]:
         agent = get_agent(team, slug)
         if op in ("fact", "preference"):
             kind = "profile" if op == "fact" else "preference"
-            result = save_memory(
-                agent,
-                MemoryInput(kind=kind, content=f"{op} {n}", label=f"{op[:4]}{n}-{len(saved)}"),
-                RUNTIME,
-            )
-            if isinstance(result, Saved):
-                saved.append(result.id)
+            save(kind, f"{op} {n}", f"{op[:4]}{n}-{len(saved)}")
+        elif op == "expiring":
+            save("profile", f"Away {n}", f"away{n}-{len(saved)}", valid_until=gate.soon())
+        elif op == "sight":  # seen again in a session: a sighting in an earned section
+            save("preference", "Likes jazz.", "music", session=f"s{n % 4}")
         elif op in ("approve", "reject") and (rid := pick(PromotionStatus.PENDING, n)):
             decide(rid, op == "approve", reviewer)
         elif op == "revoke" and (rid := pick(PromotionStatus.APPROVED, n)):
@@ -431,22 +492,58 @@ def _random_history(team: Team, steps: list[tuple[str, int]]) -> Agent:
         elif op == "reopen" and (rid := pick(PromotionStatus.REJECTED, n)):
             reopen(rid, reviewer)
         elif op == "revise":
-            changed = memory_config(persona=f"You are Wren, take {n}.")
+            changed = memory_config(TIERS[n % len(TIERS)], persona=f"You are Wren, take {n}.")
             store_config(team, slug, AgentConfig.model_validate(changed))
+        elif op == "migrate" and (plan := migration_plan(agent)).moves:
+            apply_migration(agent, plan.sha256, actor=reviewer, approve_guarded=n % 2 == 0)
+        elif op == "window" and (rid := pick(None, n)):
+            # A reviewer sets, moves or clears a window.
+            until = (None, gate.soon(), timezone.now() + timedelta(days=n + 1))[n % 3]
+            change_validity(rid, until, reviewer)
+        elif op == "wait":
+            gate.passed()
+        elif op == "erase" and (rid := pick(None, n)):
+            erase_memory(rid, reviewer, "Asked to forget it.")
         elif op == "deliver":
+            gate.clear()
             deliver(agent, RUNTIME)
     return get_agent(team, slug)
 
 
 @settings(
-    max_examples=15,
+    max_examples=30,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 9)), min_size=1, max_size=20))
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 9)), min_size=1, max_size=24))
+# A window closing between two deliveries, cleared by a reviewer afterwards.
+@example([("fact", 0), ("expiring", 0), ("deliver", 0), ("wait", 0), ("deliver", 0), ("window", 3)])
+# One moved later, after it had closed.
+@example([("expiring", 0), ("deliver", 0), ("wait", 0), ("deliver", 0), ("window", 2)])
+# A delivered memory erased.
+@example([("fact", 1), ("deliver", 0), ("fact", 2), ("deliver", 0), ("erase", 0)])
+# Preferences dropped, migrated out, declared again and migrated back.
+@example(
+    [
+        ("preference", 1),
+        ("approve", 0),
+        ("deliver", 0),
+        ("revise", 0),
+        ("migrate", 0),
+        ("deliver", 0),
+        ("revise", 1),
+        ("migrate", 0),
+        ("deliver", 0),
+    ]
+)
+# Sightings in three sessions earn a memory its place.
+@example([("revise", 3), ("sight", 0), ("deliver", 0), ("sight", 1), ("sight", 2), ("deliver", 0)])
 def test_an_empty_change_replays_every_delivery_as_delivered(
     team: Team, steps: list[tuple[str, int]]
 ) -> None:
+    """Whatever happened between deliveries — saves, decisions, revisions, windows set,
+    moved, cleared and closing, migrations, erasures, sightings earning a memory its
+    place — an empty change reports nothing changed."""
     agent = _random_history(team, steps)
     config = config_of(agent)
     for change in (
@@ -502,3 +599,21 @@ def test_the_replay_judges_each_window_as_it_stood_then_as_as_of_does(
         assert found.replay.changed == 0
         assert found.replay.tokens_delta_mean == 0
         assert found.replay.prefix_tokens_mean_after == found.replay.prefix_tokens_mean_before
+
+
+def test_a_memory_erased_since_its_delivery_is_not_the_changes_doing(
+    team: Team, decider: Actor
+) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    name = remember(agent, "profile", "Mira", label="name")
+    delivered(agent)
+    pending = remember(agent, "preference", "Tea.", label="drink")
+    delivered(agent)
+    erase_memory(name, decider, "Asked to forget it.")
+    delivered(agent)
+    empty = what_if(fresh(agent), SpecChange("user-background"), 50)
+    assert (empty.replay.changed, empty.replay.tokens_delta_mean) == (0, 0)
+    assert empty.replay.prefix_tokens_mean_after == empty.replay.prefix_tokens_mean_before
+    # A real change still counts where it would have made a difference.
+    approving = what_if(fresh(agent), DecisionChange(pending, "approve"), 50)
+    assert approving.replay.changed == 2
