@@ -19,6 +19,7 @@ from typing import Literal, get_args
 from lens.core.background import Background
 from lens.core.config import AgentConfig
 from memory.core.composition import Composition
+from memory.core.explain import SHORT_WORDS
 
 Decision = Literal["approve", "reject", "revoke", "reopen"]
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
@@ -223,6 +224,22 @@ def mean(values: Sequence[float]) -> float | None:
 
 
 # --- in words ------------------------------------------------------------------------
+
+
+def fate_word(fate: str) -> str:
+    """A fate in a page's words: "in the prompt", or the reason said short."""
+    return "in the prompt" if fate == COMPOSED else SHORT_WORDS.get(fate, fate)
+
+
+@dataclass(frozen=True)
+class FateWords:
+    memory_id: str
+    before: str
+    after: str
+
+
+def fate_words(fate: MemoryFate) -> FateWords:
+    return FateWords(fate.memory_id, fate_word(fate.before), fate_word(fate.after))
 
 
 def _memories(n: int) -> str:

@@ -139,6 +139,7 @@ def test_every_page_line_writes_nothing(member: User, story: dict[str, Any]) -> 
         ("approving a queue row", f"/approvals/{story['ids']['pending']}/what-if/"),
         ("publishing a proposal", f"/proposals/{proposal.pk}/what-if/"),
         ("restoring a revision", "/agents/wren/revisions/1/what-if/"),
+        ("the restore confirmation", "/agents/wren/revisions/1/restore/"),
         (
             "the stability card's order",
             "/agents/wren/stability/what-if/?order=user_preferences,user_profile",
