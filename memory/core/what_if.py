@@ -273,3 +273,19 @@ def effect_phrases(found: WhatIf, subject: str | None = None) -> list[str]:
     else:
         phrases.append("no prompt delivered yet")
     return phrases
+
+
+def stability_sentence(found: WhatIf) -> str:
+    """The Cache stability card's line (SPEC §18.2): "would have changed 12 of the last
+    50 prompts; cached prefix 3,210 → 1,004 tokens" — the mean prefix between
+    consecutive prompts as delivered and as replayed, whole tokens with thousands
+    separators."""
+    replay = found.replay
+    if not replay.deliveries:
+        return "no prompt delivered yet"
+    plural = "s" if replay.deliveries != 1 else ""
+    said = f"would have changed {replay.changed:,} of the last {replay.deliveries:,} prompt{plural}"
+    before, after = replay.prefix_tokens_mean_before, replay.prefix_tokens_mean_after
+    if before is None or after is None:  # one delivery: no pair to share a prefix
+        return said
+    return f"{said}; cached prefix {round(before):,} \u2192 {round(after):,} tokens"

@@ -5,6 +5,7 @@ followed as a link), for members only, writing nothing; the queue stays query-fl
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -214,9 +215,16 @@ def test_the_stability_order_line_measures_the_order_it_is_given(
     member_client: Client, wren: Agent
 ) -> None:
     good = "/agents/wren/stability/what-if/?order=user_preferences,user_profile"
-    line = dom(member_client.get(good, headers=HTMX)).one("data-what-if")
-    assert "If applying:" in line.squashed
-    assert "Cached prefix" in line.squashed
+    answer = dom(member_client.get(good, headers=HTMX))
+    # In the card's words (SPEC §18.2): "would have changed 12 of the last 50 prompts;
+    # cached prefix 3,210 → 1,004 tokens".
+    said = answer.one("data-what-if-sentence").squashed
+    assert re.fullmatch(
+        r"This order would have changed \d+ of the last 3 prompts; "
+        r"cached prefix [\d,]+ → [\d,]+ tokens",
+        said,
+    ), said
+    assert answer.all("data-what-if-prefix") == []
     bad = "/agents/wren/stability/what-if/?order=user_profile"
     refused = dom(member_client.get(bad, headers=HTMX)).one("data-what-if-refused")
     assert "leaves out user_preferences" in refused.squashed
