@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from django.conf import settings
+from django.db.models import Q
 from pydantic import ValidationError
 
 from lens.agents import config_of
@@ -185,7 +186,13 @@ def _now(agent: Agent, config: AgentConfig, change: Change) -> tuple[Composition
     placed, unreadable = memories.placed, memories.unreadable
     moved = next((s.status for s in states if s.memory_id == change.memory_id), None)
     if moved == PromotionStatus.APPROVED:
-        found = placed_of(Promotion.objects.filter(agent=agent, record_id=change.memory_id))
+        # The memory, and its sightings (SPEC §19.1), which compose with it once it does.
+        found = placed_of(
+            Promotion.objects.filter(agent=agent).filter(
+                Q(record_id=change.memory_id)
+                | Q(corroborates_id=change.memory_id, status=PromotionStatus.CORROBORATES)
+            )
+        )
         placed = [*placed, *found.of(agent.pk)]
         unreadable = unreadable | found.unreadable.get(agent.pk, set())
     else:

@@ -23,6 +23,8 @@ from memory.decisions import decide
 from memory.deliveries.ledger import deliver
 from tests.api_calls import db_snapshot
 from tests.factories import (
+    VAULT_CONFIG,
+    approvals_config,
     create_agent,
     grant,
     logged_in,
@@ -269,3 +271,47 @@ def test_the_migration_page_loads_what_applying_the_plan_would_do(
     anonymous = Client().get(path)
     assert anonymous.status_code == 302
     assert anonymous["Location"].startswith("/accounts/login/")
+
+
+# --- a queue row's phrases, in words -------------------------------------------------
+
+
+def row_line(client: Client, record_id: str) -> str:
+    return dom(client.get(url(record_id), headers=HTMX)).one("data-what-if").squashed
+
+
+def test_a_row_says_the_memories_its_approval_pushes_out(
+    member_client: Client, team: Team, settings: Any
+) -> None:
+    """Room for one line: approving the newer memory pushes the older one out."""
+    settings.MEMORY_OVERLAY_BUDGET_CHARS = 20
+    agent = create_agent(team, "wren", memory_config())
+    remember(agent, "profile", "Mira", label="name")
+    deliver(get_agent(team, "wren"), Actor(label="runtime"))
+    theme = remember(agent, "preference", "Dark.", label="theme")
+    said = row_line(member_client, theme)
+    assert "pushes out 1 memory" in said, said
+    assert "1 of the last 1 prompt would change" not in said  # saved after it
+
+
+def test_a_row_says_when_its_memory_stays_out_and_why(member_client: Client, team: Team) -> None:
+    """An authored entry holds the address: approving it changes its status only."""
+    agent = create_agent(team, "wren", approvals_config())
+    theme = remember(agent, "preference", "Dark theme.", label="theme")
+    said = row_line(member_client, theme)
+    assert "stays out (authored-wins)" in said, said
+    assert "same tokens" in said
+
+
+def test_a_row_says_the_memories_its_approval_brings_in(
+    member_client: Client, team: Team, settings: Any
+) -> None:
+    """An earning memory seen twice since: approved by a reviewer, its sightings compose
+    with it."""
+    settings.EARNED_SIGHTINGS = 4
+    vault = create_agent(team, "vault", VAULT_CONFIG)
+    holder = remember(vault, "preference", "Likes jazz.", label="music", session="a")
+    remember(vault, "preference", "Likes jazz.", label="music", session="b")
+    remember(vault, "preference", "likes  JAZZ.", label="music", session="c")
+    said = row_line(member_client, holder)
+    assert "brings in 2 memories" in said, said
