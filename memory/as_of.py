@@ -161,7 +161,17 @@ class Past:
     - a holder's sightings (SPEC §19.1) are those saved and corroborating by then.
     """
 
-    def __init__(self, agent: Agent, first: datetime, newest: datetime | None = None) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        first: datetime,
+        newest: datetime | None = None,
+        *,
+        states: bool = True,
+    ) -> None:
+        """``states=False``: only what the placed records need (what-if's replay, which
+        composes prompts and no report): each record's reason and holder are not read,
+        and ``states`` is not asked."""
         newest = first if newest is None else newest
         saved = Promotion.objects.filter(agent=agent, record__created_at__lte=newest)
         self.created: dict[str, datetime] = {}
@@ -169,20 +179,26 @@ class Past:
         self.holders: dict[str, str] = {}
         self.windows: dict[str, datetime | None] = {}
         self.erased: set[str] = set()
-        for record_id, reason, status, holder, until, created in saved.values_list(
-            "record_id",
-            "reason",
-            "status",
-            "corroborates_id",
-            "record__valid_until",
-            "record__created_at",
-        ):
-            self.created[record_id] = created
-            self.reasons[record_id] = reason
-            self.windows[record_id] = until
-            if holder is not None:
-                self.holders[record_id] = holder
-            if status == PromotionStatus.ERASED:
+        if states:
+            for record_id, reason, status, holder, until, created in saved.values_list(
+                "record_id",
+                "reason",
+                "status",
+                "corroborates_id",
+                "record__valid_until",
+                "record__created_at",
+            ):
+                self.created[record_id] = created
+                self.reasons[record_id] = reason
+                self.windows[record_id] = until
+                if holder is not None:
+                    self.holders[record_id] = holder
+                if status == PromotionStatus.ERASED:
+                    self.erased.add(record_id)
+        else:
+            erased = saved.filter(status=PromotionStatus.ERASED)
+            for record_id, created in erased.values_list("record_id", "record__created_at"):
+                self.created[record_id] = created
                 self.erased.add(record_id)
         migrated = list(
             MigratedPromotion.objects.filter(
@@ -196,6 +212,10 @@ class Past:
         )
         everyone = {record.id: record for record in found.of(agent.pk)}
         self.everyone = everyone  # every placed row, with a section or not
+        if not states:  # what the placed rows hold is what the replay needs
+            for rid, record in everyone.items():
+                self.created[rid] = record.created_at
+                self.windows[rid] = record.valid_until
         self.live = {rid: record for rid, record in everyone.items() if record.section is not None}
         self._unreadable = found.unreadable.get(agent.pk, set())
         self.replaced: dict[str, list[_Replaced]] = {}
@@ -321,8 +341,10 @@ class Past:
         sightings = record.sightings
         if sightings:
             approved, created = self.approved, self.created
+            # Corroborating then (a sighting's first event is at its save); saved by
+            # then, where its time was read.
             sightings = tuple(
-                s for s in sightings if s in approved and s in created and created[s] <= moment
+                s for s in sightings if s in approved and created.get(s, moment) <= moment
             )
         if window == record.valid_until and sightings == record.sightings:
             return record

@@ -358,7 +358,7 @@ class _Walk:
     memory's status then, a migration's moves at every moment."""
 
     def __init__(self, agent: Agent, first: datetime, newest: datetime, change: Change) -> None:
-        self.past = Past(agent, first, newest)
+        self.past = Past(agent, first, newest, states=False)
         self.decision = change if isinstance(change, DecisionChange) else None
         moves = change.moves if isinstance(change, MovesChange) else {}
         everyone = self.past.everyone
