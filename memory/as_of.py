@@ -213,9 +213,9 @@ class Past:
         everyone = {record.id: record for record in found.of(agent.pk)}
         self.everyone = everyone  # every placed row, with a section or not
         if not states:  # what the placed rows hold is what the replay needs
-            for rid, record in everyone.items():
-                self.created[rid] = record.created_at
-                self.windows[rid] = record.valid_until
+            for rid, placed in everyone.items():
+                self.created[rid] = placed.created_at
+                self.windows[rid] = placed.valid_until
         self.live = {rid: record for rid, record in everyone.items() if record.section is not None}
         self._unreadable = found.unreadable.get(agent.pk, set())
         self.replaced: dict[str, list[_Replaced]] = {}
