@@ -168,10 +168,12 @@ class Past:
         newest: datetime | None = None,
         *,
         states: bool = True,
+        also: Iterable[str] = (),
     ) -> None:
         """``states=False``: only what the placed records need (what-if's replay, which
         composes prompts and no report): each record's reason and holder are not read,
-        and ``states`` is not asked."""
+        and ``states`` is not asked. ``also``: records to read as placed even when they
+        have no placement now (those a migration's what-if moves)."""
         newest = first if newest is None else newest
         saved = Promotion.objects.filter(agent=agent, record__created_at__lte=newest)
         self.created: dict[str, datetime] = {}
@@ -207,9 +209,8 @@ class Past:
             .order_by("migrated_at", "id")
             .values_list("record_id", "migrated_at", "section", "key", "key_source", "reason")
         )
-        found = placed_of(
-            saved.filter(Q(section__isnull=False) | Q(record_id__in={row[0] for row in migrated}))
-        )
+        unplaced = {row[0] for row in migrated} | set(also)
+        found = placed_of(saved.filter(Q(section__isnull=False) | Q(record_id__in=unplaced)))
         everyone = {record.id: record for record in found.of(agent.pk)}
         self.everyone = everyone  # every placed row, with a section or not
         if not states:  # what the placed rows hold is what the replay needs

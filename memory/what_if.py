@@ -358,9 +358,9 @@ class _Walk:
     memory's status then, a migration's moves at every moment."""
 
     def __init__(self, agent: Agent, first: datetime, newest: datetime, change: Change) -> None:
-        self.past = Past(agent, first, newest, states=False)
-        self.decision = change if isinstance(change, DecisionChange) else None
         moves = change.moves if isinstance(change, MovesChange) else {}
+        self.past = Past(agent, first, newest, states=False, also=moves)
+        self.decision = change if isinstance(change, DecisionChange) else None
         everyone = self.past.everyone
         # Each moved memory where the move puts it (a move that lands nowhere: absent).
         self.moved = {rid for rid in moves if rid in everyone}
