@@ -270,7 +270,6 @@ def revision_diff_download(request: AppRequest, slug: str, number: int, part: st
 
 @require_http_methods(["GET", "POST"])
 @login_required
-@costly
 def revision_restore(request: AppRequest, slug: str, number: int) -> HttpResponse:
     """GET: the restore confirmation, with what restoring revision ``number`` would do
     (SPEC §18.2): the token change now, the memories whose fate changes, how many of
@@ -320,6 +319,7 @@ def revision_restore(request: AppRequest, slug: str, number: int) -> HttpRespons
 FATES_SHOWN = 20
 
 
+@costly  # the what-if replays the last deliveries; confirming it is not costly
 def _restore_confirmation(request: AppRequest, slug: str, number: int) -> HttpResponse:
     """The confirmation step: nothing changes until Confirm restore is posted. Any
     member sees it (404 for anyone else); the button is for those who may restore."""
