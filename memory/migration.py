@@ -10,7 +10,10 @@ into ``MigratedPromotion`` (status ``migrated``), then the live row is updated i
 with the new placement, spec, tier and outcome, as a save would commit it. Its events
 are a ``migrated`` event (both addresses) and the outcome a save writes (``promoted``,
 ``queued`` or ``declined``; ``approved`` by the reviewer who applied it at the page for
-a move into a guarded section), so the status as of any moment still reads from events.
+a move that waits for a person: into a guarded section, or an instruction-shaped one
+into an auto section), so the status as of any moment still reads from events. A move
+into an earned section stays ``pending`` (``earning``, or ``instruction-shaped``) however
+it is applied.
 """
 
 from __future__ import annotations
@@ -225,7 +228,8 @@ def apply_migration(
 ) -> Applied:
     """Apply the plan whose hash is ``plan_sha256`` (only the moves of ``memory_ids``,
     when given), in one transaction. ``approve_guarded``: the actor is a reviewer
-    applying it at the page, and approves the moves into guarded sections by that act.
+    applying it at the page, and approves by that act the moves that wait for a person
+    (into guarded sections, and instruction-shaped ones into auto sections).
 
     Raises PlanChanged, NotInPlan, MoveNeedsAnother, TooManyMoves or
     MigrationNeedsReviewer; then nothing has changed.
@@ -363,8 +367,17 @@ def _write_renewed(rows: Sequence[Promotion], current: Plan, at: datetime) -> No
             cursor.execute(sql, params)
 
 
+# The tiers whose waiting moves a reviewer's apply at the page approves: a guarded
+# section waits for a person, and so does an instruction-shaped memory the system would
+# have approved into an auto one (SPEC §19.4: never without a person; the reviewer is
+# that person, and the page shows each such move's signals before the act). An earned
+# section waits for sightings instead (SPEC §19.1): applying never approves a move into
+# one, whatever its content; a reviewer decides such a memory in the queue.
+_APPROVED_BY_THE_ACT = frozenset({"guarded", "auto"})
+
+
 def _status(move: Move, approve_guarded: bool) -> str:
-    if move.outcome == "pending" and approve_guarded and move.tier == "guarded":
+    if move.outcome == "pending" and approve_guarded and move.tier in _APPROVED_BY_THE_ACT:
         return PromotionStatus.APPROVED
     return move.outcome
 
