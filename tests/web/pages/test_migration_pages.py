@@ -224,3 +224,22 @@ def test_an_instruction_into_a_guarded_section_is_marked_too(
         "section is guarded." in words_of(text, order)
     )
     assert '<mark data-signal="imperative">Never</mark>' in text
+
+
+def test_the_memory_page_tells_a_migration_in_words(
+    team: Team, settings: Any, reviewer: User, viewer_client: Client
+) -> None:
+    agent, ids = migration_story(team, settings)
+    found = migration_plan(agent)
+    client = logged_in(reviewer, enforce_csrf_checks=False)
+    client.post(APPLY, form(agent, apply="all"))
+    text = viewer_client.get(f"/memories/{ids['theme']}/").content.decode()
+    start = text.index('<li data-event="migrated">')
+    line = " ".join(re.sub(r"<[^>]+>", " ", text[start : text.index("</li>", start)]).split())
+    moment = MemoryEvent.objects.get(record_id=ids["theme"], kind=EventKind.MIGRATED).at
+    assert line == (
+        "migrated Moved from User Preferences › theme to Preferences › theme on "
+        f"{moment:%Y-%m-%d %H:%M:%S} by mira (routing spec user-background version 2; approved)"
+    )
+    assert "{&#x27;section&#x27;" not in text
+    assert found.move_of(ids["theme"]) is not None
