@@ -176,16 +176,25 @@ def migration_plan(agent: Agent, ctx: RoutingContext | None = None) -> Plan:
     return plan(committed_rows(agent), get_spec(agent.routing_spec), declared)
 
 
-# Recent "N memories would move" counts, by what they depend on (``moving_count``).
-_COUNTS: OrderedDict[tuple[object, ...], int] = OrderedDict()
+@dataclass(frozen=True)
+class PlanCounts:
+    """How many memories the plan would move, and how many of its moves are conflicts
+    (their new address is held, so they stay)."""
+
+    moves: int = 0
+    conflicts: int = 0
+
+
+# Recent plan counts, by what they depend on (``plan_counts``).
+_COUNTS: OrderedDict[tuple[object, ...], PlanCounts] = OrderedDict()
 _COUNTS_MAX = 256
 
 
-def moving_count(agent: Agent, ctx: RoutingContext) -> int:
-    """How many memories the plan would move (its conflicts left out), for the lens's
-    line: one query while nothing it depends on changed, else the plan's.
+def plan_counts(agent: Agent, ctx: RoutingContext) -> PlanCounts:
+    """How many memories the plan would move and how many cannot, for the lens's line:
+    one query while nothing it depends on changed, else the plan's.
 
-    The count depends on the routing spec (its key and version), the declarations
+    The counts depend on the routing spec (its key and version), the declarations
     (``ctx``) and the agent's promotion rows and records, and every change of those
     writes a memory event (a save, a decision, a supersession, an erasure, a
     migration): so the newest event stands for them. The migration page and the API
@@ -193,7 +202,7 @@ def moving_count(agent: Agent, ctx: RoutingContext) -> int:
     """
     spec = get_spec(agent.routing_spec)
     if spec is None:
-        return 0
+        return PlanCounts()
     newest = (
         MemoryEvent.objects.filter(agent=agent)
         .order_by("-at", "-id")
@@ -201,16 +210,23 @@ def moving_count(agent: Agent, ctx: RoutingContext) -> int:
         .first()
     )
     if newest is None:
-        return 0
+        return PlanCounts()
     fingerprint = (agent.pk, spec.key, spec.version, ctx, newest)
-    if (count := _COUNTS.get(fingerprint)) is not None:
+    if (counts := _COUNTS.get(fingerprint)) is not None:
         _COUNTS.move_to_end(fingerprint)
-        return count
-    count = sum(1 for move in plan(committed_rows(agent), spec, ctx).moves if move.moves)
-    _COUNTS[fingerprint] = count
+        return counts
+    moves = plan(committed_rows(agent), spec, ctx).moves
+    movers = sum(1 for move in moves if move.moves)
+    counts = PlanCounts(movers, len(moves) - movers)
+    _COUNTS[fingerprint] = counts
     while len(_COUNTS) > _COUNTS_MAX:
         _COUNTS.popitem(last=False)
-    return count
+    return counts
+
+
+def moving_count(agent: Agent, ctx: RoutingContext) -> int:
+    """How many memories the plan would move (its conflicts left out)."""
+    return plan_counts(agent, ctx).moves
 
 
 def may_review(user: object) -> bool:

@@ -243,3 +243,27 @@ def test_the_memory_page_tells_a_migration_in_words(
     )
     assert "{&#x27;section&#x27;" not in text
     assert found.move_of(ids["theme"]) is not None
+
+
+def test_the_lens_says_when_the_plan_holds_only_moves_that_cannot_be_made(
+    team: Team, settings: Any, viewer_client: Client
+) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    remember(agent, "profile", "Mira", label="name")
+    remember(agent, "profile", "Lives in Gdansk", label="city")
+    settings.MEMORY_ROUTING_SPECS = V2_SPECS
+    store_config(team, "wren", AgentConfig.model_validate(v2_config()))
+    # Saved under version 2: each takes the address the older memory would move to.
+    remember(agent, "profile", "Mira Nowak", label="name")
+    remember(agent, "profile", "Lives in Sopot", label="city")
+    found = migration_plan(Agent.objects.get(pk=agent.pk))
+    assert [move.outcome for move in found.moves] == ["conflict", "conflict"]
+    text = viewer_client.get("/agents/wren/").content.decode()
+    start = text.index("data-migration-conflicts")
+    line = " ".join(re.sub(r"<[^>]+>", " ", text[start : text.index("</p>", start)]).split())
+    assert line.endswith(
+        "2 memories can't move under the routing spec and sections in use now: their new "
+        "address is taken."
+    )
+    assert f'<a href="{PAGE}">2 memories can\'t move</a>' in text
+    assert "would move" not in text
