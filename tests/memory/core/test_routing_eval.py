@@ -18,6 +18,7 @@ from memory.core.routing import (
     Placement,
     RoutableRecord,
     RoutingContext,
+    RoutingSpec,
 )
 from memory.core.routing_eval import (
     CASES_MAX,
@@ -181,7 +182,7 @@ class ByTagAndLabel:
 BY_TAG_AND_LABEL = ByTagAndLabel()
 # Every registered spec (``MEMORY_ROUTING_SPECS``: the presets) and one routing by tag
 # and label, each with the sections it may route to.
-SPECS = {
+SPECS: dict[str, tuple[RoutingSpec, list[str]]] = {
     "user-background": (USER_BACKGROUND, [s.id for s in USER_BACKGROUND.sections]),
     "project": (PROJECT, [s.id for s in PROJECT.sections]),
     "by-tag-and-label": (BY_TAG_AND_LABEL, ["inbox", "user_preferences", "user_profile"]),
