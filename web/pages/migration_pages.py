@@ -181,7 +181,8 @@ def migration_apply(request: AppRequest, slug: str) -> HttpResponse:
     agent = get_agent_for_user(request, slug)
     if not may_review(request.user):
         raise PermissionDenied(
-            f"Applying a migration approves its guarded moves: it needs {REVIEWER_PERMISSION}."
+            f"Applying a migration approves its moves that wait for a person: it needs "
+            f"{REVIEWER_PERMISSION}."
         )
     back = redirect(reverse("agent-migration", args=[agent.slug]))
     if request.POST.get("confirm") != "yes":
