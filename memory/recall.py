@@ -67,8 +67,8 @@ def _candidates(records: QuerySet[MemoryRecord]) -> list[Candidate]:
 
 def _by_a_person(status: str | None, decider: int | None) -> bool:
     """Whether a promotion is approved by a person: the row names who decided. The
-    system's approvals (an auto section, an earned section's sightings, re-promotion)
-    name nobody."""
+    system's approvals (an auto section, an earned section's sightings, a migration's
+    move into an auto section) name nobody."""
     return status == PromotionStatus.APPROVED and decider is not None
 
 
