@@ -189,6 +189,9 @@ def _admitted(
             and _when(record.valid_until) <= moment
         ):
             drops.append(Drop(record.id, "expired"))
+            # Its sightings leave with it (reported ``corroborating``, as in every
+            # other drop of a holder): none is in a fragment, so none may go unreported.
+            drops.extend(Drop(mid, "expired") for mid in record.sightings)
             continue
         authored = open_keys.get(record.section)
         if authored is not None and not (authored and key_skeleton(record.key) in authored):

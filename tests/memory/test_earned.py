@@ -9,12 +9,14 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 
 from lens.actors import SYSTEM, Actor
 from lens.models import AuditEvent, Membership, Team
 from memory.as_of import compose_as_of
 from memory.bundles.exporting import export_bundle
 from memory.bundles.importing import import_bundle
+from memory.composition import compose
 from memory.core.records import MemoryInput
 from memory.decisions import decide
 from memory.explain import explain_memory
@@ -207,3 +209,29 @@ def test_sightings_of_an_earning_memory_that_reads_as_an_instruction_never_appro
     row = promotion_of(holder)
     assert (row.status, row.reason) == ("pending", "instruction-shaped")
     assert all(holder not in ids for ids in memory_ids(vault))
+
+
+def test_the_sightings_of_an_expired_memory_are_reported_not_lost(vault: Any) -> None:
+    """SPEC §5.6 "none silent" with §19.2: a holder dropped ``expired`` takes its
+    sightings out of the prompt with it, and the report names each of them."""
+    window = timezone.now() + timedelta(days=1)
+    holder = save_memory(
+        vault,
+        MemoryInput(
+            kind="preference", content="Likes jazz.", label="music", session="a", valid_until=window
+        ),
+        SYSTEM,
+    )
+    assert isinstance(holder, Saved)
+    first = music(vault, session="b")
+    second = music(vault, session="c")
+    assert promotion_of(holder.id).status == "approved"
+    assert memory_ids(vault) == [tuple(sorted((holder.id, first, second)))]
+    later = compose(vault, now=timezone.now() + timedelta(days=2))
+    assert [s.memory_ids for s in later.prompt.sections if s.memory_ids] == []
+    assert {d.memory_id: d.reason for d in later.report.drops} == {
+        holder.id: "expired",
+        first: "corroborating",
+        second: "corroborating",
+    }
+    assert later.report.stats.composed == 0

@@ -59,6 +59,19 @@ def test_an_expired_memory_leaves_its_address_to_the_next_newest() -> None:
     assert reasons(report) == {"m2": "expired"}
 
 
+def test_an_expired_holder_takes_its_sightings_out_and_reports_them() -> None:
+    holder = replace(until(placed("m1", key="music"), 100), sightings=("s1", "s2"))
+    composed, fold = apply_memory_overlay(NOTES, [holder], now=at(100))
+    assert composed_ids(composed) == []
+    assert reasons(fold) == {"m1": "expired", "s1": "corroborating", "s2": "corroborating"}
+    states = [
+        PromotionState("m1", "approved", valid_until=at(100)),
+        PromotionState("s1", "corroborates", holder="m1"),
+        PromotionState("s2", "corroborates", holder="m1"),
+    ]
+    assert reasons(routing_report(states, fold, now=at(100))) == reasons(fold)
+
+
 def test_the_report_judges_expiry_right_after_superseded_for_every_status() -> None:
     moment = T0 + timedelta(days=1)
     gone = T0
