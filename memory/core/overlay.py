@@ -148,6 +148,10 @@ def _fold(
     records = _unique(placed)
     sighted = _claim_sightings(records)
     drops: list[Drop] = []
+    if sighted and now is not None:
+        # Sightings whose own window has closed leave their holder's line first, and
+        # stay ``expired`` whatever becomes of the holder.
+        sighted -= _lapsed_sightings(records, _when(now), drops)
     survivors = _admitted(background, records, drops, now)
     buckets = _candidates(survivors, spec, drops)
     _finalize(spec, records, buckets, drops)
@@ -357,6 +361,27 @@ def _claim_sightings(records: dict[str, PlacedRecord]) -> set[str]:
             if mine != record.sightings:
                 records[rid] = replace(record, sightings=mine)
     return set(claimed)
+
+
+def _lapsed_sightings(
+    records: dict[str, PlacedRecord], moment: float, drops: list[Drop]
+) -> set[str]:
+    """Drop ``expired`` each claimed sighting whose own window has closed at ``moment``
+    and take it out of its holder's sightings (rewriting ``records``); answer their ids."""
+    lapsed: set[str] = set()
+    for rid, record in list(records.items()):
+        if not record.sighting_windows or not record.sightings:
+            continue
+        mine = set(record.sightings)
+        gone = {
+            sid for sid, until in record.sighting_windows if sid in mine and _when(until) <= moment
+        }
+        if gone:
+            drops.extend(Drop(sid, "expired") for sid in gone)
+            lapsed |= gone
+            kept = tuple(sid for sid in record.sightings if sid not in gone)
+            records[rid] = replace(record, sightings=kept)
+    return lapsed
 
 
 def _unique(placed: Iterable[PlacedRecord]) -> dict[str, PlacedRecord]:

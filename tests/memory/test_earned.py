@@ -22,7 +22,7 @@ from memory.decisions import decide
 from memory.explain import explain_memory
 from memory.models import MemoryRecord, Promotion
 from memory.preview import preview_save
-from memory.saving import Conflict, Saved, save_memory
+from memory.saving import Conflict, InvalidValidUntil, Saved, save_memory
 from tests.factories import (
     VAULT_CONFIG,
     agent_state,
@@ -235,3 +235,49 @@ def test_the_sightings_of_an_expired_memory_are_reported_not_lost(vault: Any) ->
         second: "corroborating",
     }
     assert later.report.stats.composed == 0
+
+
+def test_a_sighting_keeps_its_own_window_and_leaves_the_line_when_it_closes(vault: Any) -> None:
+    """A sighting saved with ``valid_until`` stores it (nothing of a save is silently
+    lost); once it closes, that sighting alone leaves its holder's line, ``expired``."""
+    holder = music(vault, session="a")
+    window = timezone.now() + timedelta(days=1)
+    sighting = save_memory(
+        vault,
+        MemoryInput(
+            kind="preference", content="likes jazz.", label="music", session="b", valid_until=window
+        ),
+        SYSTEM,
+    )
+    assert isinstance(sighting, Saved)
+    assert MemoryRecord.objects.get(pk=sighting.id).valid_until == window
+    assert promotion_of(sighting.id).corroborates_id == holder
+    third = music(vault, session="c")
+    assert memory_ids(vault) == [tuple(sorted((holder, sighting.id, third)))]
+    later = compose(vault, now=window)
+    assert [s.memory_ids for s in later.prompt.sections if s.memory_ids] == [
+        tuple(sorted((holder, third)))
+    ]
+    assert {d.memory_id: d.reason for d in later.report.drops} == {sighting.id: "expired"}
+    assert later.report.stats.composed == 2
+    # As of a moment after it closed, the same.
+    then = compose_as_of(vault, window + timedelta(seconds=1))
+    assert {d.memory_id: d.reason for d in then.report.drops} == {sighting.id: "expired"}
+
+
+def test_a_sighting_with_a_past_window_is_refused(vault: Any) -> None:
+    music(vault, session="a")
+    before = MemoryRecord.objects.count()
+    with pytest.raises(InvalidValidUntil):
+        save_memory(
+            vault,
+            MemoryInput(
+                kind="preference",
+                content="Likes jazz.",
+                label="music",
+                session="b",
+                valid_until=timezone.now() - timedelta(seconds=1),
+            ),
+            SYSTEM,
+        )
+    assert MemoryRecord.objects.count() == before
