@@ -281,3 +281,29 @@ def test_a_sighting_with_a_past_window_is_refused(vault: Any) -> None:
             SYSTEM,
         )
     assert MemoryRecord.objects.count() == before
+
+
+def test_the_preview_says_a_sighting_would_earn_its_memory_its_place(vault: Any) -> None:
+    holder = music(vault, session="a")
+    music(vault, session="b")
+    preview = preview_save(
+        vault, MemoryInput(kind="preference", content="Likes jazz.", label="music", session="c")
+    )
+    assert (preview.outcome, preview.reason, preview.would_compose) == ("approved", "earned", True)
+    assert (preview.corroborates, preview.sessions, preview.needed_sessions) == (holder, 3, 3)
+    # A session seen already earns nothing.
+    again = preview_save(
+        vault, MemoryInput(kind="preference", content="Likes jazz.", label="music", session="b")
+    )
+    assert (again.outcome, again.reason, again.sessions) == ("pending", "earning", 2)
+
+
+def test_the_preview_of_a_sighting_of_a_composed_memory_says_it_composes(vault: Any) -> None:
+    holder = music(vault, session="a")
+    music(vault, session="b")
+    music(vault, session="c")
+    preview = preview_save(
+        vault, MemoryInput(kind="preference", content="LIKES JAZZ.", label="music", session="d")
+    )
+    assert (preview.outcome, preview.reason, preview.would_compose) == ("approved", None, True)
+    assert (preview.corroborates, preview.sessions, preview.fold_reason) == (holder, 4, None)

@@ -96,7 +96,7 @@ def test_finding_expiries_is_one_query(
         assert wake_expired(timezone.now()) == 0
 
 
-def waiting_sweep() -> DBTaskResult:
+def waiting_sweep() -> DBTaskResult[[], int]:
     [sweep] = DBTaskResult.objects.filter(
         task_path=tasks.sweep.module_path, status=TaskResultStatus.READY
     )
