@@ -118,7 +118,8 @@ def apply_memory_overlay(
     """Compose ``placed`` into ``background``; report every record left out and why.
 
     ``now`` is the fold's time: a record whose ``valid_until`` is at or before it is
-    dropped ``expired``, before any other check. The fold reads no clock, so every
+    dropped ``expired``, before any other check, and so is a sighting whose own window
+    (``sighting_windows``) has closed: it leaves its holder's line, which stays. The fold reads no clock, so every
     composer passes it (its moment, for a composition as of a moment); without it (a
     pure computation with no time of its own, such as a test) nothing expires.
     """
