@@ -199,13 +199,20 @@ def _composed_at(agent: Agent, moment: datetime) -> Composition:
 
 
 def _windows_then(placed: Placed, agent_id: int, windows: dict[str, datetime | None]) -> Placed:
-    """``placed`` with each record's validity window as it stood then."""
-    kept = [
-        record
-        if record.valid_until == windows.get(record.id, record.valid_until)
-        else replace(record, valid_until=windows.get(record.id))
-        for record in placed.of(agent_id)
-    ]
+    """``placed`` with each record's validity window, and its sightings', as they
+    stood then."""
+    kept = []
+    for record in placed.of(agent_id):
+        until = windows.get(record.id, record.valid_until)
+        sighted = record.sighting_windows
+        if record.sightings:
+            sighted = tuple(
+                (sid, when) for sid in record.sightings if (when := windows.get(sid)) is not None
+            )
+        if until == record.valid_until and sighted == record.sighting_windows:
+            kept.append(record)
+        else:
+            kept.append(replace(record, valid_until=until, sighting_windows=sighted))
     return Placed({**placed.records, agent_id: kept}, placed.unreadable)
 
 

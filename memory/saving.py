@@ -360,6 +360,7 @@ def _commit_sighting(
     holder = lock_holder(holder_id)
     row = holder.promotion
     at = next_timestamp(agent)
+    check_valid_until(data.valid_until, at)
     record = MemoryRecord.objects.create(
         agent=agent,
         kind=data.kind,
@@ -368,6 +369,9 @@ def _commit_sighting(
         label=data.label,
         created_at=at,
         session=data.session,
+        # Its own window (SPEC §19.2): once it closes, this sighting leaves its holder's
+        # line (``expired``), whatever the holder's window.
+        valid_until=data.valid_until,
     )
     search.document(record).save()
     Promotion.objects.create(
