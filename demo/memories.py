@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import timedelta
+
+from django.utils import timezone
 
 from lens.actors import Actor
 from lens.models import Agent, ApiToken
@@ -23,6 +26,8 @@ class Demo:
     decision: str | None = None  # "approve" or "reject" (with a reason)
     reason: str = ""
     session: str | None = None  # the conversation it was saved in (earned sections)
+    # True for this long after seeding (``valid_until``, SPEC §19.2); None: no window.
+    valid_for: timedelta | None = None
 
 
 WREN = [
@@ -31,6 +36,13 @@ WREN = [
     Demo("profile", "Doug moved to Lisbon in March.", label="city", supersedes="city"),
     Demo("profile", "Works as a backend engineer at a logistics startup.", label="job"),
     Demo("profile", "Uses he/him pronouns.", label="pronouns"),
+    # True for a few days only: the lens marks it "expires in 5 days", then it leaves.
+    Demo(
+        "profile",
+        "Doug is at a conference in Berlin this week; message him rather than call.",
+        label="travel",
+        valid_for=timedelta(days=5),
+    ),
     Demo(
         "preference", "Wants reminders the evening before, never in the morning.", label="reminders"
     ),
@@ -242,6 +254,7 @@ def seed_memories(
             tags=list(demo.tags),
             supersedes=saved_ids.get(demo.supersedes) if demo.supersedes else None,
             session=demo.session,
+            valid_until=timezone.now() + demo.valid_for if demo.valid_for else None,
         )
         result = save_memory(agent, data, actor)
         if not isinstance(result, Saved):

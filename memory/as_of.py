@@ -217,6 +217,8 @@ class Past:
             for rid, placed in everyone.items():
                 self.created[rid] = placed.created_at
                 self.windows[rid] = placed.valid_until
+                for sid, until in placed.sighting_windows:
+                    self.windows[sid] = until
         self.live = {rid: record for rid, record in everyone.items() if record.section is not None}
         self._unreadable = found.unreadable.get(agent.pk, set())
         self.replaced: dict[str, list[_Replaced]] = {}
@@ -248,7 +250,10 @@ class Past:
         self.approved: set[str] = set()  # approved or corroborating then
         # Erased since, and approved or corroborating then (as if never erased).
         self.held: set[str] = set()
-        self._then: dict[tuple[int, datetime | None, tuple[str, ...]], PlacedRecord] = {}
+        self._then: dict[
+            tuple[int, datetime | None, tuple[str, ...], tuple[tuple[str, datetime], ...]],
+            PlacedRecord,
+        ] = {}
 
     def advance(self, moment: datetime) -> None:
         """Walk the status events up to ``moment`` (no earlier than the last asked)."""
@@ -339,7 +344,7 @@ class Past:
             if record is None:
                 return None
         window = self.window(record_id, moment)
-        sightings = record.sightings
+        sightings, sighted = record.sightings, record.sighting_windows
         if sightings:
             approved, created = self.approved, self.created
             # Corroborating then (a sighting's first event is at its save); saved by
@@ -347,12 +352,22 @@ class Past:
             sightings = tuple(
                 s for s in sightings if s in approved and created.get(s, moment) <= moment
             )
-        if window == record.valid_until and sightings == record.sightings:
+            # Each sighting's own window as it stood then.
+            sighted = tuple(
+                (sid, when) for sid in sightings if (when := self.window(sid, moment)) is not None
+            )
+        if (
+            window == record.valid_until
+            and sightings == record.sightings
+            and sighted == record.sighting_windows
+        ):
             return record
-        key = (id(record), window, sightings)
+        key = (id(record), window, sightings, sighted)
         found = self._then.get(key)
         if found is None:
-            found = self._then[key] = replace(record, valid_until=window, sightings=sightings)
+            found = self._then[key] = replace(
+                record, valid_until=window, sightings=sightings, sighting_windows=sighted
+            )
         return found
 
     def unreadable(self) -> set[str]:

@@ -10,7 +10,7 @@ them in a fixed number of queries however many memories there are.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
@@ -93,7 +93,7 @@ def explain_agent(
             reasons[memory_id] = None
         else:
             reasons[memory_id] = drops.get(memory_id, UNREADABLE)
-    context = _Context(agent, composition, rows, reasons, composed)
+    context = _Context(agent, composition, rows, reasons, composed, drops)
     found = {memory_id: explain(context.facts(rows[memory_id])) for memory_id in rows}
     for memory_id in (wanted or set()) - set(rows):
         found[memory_id] = explain(Facts(memory_id, reason=UNROUTED, agent=agent.slug))
@@ -225,9 +225,12 @@ class _Context:
         rows: dict[str, _Row],
         reasons: dict[str, str | None],
         composed: dict[str, tuple[str, str, str]],
+        drops: Mapping[str, str],
     ) -> None:
         self.agent = agent
         self.rows = rows
+        # Every drop's reason: a sighting's sentence says why the memory it saw is out.
+        self.drops = drops
         self.reasons = reasons
         self.composed = composed
         background = composition.background
@@ -436,6 +439,7 @@ class _Context:
                     "other_words": self.briefs.get(holder) if holder else None,
                     "seen": self.seen.get(holder) if holder else None,
                     "needed_sessions": earned_sightings(),
+                    "other_reason": self.drops.get(holder) if holder else None,
                 }
             case "erased":
                 by, at, why = self.erasures.get(row.memory_id, ("", None, ""))

@@ -10,7 +10,10 @@ into ``MigratedPromotion`` (status ``migrated``), then the live row is updated i
 with the new placement, spec, tier and outcome, as a save would commit it. Its events
 are a ``migrated`` event (both addresses) and the outcome a save writes (``promoted``,
 ``queued`` or ``declined``; ``approved`` by the reviewer who applied it at the page for
-a move into a guarded section), so the status as of any moment still reads from events.
+a move that waits for a person: into a guarded section, or an instruction-shaped one
+into an auto section), so the status as of any moment still reads from events. A move
+into an earned section stays ``pending`` (``earning``, or ``instruction-shaped``) however
+it is applied.
 """
 
 from __future__ import annotations
@@ -173,16 +176,25 @@ def migration_plan(agent: Agent, ctx: RoutingContext | None = None) -> Plan:
     return plan(committed_rows(agent), get_spec(agent.routing_spec), declared)
 
 
-# Recent "N memories would move" counts, by what they depend on (``moving_count``).
-_COUNTS: OrderedDict[tuple[object, ...], int] = OrderedDict()
+@dataclass(frozen=True)
+class PlanCounts:
+    """How many memories the plan would move, and how many of its moves are conflicts
+    (their new address is held, so they stay)."""
+
+    moves: int = 0
+    conflicts: int = 0
+
+
+# Recent plan counts, by what they depend on (``plan_counts``).
+_COUNTS: OrderedDict[tuple[object, ...], PlanCounts] = OrderedDict()
 _COUNTS_MAX = 256
 
 
-def moving_count(agent: Agent, ctx: RoutingContext) -> int:
-    """How many memories the plan would move (its conflicts left out), for the lens's
-    line: one query while nothing it depends on changed, else the plan's.
+def plan_counts(agent: Agent, ctx: RoutingContext) -> PlanCounts:
+    """How many memories the plan would move and how many cannot, for the lens's line:
+    one query while nothing it depends on changed, else the plan's.
 
-    The count depends on the routing spec (its key and version), the declarations
+    The counts depend on the routing spec (its key and version), the declarations
     (``ctx``) and the agent's promotion rows and records, and every change of those
     writes a memory event (a save, a decision, a supersession, an erasure, a
     migration): so the newest event stands for them. The migration page and the API
@@ -190,7 +202,7 @@ def moving_count(agent: Agent, ctx: RoutingContext) -> int:
     """
     spec = get_spec(agent.routing_spec)
     if spec is None:
-        return 0
+        return PlanCounts()
     newest = (
         MemoryEvent.objects.filter(agent=agent)
         .order_by("-at", "-id")
@@ -198,16 +210,23 @@ def moving_count(agent: Agent, ctx: RoutingContext) -> int:
         .first()
     )
     if newest is None:
-        return 0
+        return PlanCounts()
     fingerprint = (agent.pk, spec.key, spec.version, ctx, newest)
-    if (count := _COUNTS.get(fingerprint)) is not None:
+    if (counts := _COUNTS.get(fingerprint)) is not None:
         _COUNTS.move_to_end(fingerprint)
-        return count
-    count = sum(1 for move in plan(committed_rows(agent), spec, ctx).moves if move.moves)
-    _COUNTS[fingerprint] = count
+        return counts
+    moves = plan(committed_rows(agent), spec, ctx).moves
+    movers = sum(1 for move in moves if move.moves)
+    counts = PlanCounts(movers, len(moves) - movers)
+    _COUNTS[fingerprint] = counts
     while len(_COUNTS) > _COUNTS_MAX:
         _COUNTS.popitem(last=False)
-    return count
+    return counts
+
+
+def moving_count(agent: Agent, ctx: RoutingContext) -> int:
+    """How many memories the plan would move (its conflicts left out)."""
+    return plan_counts(agent, ctx).moves
 
 
 def may_review(user: object) -> bool:
@@ -225,7 +244,8 @@ def apply_migration(
 ) -> Applied:
     """Apply the plan whose hash is ``plan_sha256`` (only the moves of ``memory_ids``,
     when given), in one transaction. ``approve_guarded``: the actor is a reviewer
-    applying it at the page, and approves the moves into guarded sections by that act.
+    applying it at the page, and approves by that act the moves that wait for a person
+    (into guarded sections, and instruction-shaped ones into auto sections).
 
     Raises PlanChanged, NotInPlan, MoveNeedsAnother, TooManyMoves or
     MigrationNeedsReviewer; then nothing has changed.
@@ -363,8 +383,17 @@ def _write_renewed(rows: Sequence[Promotion], current: Plan, at: datetime) -> No
             cursor.execute(sql, params)
 
 
+# The tiers whose waiting moves a reviewer's apply at the page approves: a guarded
+# section waits for a person, and so does an instruction-shaped memory the system would
+# have approved into an auto one (SPEC §19.4: never without a person; the reviewer is
+# that person, and the page shows each such move's signals before the act). An earned
+# section waits for sightings instead (SPEC §19.1): applying never approves a move into
+# one, whatever its content; a reviewer decides such a memory in the queue.
+_APPROVED_BY_THE_ACT = frozenset({"guarded", "auto"})
+
+
 def _status(move: Move, approve_guarded: bool) -> str:
-    if move.outcome == "pending" and approve_guarded and move.tier == "guarded":
+    if move.outcome == "pending" and approve_guarded and move.tier in _APPROVED_BY_THE_ACT:
         return PromotionStatus.APPROVED
     return move.outcome
 

@@ -129,8 +129,9 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
     if keep is not None:
         rows = [row for row in rows if row[1] in keep]
     seen: dict[str, list[str]] = defaultdict(list)
+    windows: dict[str, list[tuple[str, datetime]]] = defaultdict(list)
     if any(row[10] is not None for row in rows):
-        seen = _sightings(rows, unreadable)
+        seen, windows = _sightings(rows, unreadable)
         rows = [row for row in rows if row[10] is None]
     all_tags = json_values([row[4] for row in rows])
     for (
@@ -158,15 +159,20 @@ def placed_of(promotions: QuerySet[Promotion], keep: Container[str] | None = Non
                 key_source=source or "content",
                 sightings=tuple(seen.get(rid, ())),
                 valid_until=_moment(until),
+                sighting_windows=tuple(windows.get(rid, ())),
             )
         )
     return Placed(placed, unreadable)
 
 
-def _sightings(rows: list[_PlacedRow], unreadable: dict[int, set[str]]) -> dict[str, list[str]]:
-    """The readable sightings among ``rows``, by the holder they corroborate."""
+def _sightings(
+    rows: list[_PlacedRow], unreadable: dict[int, set[str]]
+) -> tuple[dict[str, list[str]], dict[str, list[tuple[str, datetime]]]]:
+    """The readable sightings among ``rows``, by the holder they corroborate, and the
+    validity windows of those that have one, by holder too."""
     seen: dict[str, list[str]] = defaultdict(list)
-    for agent_id, rid, kind, content, _t, label, stamp, _s, _k, _src, holder, _u in rows:
+    windows: dict[str, list[tuple[str, datetime]]] = defaultdict(list)
+    for agent_id, rid, kind, content, _t, label, stamp, _s, _k, _src, holder, until in rows:
         if holder is None:
             continue
         try:
@@ -178,7 +184,10 @@ def _sightings(rows: list[_PlacedRow], unreadable: dict[int, set[str]]) -> dict[
             unreadable[agent_id].add(rid)
             continue
         seen[holder].append(rid)
-    return seen
+        window = _moment(until)
+        if window is not None:
+            windows[holder].append((rid, window))
+    return seen, windows
 
 
 SNIPPET_CHARS = 140

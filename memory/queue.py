@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from datetime import UTC
 from typing import Literal
 
 from django.conf import settings
@@ -27,7 +28,7 @@ from lens.core.text import value_text
 from lens.models import Agent, SectionDeclaration, Team
 from memory.core.impact import Baseline, Impact, Withdrawal, record_words
 from memory.core.routing import PlacedRecord
-from memory.core.sightings import distinct_sessions
+from memory.core.sightings import Sighting, counted, distinct_sessions
 from memory.models import EventKind, MemoryEvent, MemoryRecord, Promotion, PromotionStatus
 from memory.queries import Reopening, latest_reopenings, placed_records
 from memory.registry import get_spec
@@ -137,10 +138,34 @@ class QueueRow:
     # An earning memory's distinct sessions so far, and how many earn it its place.
     seen: int | None = None
     needed: int | None = None
+    # The sessions that count, oldest first, as the row names them: the session, or
+    # "day 2026-05-01" for a save that named none (its UTC day is its session).
+    sessions: tuple[str, ...] = ()
 
     @property
     def section_title(self) -> str | None:
         return self.section.title if self.section is not None else None
+
+    @property
+    def sessions_shown(self) -> tuple[str, ...]:
+        """The first few sessions, for a short line; ``sessions_more`` says the rest."""
+        return self.sessions[:SESSIONS_SHOWN]
+
+    @property
+    def sessions_more(self) -> int:
+        return max(0, len(self.sessions) - SESSIONS_SHOWN)
+
+
+# A queue row names at most this many of an earning memory's sessions, then "+N more".
+SESSIONS_SHOWN = 3
+
+
+def session_names(sightings: list[Sighting]) -> tuple[str, ...]:
+    """The counted sightings' sessions, oldest first, as a row names them."""
+    return tuple(
+        s.session if s.session is not None else f"day {s.created_at.astimezone(UTC).date()}"
+        for s in counted(sightings)
+    )
 
 
 def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
@@ -188,6 +213,7 @@ def queue_rows(promotions: list[Promotion]) -> list[QueueRow]:
                 reopened=reopened.get(record.pk),
                 seen=distinct_sessions(seen[record.pk]) if record.pk in seen else None,
                 needed=earned_sightings() if record.pk in seen else None,
+                sessions=session_names(seen[record.pk]) if record.pk in seen else (),
             )
         )
     return rows

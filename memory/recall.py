@@ -3,9 +3,15 @@ assemble them.
 
 Every read is bounded: at most ``CANDIDATES`` records per tier, and of each only as
 much content as could ever fit the budget.
+
+Each candidate says whether a person approved it (``Candidate.vouched``): the core holds
+back, in every tier, a memory that reads as an instruction to the model unless one did
+(SPEC §19.4).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from django.conf import settings
 from django.db.models import QuerySet
@@ -20,7 +26,7 @@ from memory.composition import recall_fold
 from memory.core.recall import Candidate, Recall, assemble_recall
 from memory.core.records import stored_problem
 from memory.core.tokenizer import terms
-from memory.models import MemoryRecord, PromotionStatus
+from memory.models import MemoryRecord, Promotion, PromotionStatus
 
 MESSAGE_MAX_CHARS = 4000
 # More candidates than could ever fit: each line costs at least 4 code points.
@@ -43,19 +49,45 @@ def _candidates(records: QuerySet[MemoryRecord]) -> list[Candidate]:
     longer reads as a record is skipped (SPEC §6.3)."""
     budget = settings.MEMORY_RECALL_BUDGET_CHARS
     rows = records.values_list(
-        "id", Substr("content", 1, budget + 1), Length("content"), "kind", "tags", "label"
+        "id",
+        Substr("content", 1, budget + 1),
+        Length("content"),
+        "kind",
+        "tags",
+        "label",
+        "promotion__status",
+        "promotion__decided_by",
     )[:CANDIDATES]
     return [
-        Candidate(record_id, head)
-        for record_id, head, length, kind, tags, label in rows
+        Candidate(record_id, head, vouched=_by_a_person(status, decider))
+        for record_id, head, length, kind, tags, label, status, decider in rows
         if stored_problem(kind, length, tags or [], label) is None
     ]
+
+
+def _by_a_person(status: str | None, decider: int | None) -> bool:
+    """Whether a promotion is approved by a person: the row names who decided. The
+    system's approvals (an auto section, an earned section's sightings, a migration's
+    move into an auto section) name nobody."""
+    return status == PromotionStatus.APPROVED and decider is not None
+
+
+def _approved_by_a_person(record_ids: list[str]) -> set[str]:
+    """Which of ``record_ids`` a person approved (one query by primary key)."""
+    return set(
+        Promotion.objects.filter(
+            record_id__in=record_ids,
+            status=PromotionStatus.APPROVED,
+            decided_by__isnull=False,
+        ).values_list("record_id", flat=True)
+    )
 
 
 def recall(agent: Agent, message: str) -> Recall:
     """What ``agent`` recalls for ``message``: profile memories, pinned candidates (when
     the agent opts in), approved memories the Background's budget left out (spilled),
-    then the memories the message's words find.
+    then the memories the message's words find; in none of them a memory that reads as
+    an instruction to the model and that no person approved (``Recall.held`` names them).
     """
     if len(message) > MESSAGE_MAX_CHARS:
         raise InvalidMessage(
@@ -80,6 +112,8 @@ def recall(agent: Agent, message: str) -> Recall:
     # One fold gives both what the prompt holds (never recalled) and what its budget
     # left out (spilled).
     fold = recall_fold(agent, CANDIDATES, now)
+    # The fold does not read who approved a memory: a spilled one is first taken as
+    # approved by the system, and asked about only if it is held (below).
     spilled = [Candidate(record.id, record.content) for record in fold.spilled]
     pinned: list[Candidate] = []
     if agent.recall_pinned_candidates:
@@ -105,12 +139,22 @@ def recall(agent: Agent, message: str) -> Recall:
     )
     by_id = {c.id: c for c in _candidates(hit_rows)}
     hits = [by_id[record_id] for record_id in hit_ids if record_id in by_id]
-    return assemble_recall(
-        profile,
-        pinned,
-        hits,
-        fold.composed_ids,
-        settings.MEMORY_RECALL_BUDGET_CHARS,
-        spilled=spilled,
-        spill_budget_chars=settings.MEMORY_RECALL_SPILL_CHARS,
-    )
+
+    def assemble(spilled: list[Candidate]) -> Recall:
+        return assemble_recall(
+            profile,
+            pinned,
+            hits,
+            fold.composed_ids,
+            settings.MEMORY_RECALL_BUDGET_CHARS,
+            spilled=spilled,
+            spill_budget_chars=settings.MEMORY_RECALL_SPILL_CHARS,
+        )
+
+    found = assemble(spilled)
+    # A spilled memory held as an instruction may be one a person approved: asked then
+    # (one query, none on the usual path), and the block assembled again with it.
+    held = [line.memory_id for line in found.held if line.tier == "spilled"]
+    if held and (vouched := _approved_by_a_person(held)):
+        found = assemble([replace(c, vouched=c.id in vouched) for c in spilled])
+    return found

@@ -11,6 +11,7 @@ the audit events with the head's hash and the team's webhook endpoints; ``COMMIT
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -37,6 +38,7 @@ from memory.core.routing import (
     placement_key,
     spec_key_source,
 )
+from memory.core.screening import Screen, screen
 from memory.core.sightings import same_content
 from memory.events import saved_details, write_events
 from memory.models import (
@@ -52,6 +54,11 @@ from memory.registry import get_spec
 from memory.sightings import HolderMoved, approve_earned, lock_holder, sightings_of
 
 CONFLICT_HINT = "supersede it or use a different label"
+
+# The screen a save applies (SPEC §19.4). A name of this module only so that the
+# benchmark can time a save without it (``bench/screening_bench.py``, a save's p50 with
+# against without); nothing else replaces it, and no setting turns it off.
+save_screen: Callable[[str], Screen] = screen
 
 
 class UnknownSupersedes(DomainError):
@@ -306,7 +313,7 @@ def _commit(agent: Agent, data: MemoryInput, actor: Actor, routed: Routed, at: d
         events.append(new_event(older.pk, agent.pk, EventKind.SUPERSEDED, actor, at, by=record.id))
 
     # Screened here, in the transaction: an instruction-shaped memory waits for a person.
-    outcome = screened(route_outcome(placement, routed.ctx), data.content)
+    outcome = screened(route_outcome(placement, routed.ctx), data.content, screener=save_screen)
     promotion = Promotion(
         record=record,
         agent=agent,
@@ -353,6 +360,7 @@ def _commit_sighting(
     holder = lock_holder(holder_id)
     row = holder.promotion
     at = next_timestamp(agent)
+    check_valid_until(data.valid_until, at)
     record = MemoryRecord.objects.create(
         agent=agent,
         kind=data.kind,
@@ -361,6 +369,9 @@ def _commit_sighting(
         label=data.label,
         created_at=at,
         session=data.session,
+        # Its own window (SPEC §19.2): once it closes, this sighting leaves its holder's
+        # line (``expired``), whatever the holder's window.
+        valid_until=data.valid_until,
     )
     search.document(record).save()
     Promotion.objects.create(

@@ -54,11 +54,25 @@ SPECIFIC_CODES: Mapping[str, str] = {
 }
 
 
+# Lists whose items are each validated as a save (SPEC §18.1: routing cases, §3.2): an
+# item's field earns the code that field earns in a save, ``cases.3.kind`` as ``kind``.
+SAVE_LISTS = frozenset({"cases"})
+
+
+def specific_code(loc: str) -> str:
+    """The code a problem at the dotted path ``loc`` earns (``invalid_request`` unless
+    its field has a more specific one)."""
+    parts = loc.split(".")
+    if len(parts) > 2 and parts[0] in SAVE_LISTS and parts[1].isdigit():
+        parts = parts[2:]
+    return SPECIFIC_CODES.get(parts[0], "invalid_request")
+
+
 def invalid_input(problems: Iterable[tuple[str, str]]) -> InvalidInput:
     """One error for a list of ``(loc, message)`` problems (``loc`` is a dotted path)."""
     described = [{"loc": loc or "body", "message": message} for loc, message in problems]
     first = described[0] if described else {"loc": "body", "message": "invalid request"}
-    code = SPECIFIC_CODES.get(first["loc"].split(".")[0], "invalid_request")
+    code = specific_code(first["loc"])
     message = f"{first['loc']}: {first['message']}"
     if first["message"] == "Field required":
         message = f"{first['loc']} is required"

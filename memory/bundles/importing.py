@@ -56,7 +56,9 @@ from memory.core.bundle_lines import (
     RevisionLine,
     RoutingCaseLine,
 )
+from memory.core.outcome import INSTRUCTION_SHAPED, system_may_approve
 from memory.core.routing_eval import CASES_MAX
+from memory.core.screening import screen
 from memory.deliveries.ledger import packed
 from memory.models import (
     HOLDING,
@@ -95,6 +97,9 @@ class Imported:
     # The bundle's declarations were not its newest revision's config (rows edited by
     # hand), so the import recorded them as a revision of its own (``via`` import).
     recorded_revision: bool
+    # Memories the file says the system approved that read as an instruction to the
+    # model: they came in pending, reason ``instruction-shaped`` (SPEC §19.4).
+    held: int = 0
 
     @property
     def counts(self) -> dict[str, int]:
@@ -191,6 +196,9 @@ class _Import:
         self.config: AgentConfig | None = None
         self.users: dict[str, int | None] = {}
         self.cases: list[tuple[int, RoutingCaseLine]] = []
+        # Memories the file says the system approved that read as instructions: they
+        # come in waiting for a person (``_instructions_the_system_approved``).
+        self.held = 0
 
     def run(self, lines: Iterable[Numbered]) -> Imported:
         writers: dict[str, Callable[[Sequence[Numbered]], None]] = {
@@ -232,7 +240,7 @@ class _Import:
                 },
             ),
         )
-        return Imported(agent, self.manifest, number, recorded)
+        return Imported(agent, self.manifest, number, recorded, self.held)
 
     @property
     def _agent_row(self) -> Agent:
@@ -370,14 +378,38 @@ class _Import:
         self._one_holder_per_address(items)
         self._holders_known(items)
         users = self._users(line.decided_by for _number, line in items)
-        Promotion.objects.bulk_create(
-            Promotion(
+        held = self._instructions_the_system_approved(items)
+        rows = []
+        for _number, line in items:
+            row = Promotion(
                 **_row_fields(line, agent, users),
                 status=line.status,
                 corroborates_id=line.corroborates,
             )
+            if line.memory_id in held:
+                # The rule of SPEC §19.4, applied again: the system never approves a
+                # memory that reads as an instruction, whatever a file says it did.
+                row.status, row.reason, row.decided_at = "pending", INSTRUCTION_SHAPED, None
+            rows.append(row)
+        Promotion.objects.bulk_create(rows)
+        self.held += len(held)
+
+    def _instructions_the_system_approved(
+        self, items: Sequence[tuple[int, PromotionLine]]
+    ) -> set[str]:
+        """The memories of ``items`` whose line says approved with no person as decider
+        (the system approved them: an auto section, sightings, or a save before the
+        screen existed) and whose content reads as an instruction to the model. Their
+        content is read back (one query, none when no line qualifies) and screened."""
+        unnamed = [
+            line.memory_id
             for _number, line in items
-        )
+            if line.status == "approved" and not line.decided_by
+        ]
+        if not unnamed:
+            return set()
+        contents = MemoryRecord.objects.filter(pk__in=unnamed).values_list("pk", "content")
+        return {pk for pk, content in contents if not system_may_approve(screen(content))}
 
     def _holders_known(self, items: Sequence[tuple[int, PromotionLine]]) -> None:
         """A sighting's holder is a memory of this agent on an earlier line (one query,

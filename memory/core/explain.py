@@ -31,7 +31,7 @@ GROUP_TITLES: dict[str, str] = {
     "undeclared-section": "Section not declared",
     "locked-section": "Locked section",
     "earning": "Earning its place",
-    "corroborating": "Seen again, still earning",
+    "corroborating": "Seen again, its memory not in the prompt",
     "awaiting-approval": "Waiting for approval",
     "rejected": "Rejected",
     "revoked": "Revoked",
@@ -51,7 +51,7 @@ SHORT_WORDS: dict[str, str] = {
     "undeclared-section": "section not declared",
     "locked-section": "locked section",
     "earning": "earning its place",
-    "corroborating": "seen again, still earning",
+    "corroborating": "seen again, its memory out",
     "awaiting-approval": "waiting for approval",
     "rejected": "rejected",
     "revoked": "revoked",
@@ -143,9 +143,12 @@ class Facts:
     reopened_by: str | None = None
     reopened_at: datetime | None = None
     # earning, corroborating: the distinct sessions that saved its content so far and
-    # how many it needs (SPEC §19.1); corroborating: ``other_id`` is the earning memory.
+    # how many it needs (SPEC §19.1); corroborating: ``other_id`` is the memory it saw
+    # again, and ``other_reason`` why that memory is not in the prompt (its drop reason:
+    # earning, awaiting-approval, over-budget, rejected, revoked, expired, ...).
     seen: int | None = None
     needed_sessions: int | None = None
+    other_reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -314,11 +317,16 @@ def _locked(facts: Facts) -> list[Piece]:
 
 
 def seen_in(seen: int | None, needed: int | None) -> str:
-    """ "seen in 2 of 3 sessions" (a sighting's count includes the memory itself)."""
+    """ "seen in 2 of 3 sessions" (a sighting's count includes the memory itself); once
+    the count has reached what earns a place, "seen in 5 sessions (3 earn a place)"."""
     if seen is None or needed is None:
         return "seen in too few sessions yet"
-    noun = "session" if needed == 1 else "sessions"
-    return f"seen in {seen} of {needed} {noun}"
+    if seen < needed:
+        noun = "session" if needed == 1 else "sessions"
+        return f"seen in {seen} of {needed} {noun}"
+    noun = "session" if seen == 1 else "sessions"
+    verb = "earns" if needed == 1 else "earn"
+    return f"seen in {seen} {noun} ({needed} {verb} a place)"
 
 
 def _earning(facts: Facts) -> list[Piece]:
@@ -332,18 +340,43 @@ def _earning(facts: Facts) -> list[Piece]:
     ]
 
 
+# Why the memory a sighting saw again is out, said of it: "It saw again X, which ...".
+_HOLDER_STATES: dict[str, str] = {
+    "awaiting-approval": "waits for a reviewer's approval",
+    "rejected": "a reviewer rejected",
+    "revoked": "a reviewer took out of the prompt",
+    "over-budget": "is approved but does not fit in the memory budget",
+    "authored-wins": "is approved but an authored entry holds its key",
+    "reconciled": "is approved but another memory won its place",
+    "expired": "has expired: its validity window has closed",
+    "superseded": "a newer memory replaced",
+    "erased": "was erased",
+    "undeclared-section": "is in a section this agent no longer declares",
+    "locked-section": "is in a section now locked",
+}
+
+
 def _corroborating(facts: Facts) -> list[Piece]:
+    """Worded by the state of the memory it saw again: still earning its place, or out
+    of the prompt for a reason of its own (approved but over budget, rejected, ...)."""
+    state = _HOLDER_STATES.get(facts.other_reason or "")
     if facts.other_id is None:
-        return [Piece(f"It saw again a memory still earning its place in {_section(facts)}.")]
+        if state is None:
+            return [Piece(f"It saw again a memory still earning its place in {_section(facts)}.")]
+        return [
+            Piece(
+                f"It saw again a memory that {state}; it joins that memory's line once it composes."
+            )
+        ]
     words = quoted(facts.other_words) if facts.other_words else facts.other_id
-    return [
-        Piece("It saw again "),
-        Piece(words, Link("memory", facts.other_id)),
-        Piece(
+    if state is None:
+        tail = (
             f", which is {seen_in(facts.seen, facts.needed_sessions)} and joins "
             f"{_section(facts)} once it has earned its place."
-        ),
-    ]
+        )
+    else:
+        tail = f", which {state}; this sighting joins its line once it is in the prompt."
+    return [Piece("It saw again "), Piece(words, Link("memory", facts.other_id)), Piece(tail)]
 
 
 def _awaiting(facts: Facts) -> list[Piece]:

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Literal
 
 from lens.core.background import Tier
-from memory.core.outcome import Outcome, route_outcome, screened
+from memory.core.outcome import INSTRUCTION_SHAPED, Outcome, route_outcome, screened
 from memory.core.routing import (
     KeySource,
     RoutableRecord,
@@ -34,6 +34,7 @@ from memory.core.routing import (
     evaluate,
     spec_key_source,
 )
+from memory.core.screening import screen
 
 MoveOutcome = Literal["approved", "pending", "declined", "conflict"]
 # The committed statuses a plan looks at: every other one (superseded, rejected,
@@ -91,6 +92,11 @@ class Move:
     key_source: KeySource | None
     # Whether its committed row holds ``source`` now (pending or approved).
     held: bool = False
+    # Whether a move that waits (``pending``) reads as an instruction to the model
+    # (SPEC §19.4): into an auto or earned section the screen made it wait (reason
+    # ``instruction-shaped``); into a guarded one it waits for its tier all the same, and
+    # the page warns the reviewer whose act would approve it. Not part of the API's move.
+    instruction: bool = False
 
     @property
     def moves(self) -> bool:
@@ -143,6 +149,7 @@ class _Wish:
     # row holds now: each worked out once, read on every pass.
     claims: str | None
     holds: str | None
+    instruction: bool
 
 
 def _routable(row: CommittedRow) -> RoutableRecord:
@@ -167,7 +174,14 @@ def _wish(row: CommittedRow, spec: RoutingSpec, ctx: RoutingContext) -> _Wish | 
     claims = None
     if target is not None and outcome.status in _HOLDING:
         claims = target.placement_key
-    return _Wish(row, target, outcome, source, claims, row.holds)
+    # Screened once more only for a move that waits for its tier: ``screened`` has
+    # judged every move the system would have approved.
+    instruction = outcome.reason == INSTRUCTION_SHAPED or (
+        outcome.status == "pending"
+        and outcome.reason is None
+        and screen(row.content).verdict == "instruction"
+    )
+    return _Wish(row, target, outcome, source, claims, row.holds, instruction)
 
 
 def plan(rows: Iterable[CommittedRow], spec: RoutingSpec | None, ctx: RoutingContext) -> Plan:
@@ -200,6 +214,7 @@ def plan(rows: Iterable[CommittedRow], spec: RoutingSpec | None, ctx: RoutingCon
             reason=wish.outcome.reason or "",
             key_source=wish.key_source,
             held=wish.holds is not None,
+            instruction=wish.instruction,
         )
         for wish in wishes
     )

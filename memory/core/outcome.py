@@ -8,6 +8,7 @@ model (``screened``, SPEC §19.4): saving, the preview, re-promotion and migrati
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -66,16 +67,22 @@ def system_may_approve(found: Screen) -> bool:
     return found.verdict != "instruction"
 
 
-def screened(outcome: Outcome, content: str, found: Screen | None = None) -> Outcome:
+def screened(
+    outcome: Outcome,
+    content: str,
+    found: Screen | None = None,
+    *,
+    screener: Callable[[str], Screen] = screen,
+) -> Outcome:
     """``outcome`` with the screen applied: an approval the system would make for an
     instruction-shaped ``content`` (at once, or on sightings) becomes ``pending`` with
     reason ``instruction-shaped`` (into the human queue); every other outcome is
-    unchanged. Pass ``found`` when the
-    content was screened already."""
+    unchanged. Pass ``found`` when the content was screened already; ``screener`` (the
+    screen by default) is asked only when the outcome is an approval to check."""
     # An approval the system makes now (auto), or one its sightings would make later
     # (earned, SPEC §19.1): either way a person decides an instruction instead.
     if outcome.status != "approved" and outcome.reason != "earning":
         return outcome
-    if system_may_approve(found if found is not None else screen(content)):
+    if system_may_approve(found if found is not None else screener(content)):
         return outcome
     return Outcome("pending", INSTRUCTION_SHAPED, outcome.tier)

@@ -118,7 +118,8 @@ def apply_memory_overlay(
     """Compose ``placed`` into ``background``; report every record left out and why.
 
     ``now`` is the fold's time: a record whose ``valid_until`` is at or before it is
-    dropped ``expired``, before any other check. The fold reads no clock, so every
+    dropped ``expired``, before any other check, and so is a sighting whose own window
+    (``sighting_windows``) has closed: it leaves its holder's line, which stays. The fold reads no clock, so every
     composer passes it (its moment, for a composition as of a moment); without it (a
     pure computation with no time of its own, such as a test) nothing expires.
     """
@@ -148,6 +149,10 @@ def _fold(
     records = _unique(placed)
     sighted = _claim_sightings(records)
     drops: list[Drop] = []
+    if sighted and now is not None:
+        # Sightings whose own window has closed leave their holder's line first, and
+        # stay ``expired`` whatever becomes of the holder.
+        sighted -= _lapsed_sightings(records, _when(now), drops)
     survivors = _admitted(background, records, drops, now)
     buckets = _candidates(survivors, spec, drops)
     _finalize(spec, records, buckets, drops)
@@ -189,6 +194,9 @@ def _admitted(
             and _when(record.valid_until) <= moment
         ):
             drops.append(Drop(record.id, "expired"))
+            # Its sightings leave with it (reported ``corroborating``, as in every
+            # other drop of a holder): none is in a fragment, so none may go unreported.
+            drops.extend(Drop(mid, "expired") for mid in record.sightings)
             continue
         authored = open_keys.get(record.section)
         if authored is not None and not (authored and key_skeleton(record.key) in authored):
@@ -354,6 +362,27 @@ def _claim_sightings(records: dict[str, PlacedRecord]) -> set[str]:
             if mine != record.sightings:
                 records[rid] = replace(record, sightings=mine)
     return set(claimed)
+
+
+def _lapsed_sightings(
+    records: dict[str, PlacedRecord], moment: float, drops: list[Drop]
+) -> set[str]:
+    """Drop ``expired`` each claimed sighting whose own window has closed at ``moment``
+    and take it out of its holder's sightings (rewriting ``records``); answer their ids."""
+    lapsed: set[str] = set()
+    for rid, record in list(records.items()):
+        if not record.sighting_windows or not record.sightings:
+            continue
+        mine = set(record.sightings)
+        gone = {
+            sid for sid, until in record.sighting_windows if sid in mine and _when(until) <= moment
+        }
+        if gone:
+            drops.extend(Drop(sid, "expired") for sid in gone)
+            lapsed |= gone
+            kept = tuple(sid for sid in record.sightings if sid not in gone)
+            records[rid] = replace(record, sightings=kept)
+    return lapsed
 
 
 def _unique(placed: Iterable[PlacedRecord]) -> dict[str, PlacedRecord]:

@@ -7,6 +7,13 @@ then search hits for the message. A memory already composed into the Background 
 repeated, and none appears twice: an earlier tier keeps it. Whole lines only, each
 ``- {collapse(content)}``, the heading counted in the budget; a line that does not fit
 is skipped and the walk goes on.
+
+No tier brings a memory that reads as an instruction to the model (SPEC §19.4) unless a
+person approved it: such a memory would reach the model through recall as surely as
+through the prompt. Each candidate that would otherwise take a line is screened (the
+screen is pure and linear in the content, and a candidate is screened at most once, so
+the work is bounded by the candidates given, never the store); one held back takes no
+budget and is named in ``Recall.held``.
 The shell (``memory/recall.py``) never offers a superseded, erased or expired memory
 (SPEC §19.2: a memory whose validity window has closed leaves recall as it leaves the
 prompt).
@@ -19,6 +26,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from lens.core.text import collapse
+from memory.core.screening import Screen, screen
 
 HEADING = "### Recalled Memories\n"
 DEFAULT_BUDGET_CHARS = 4000
@@ -36,6 +44,10 @@ TIERS: tuple[RecallTier, ...] = ("profile", "pinned", "spilled", "hits")
 class Candidate:
     id: str
     content: str
+    # A person approved this memory (its promotion is approved and names who decided):
+    # recalled whatever it reads like. The system's approvals (an auto section, earned
+    # sightings) never vouch for a memory's content this way.
+    vouched: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +57,23 @@ class RecallLine:
     text: str  # the whole line, bullet and newline included
 
 
+@dataclass(frozen=True, slots=True)
+class HeldLine:
+    """A line recall left out because its memory reads as an instruction to the model
+    and no person approved it: the tier that would have brought it, and why."""
+
+    memory_id: str
+    tier: RecallTier
+    content: str  # as screened: the screen's signals are spans of it
+    screen: Screen
+
+
 @dataclass(frozen=True)
 class Recall:
     lines: tuple[RecallLine, ...] = ()
+    # Left out as instructions (SPEC §19.4), in the order the walk met them: for the
+    # pages that explain recall; the block and its ids never hold them.
+    held: tuple[HeldLine, ...] = ()
 
     @property
     def text(self) -> str:
@@ -90,6 +116,7 @@ def assemble_recall(
         return Recall()
     seen = set(composed_ids)
     lines: list[RecallLine] = []
+    held: list[HeldLine] = []
     # The tiers with a sub-budget of their own, and what is left of it.
     tier_left: dict[RecallTier, int] = {
         "profile": profile_budget_chars,
@@ -110,9 +137,16 @@ def assemble_recall(
             own = tier_left.get(tier)
             if cost > left or (own is not None and cost > own):
                 continue
+            # Screened only now, when it would take a line: once a memory is seen it is
+            # neither screened nor offered again, held or recalled.
             seen.add(candidate.id)
+            if not candidate.vouched:
+                found = screen(candidate.content)
+                if found.verdict == "instruction":
+                    held.append(HeldLine(candidate.id, tier, candidate.content, found))
+                    continue
             left -= cost
             if own is not None:
                 tier_left[tier] = own - cost
             lines.append(RecallLine(candidate.id, tier, text))
-    return Recall(tuple(lines))
+    return Recall(tuple(lines), tuple(held))

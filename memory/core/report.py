@@ -50,8 +50,9 @@ DROP_REASON_HELP: dict[str, str] = {
     "locked-section": "Its section is locked: memory never fills it.",
     "earning": "Its section is earned: it enters the prompt once the same memory has been "
     "saved in enough distinct sessions.",
-    "corroborating": "It saw again a memory that is still earning its place; it joins that "
-    "memory's line once it composes.",
+    "corroborating": "It saw again a memory that is not in the prompt (still earning its "
+    "place, or left out for a reason of its own); it joins that memory's line once it "
+    "composes.",
     "awaiting-approval": "Its section is guarded: a person approves each memory before it "
     "enters the prompt.",
     "rejected": "A reviewer rejected it.",

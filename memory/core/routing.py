@@ -95,6 +95,9 @@ class PlacedRecord:
     sightings: tuple[str, ...] = ()
     # From this moment on the record is dropped ``expired`` (SPEC §19.2); None: never.
     valid_until: datetime | None = None
+    # The windows of those of its sightings that have one, (id, valid_until): from that
+    # moment the sighting leaves this line, dropped ``expired``.
+    sighting_windows: tuple[tuple[str, datetime], ...] = ()
 
     @property
     def placement_key(self) -> str:

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import itertools
 import json
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
+from unittest import mock
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from django.utils import timezone
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from lens.actors import Actor
@@ -26,6 +28,7 @@ from memory.decisions import decide, reopen, revoke
 from memory.deliveries.ledger import composition_data, deliver
 from memory.models import Delivery, Promotion, PromotionStatus
 from memory.saving import Saved, save_memory
+from memory.validity import change_validity
 from tests.api_calls import ApiClient, api_prompt_text, assert_error
 from tests.factories import memory_config
 
@@ -158,3 +161,122 @@ def test_as_of_before_the_agent_or_not_a_time_is_refused(api: ApiClient, team: T
     )
     for bad in ("yesterday", "1700000000", "2026-13-01T00:00:00Z"):
         assert_error(api.get(f"/api/agents/wren/composition?as_of={bad}"), 422, "invalid_request")
+
+
+# --- with time passing (SPEC §19.1, §19.2) --------------------------------------------
+
+
+class Clock:
+    """The time every ``timezone.now()`` reads while a history runs: it moves only
+    when told to, and only forward (across examples too, as the database's rows do)."""
+
+    def __init__(self) -> None:
+        self.at = timezone.now().replace(microsecond=0)
+
+    def now(self) -> datetime:
+        return self.at
+
+    def advance(self, delta: timedelta) -> None:
+        self.at += delta
+
+
+_clock = Clock()
+
+TIMED_OPS = (
+    *OPS,
+    "until",
+    "sight",
+    "sight-until",
+    "wait",
+    "window",
+)
+
+
+class TimedHistory(History):
+    """A history in which time passes between operations: memories saved with validity
+    windows, windows moved or cleared by a reviewer, and saves of the same content in
+    several sessions (sightings, when the preferences section is earned)."""
+
+    def __init__(self, team: Team, preferences: str) -> None:
+        self.slug = f"h{next(_agents)}"
+        self.config = memory_config(preferences)
+        store_agent(team, self.slug, AgentConfig.model_validate(self.config))
+        self.team = team
+        self.saved = []
+
+    def save_until(self, kind: str, n: int, content: str, label: str, hours: int | None) -> None:
+        until = None if hours is None else _clock.now() + timedelta(hours=hours)
+        data = MemoryInput(
+            kind=kind, content=content, label=label, session=f"s{n // 2 % 4}", valid_until=until
+        )
+        result = save_memory(self.agent(), data, Actor(label="runtime"))
+        if isinstance(result, Saved):
+            self.saved.append((result.id, label))
+
+    def apply(self, op: str, n: int) -> None:
+        if op == "until":
+            self.save_until(
+                "profile", n, f"profile {n} #{len(self.saved)}", f"prof-u{n}", n % 5 + 1
+            )
+        elif op in ("sight", "sight-until"):
+            hours = n % 3 + 1 if op == "sight-until" else None
+            self.save_until("preference", n, f"Likes thing {n % 2}.", f"pref-s{n % 2}", hours)
+        elif op == "wait":
+            _clock.advance(timedelta(hours=n % 5, minutes=30 * (n % 2)))
+        elif op == "window" and self.saved:
+            rid, _label = self.saved[n % len(self.saved)]
+            until = None if n % 3 == 0 else _clock.now() + timedelta(hours=n % 4 + 1)
+            change_validity(rid, until, REVIEWER)
+        else:
+            super().apply(op, n)
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(
+    st.sampled_from(["guarded", "earned"]),
+    st.lists(
+        st.tuples(
+            # Time's operations weighted up, so windows close and memories earn often.
+            st.sampled_from((*TIMED_OPS, "sight", "sight-until", "wait", "wait", "until")),
+            st.integers(0, 20),
+        ),
+        min_size=1,
+        max_size=30,
+    ),
+)
+# An earned memory with a window, its sightings, then its window closing.
+@example("earned", [("sight-until", 0), ("sight", 2), ("sight", 4), ("deliver", 0), ("wait", 4)])
+def test_as_of_every_delivery_is_its_prompt_while_time_passes(
+    team: Team, preferences: str, steps: list[tuple[str, int]]
+) -> None:
+    """As of its time, each delivery's composition is its prompt and report, with
+    windows closing between deliveries, moved or cleared by a reviewer, and sightings
+    earning a memory its place (SPEC §14, §19.1, §19.2)."""
+    with mock.patch("django.utils.timezone.now", _clock.now):
+        history = TimedHistory(team, preferences)
+        for op, n in [*steps, ("deliver", 0), ("wait", 3), ("deliver", 0)]:
+            # Every operation a moment after the last: what it writes is after it.
+            _clock.advance(timedelta(milliseconds=1))
+            history.apply(op, n)
+        agent = history.agent()
+        for delivery in Delivery.objects.filter(agent=agent).select_related("composition"):
+            delivered = composition_data(delivery.composition)
+            then = json.loads(compose_as_of(agent, delivery.delivered_at).model_dump_json())
+            assert then["prompt"] == delivered["prompt"]
+            assert then["report"] == delivered["report"]
+            # None silent: every memory saved by then is in a fragment or a drop, once.
+            in_prompt = [
+                memory_id
+                for section in then["prompt"]["sections"]
+                for fragment in section["fragments"]
+                for memory_id in fragment["memory_ids"]
+            ]
+            dropped = [d["memory_id"] for d in then["report"]["drops"]]
+            saved_then = Promotion.objects.filter(
+                agent=agent, record__created_at__lte=delivery.delivered_at
+            ).values_list("record_id", flat=True)
+            assert sorted(in_prompt + dropped) == sorted(saved_then)

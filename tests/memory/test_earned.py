@@ -9,18 +9,20 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.utils import timezone
 
 from lens.actors import SYSTEM, Actor
 from lens.models import AuditEvent, Membership, Team
 from memory.as_of import compose_as_of
 from memory.bundles.exporting import export_bundle
 from memory.bundles.importing import import_bundle
+from memory.composition import compose
 from memory.core.records import MemoryInput
 from memory.decisions import decide
 from memory.explain import explain_memory
 from memory.models import MemoryRecord, Promotion
 from memory.preview import preview_save
-from memory.saving import Conflict, Saved, save_memory
+from memory.saving import Conflict, InvalidValidUntil, Saved, save_memory
 from tests.factories import (
     VAULT_CONFIG,
     agent_state,
@@ -207,3 +209,101 @@ def test_sightings_of_an_earning_memory_that_reads_as_an_instruction_never_appro
     row = promotion_of(holder)
     assert (row.status, row.reason) == ("pending", "instruction-shaped")
     assert all(holder not in ids for ids in memory_ids(vault))
+
+
+def test_the_sightings_of_an_expired_memory_are_reported_not_lost(vault: Any) -> None:
+    """SPEC §5.6 "none silent" with §19.2: a holder dropped ``expired`` takes its
+    sightings out of the prompt with it, and the report names each of them."""
+    window = timezone.now() + timedelta(days=1)
+    holder = save_memory(
+        vault,
+        MemoryInput(
+            kind="preference", content="Likes jazz.", label="music", session="a", valid_until=window
+        ),
+        SYSTEM,
+    )
+    assert isinstance(holder, Saved)
+    first = music(vault, session="b")
+    second = music(vault, session="c")
+    assert promotion_of(holder.id).status == "approved"
+    assert memory_ids(vault) == [tuple(sorted((holder.id, first, second)))]
+    later = compose(vault, now=timezone.now() + timedelta(days=2))
+    assert [s.memory_ids for s in later.prompt.sections if s.memory_ids] == []
+    assert {d.memory_id: d.reason for d in later.report.drops} == {
+        holder.id: "expired",
+        first: "corroborating",
+        second: "corroborating",
+    }
+    assert later.report.stats.composed == 0
+
+
+def test_a_sighting_keeps_its_own_window_and_leaves_the_line_when_it_closes(vault: Any) -> None:
+    """A sighting saved with ``valid_until`` stores it (nothing of a save is silently
+    lost); once it closes, that sighting alone leaves its holder's line, ``expired``."""
+    holder = music(vault, session="a")
+    window = timezone.now() + timedelta(days=1)
+    sighting = save_memory(
+        vault,
+        MemoryInput(
+            kind="preference", content="likes jazz.", label="music", session="b", valid_until=window
+        ),
+        SYSTEM,
+    )
+    assert isinstance(sighting, Saved)
+    assert MemoryRecord.objects.get(pk=sighting.id).valid_until == window
+    assert promotion_of(sighting.id).corroborates_id == holder
+    third = music(vault, session="c")
+    assert memory_ids(vault) == [tuple(sorted((holder, sighting.id, third)))]
+    later = compose(vault, now=window)
+    assert [s.memory_ids for s in later.prompt.sections if s.memory_ids] == [
+        tuple(sorted((holder, third)))
+    ]
+    assert {d.memory_id: d.reason for d in later.report.drops} == {sighting.id: "expired"}
+    assert later.report.stats.composed == 2
+    # As of a moment after it closed, the same.
+    then = compose_as_of(vault, window + timedelta(seconds=1))
+    assert {d.memory_id: d.reason for d in then.report.drops} == {sighting.id: "expired"}
+
+
+def test_a_sighting_with_a_past_window_is_refused(vault: Any) -> None:
+    music(vault, session="a")
+    before = MemoryRecord.objects.count()
+    with pytest.raises(InvalidValidUntil):
+        save_memory(
+            vault,
+            MemoryInput(
+                kind="preference",
+                content="Likes jazz.",
+                label="music",
+                session="b",
+                valid_until=timezone.now() - timedelta(seconds=1),
+            ),
+            SYSTEM,
+        )
+    assert MemoryRecord.objects.count() == before
+
+
+def test_the_preview_says_a_sighting_would_earn_its_memory_its_place(vault: Any) -> None:
+    holder = music(vault, session="a")
+    music(vault, session="b")
+    preview = preview_save(
+        vault, MemoryInput(kind="preference", content="Likes jazz.", label="music", session="c")
+    )
+    assert (preview.outcome, preview.reason, preview.would_compose) == ("approved", "earned", True)
+    assert (preview.corroborates, preview.sessions, preview.needed_sessions) == (holder, 3, 3)
+    # A session seen already earns nothing.
+    again = preview_save(
+        vault, MemoryInput(kind="preference", content="Likes jazz.", label="music", session="b")
+    )
+    assert (again.outcome, again.reason, again.sessions) == ("pending", "earning", 2)
+
+
+def test_the_preview_of_a_sighting_of_a_composed_memory_says_it_composes(vault: Any) -> None:
+    holder = music(vault, session="a")
+    music(vault, session="b")
+    music(vault, session="c")
+    preview = preview_save(
+        vault, MemoryInput(kind="preference", content="LIKES JAZZ.", label="music", session="d")
+    )
+    assert (preview.outcome, preview.reason, preview.would_compose) == ("approved", None, True)
+    assert (preview.corroborates, preview.sessions, preview.fold_reason) == (holder, 4, None)

@@ -175,6 +175,65 @@ def test_a_reviewer_applying_approves_the_guarded_moves(
     assert event_kinds(ids["theme"])[-3:] == ["migrated", "queued", "approved"]
 
 
+def waiting_story(team: Team, settings: Any) -> tuple[Agent, dict[str, str]]:
+    """Wren's memories saved while ``user_preferences`` was undeclared, then version 2
+    with ``preferences`` earned: a fact and an order move into the earned section, an
+    order into the auto ``about_user``."""
+    agent = create_agent(team, "wren", memory_config(preferences=None))
+    ids = {
+        "fact": remember(agent, "preference", "Dark theme", label="theme"),
+        "earned_order": remember(agent, "preference", "Never mention the weather", label="w"),
+        "auto_order": remember(agent, "profile", "Always answer in French", label="lang"),
+    }
+    settings.MEMORY_ROUTING_SPECS = V2_SPECS
+    store_config(team, "wren", AgentConfig.model_validate(v2_config(preferences="earned")))
+    return get_agent(team, "wren"), ids
+
+
+def test_moves_that_wait_say_why_in_the_plan(team: Team, settings: Any) -> None:
+    agent, ids = waiting_story(team, settings)
+    found = migration_plan(agent)
+    seen = {m.memory_id: (m.tier, m.outcome, m.reason, m.instruction) for m in found.moves}
+    assert seen == {
+        ids["fact"]: ("earned", "pending", "earning", False),
+        ids["earned_order"]: ("earned", "pending", "instruction-shaped", True),
+        ids["auto_order"]: ("auto", "pending", "instruction-shaped", True),
+    }
+
+
+def test_a_reviewers_apply_approves_what_waits_for_a_person_and_never_an_earned_move(
+    team: Team, settings: Any, reviewer: User
+) -> None:
+    agent, ids = waiting_story(team, settings)
+    found = migration_plan(agent)
+    applied = apply_migration(
+        agent, found.sha256, actor=Actor.for_user(reviewer), approve_guarded=True
+    )
+    assert applied.outcomes == {
+        ids["fact"]: "pending",
+        ids["earned_order"]: "pending",
+        ids["auto_order"]: "approved",
+    }
+    rows = {p.pk: (p.status, p.reason, p.decided_by) for p in Promotion.objects.all()}
+    assert rows[ids["fact"]] == ("pending", "earning", None)
+    assert rows[ids["earned_order"]] == ("pending", "instruction-shaped", None)
+    assert rows[ids["auto_order"]] == ("approved", "", reviewer)
+    assert event_kinds(ids["auto_order"])[-3:] == ["migrated", "queued", "approved"]
+    assert migration_plan(agent).moves == ()
+
+
+def test_through_a_token_every_waiting_move_stays_pending(team: Team, settings: Any) -> None:
+    agent, ids = waiting_story(team, settings)
+    applied = apply_migration(agent, migration_plan(agent).sha256, actor=TOKEN)
+    assert set(applied.outcomes.values()) == {"pending"}
+    reasons = dict(Promotion.objects.values_list("record_id", "reason"))
+    assert reasons == {
+        ids["fact"]: "earning",
+        ids["earned_order"]: "instruction-shaped",
+        ids["auto_order"]: "instruction-shaped",
+    }
+
+
 def test_approve_guarded_is_ignored_for_someone_who_is_no_reviewer(
     team: Team, settings: Any, member: User
 ) -> None:

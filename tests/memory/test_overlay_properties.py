@@ -373,3 +373,114 @@ def test_sightings_compose_with_their_holder_or_are_dropped_corroborating(
     again = apply_memory_overlay(authored, shuffled, spec_by_name(spec_name), budget)
     assert again[0].model_dump() == composed.model_dump()
     assert again[1] == report
+
+
+# --- time as an input (SPEC §19.2) ---------------------------------------------------
+
+# Windows and times drawn from the same few instants as ``created_at``, so that a window
+# closing exactly at the fold's time is common.
+WINDOWS = st.one_of(st.none(), MOMENTS)
+
+
+@st.composite
+def windowed_lists(draw: st.DrawFn) -> list[PlacedRecord]:
+    """Sighted records (SPEC §19.1) with validity windows of their own and of their
+    sightings (SPEC §19.2)."""
+    records = draw(sighted_lists())
+    windowed = []
+    for record in records:
+        sighted = tuple(
+            (sid, when) for sid in record.sightings if (when := draw(WINDOWS)) is not None
+        )
+        windowed.append(replace(record, valid_until=draw(WINDOWS), sighting_windows=sighted))
+    return windowed
+
+
+def closed(until: datetime | None, now: datetime) -> bool:
+    return until is not None and until <= now
+
+
+@settings(max_examples=250, deadline=None)
+@given(backgrounds(), windowed_lists(), BUDGETS, SPEC_NAMES, MOMENTS, st.data())
+def test_with_time_as_an_input_the_fold_is_pure_total_order_independent_and_none_silent(
+    authored: Background,
+    records: list[PlacedRecord],
+    budget: int,
+    spec_name: str,
+    now: datetime,
+    data: st.DataObject,
+) -> None:
+    authored_before = copy.deepcopy(authored)
+    records_before = copy.deepcopy(records)
+    composed, report = apply_memory_overlay(
+        authored, records, spec_by_name(spec_name), budget, now=now
+    )
+
+    # Pure: inputs unchanged, the same output twice.
+    assert authored == authored_before
+    assert records == records_before
+    again = apply_memory_overlay(authored, records, spec_by_name(spec_name), budget, now=now)
+    assert again[0].model_dump() == composed.model_dump()
+    assert again[1] == report
+
+    # Order-independent.
+    shuffled = data.draw(st.permutations(records))
+    other = apply_memory_overlay(authored, shuffled, spec_by_name(spec_name), budget, now=now)
+    assert other[0].model_dump() == composed.model_dump()
+    assert other[1] == report
+
+    # None silent: every memory, sightings included, in exactly one fragment or drop.
+    ids = {record.id for record in records}
+    sightings = {s for record in records for s in record.sightings} - ids
+    in_entries = Counter(composed_ids(composed))
+    in_drops = Counter(drop.memory_id for drop in report.drops)
+    assert set(in_entries) | set(in_drops) == ids | sightings
+    assert not set(in_entries) & set(in_drops)
+    assert all(count == 1 for count in (in_entries + in_drops).values())
+    assert {drop.reason for drop in report.drops} <= FOLD_REASONS | {"expired"}
+    assert report.stats.composed == sum(in_entries.values())
+    assert report.stats.placed == len(records)
+
+    # A record is dropped ``expired`` exactly when its window has closed at ``now``; a
+    # sighting when its own has (under the holder that claims it), else ``corroborating``
+    # whenever it is left out.
+    dropped = reasons(report)
+    for record in records:
+        assert (dropped.get(record.id) == "expired") == closed(record.valid_until, now)
+    composed_lines = [set(entry.memory_ids) for _, entry in memory_entries(composed)]
+    for sighting in sightings:
+        holders = sorted(r.id for r in records if sighting in r.sightings)
+        claimer = next(r for r in records if r.id == holders[0])
+        window = dict(claimer.sighting_windows).get(sighting)
+        if closed(window, now):
+            assert dropped[sighting] == "expired"
+        elif sighting in dropped:
+            assert dropped[sighting] == "corroborating"
+        else:
+            assert any({sighting, claimer.id} <= line for line in composed_lines)
+    # Nothing composes whose window has closed.
+    for line in composed_lines:
+        for record in records:
+            if record.id in line:
+                assert not closed(record.valid_until, now)
+
+
+@settings(max_examples=120, deadline=None)
+@given(backgrounds(), windowed_lists(), BUDGETS, SPEC_NAMES, MOMENTS, MOMENTS)
+def test_what_composes_at_a_later_time_never_includes_what_had_expired(
+    authored: Background,
+    records: list[PlacedRecord],
+    budget: int,
+    spec_name: str,
+    first: datetime,
+    second: datetime,
+) -> None:
+    early, late = sorted((first, second))
+    _c, before = apply_memory_overlay(authored, records, spec_by_name(spec_name), budget, now=early)
+    composed, after = apply_memory_overlay(
+        authored, records, spec_by_name(spec_name), budget, now=late
+    )
+    gone_before = {d.memory_id for d in before.drops if d.reason == "expired"}
+    gone_after = {d.memory_id for d in after.drops if d.reason == "expired"}
+    assert gone_before <= gone_after
+    assert not gone_before & set(composed_ids(composed))

@@ -98,6 +98,8 @@ SAVE = st.tuples(
     st.sampled_from(CONTENTS),
     # Supersedes the n-th memory saved so far (modulo), or nothing.
     st.sampled_from((None, None, None, 0, 1, 2, 3, 4, 5, 6, 7)),
+    # The session (SPEC §19.1): sightings in distinct ones earn a memory its place.
+    st.sampled_from((None, "a", "b", "c")),
 )
 DECIDE = st.tuples(st.sampled_from(("approve", "reject", "revoke")), st.integers(0, 20))
 DECLARE = st.tuples(st.just("declare"), SHAPE)
@@ -124,11 +126,17 @@ class History:
 
     def step(self, step: tuple[Any, ...]) -> None:
         match step:
-            case ("save", kind, label, content, pick):
+            case ("save", kind, label, content, pick, *session):
                 supersedes = (
                     self.saved[pick % len(self.saved)] if pick is not None and self.saved else None
                 )
-                data = MemoryInput(kind=kind, content=content, label=label, supersedes=supersedes)
+                data = MemoryInput(
+                    kind=kind,
+                    content=content,
+                    label=label,
+                    supersedes=supersedes,
+                    session=session[0] if session else None,
+                )
                 self.save(data)
             case ("approve" | "reject" as verdict, pick) if self.saved:
                 decide(self.saved[pick % len(self.saved)], verdict == "approve", self.reviewer)
@@ -144,6 +152,11 @@ class History:
         before = written_rows()
         found = preview_save(agent, data)
         assert written_rows() == before, "the preview wrote something"
+        holder_before = (
+            Promotion.objects.get(record_id=found.corroborates).status
+            if found.corroborates is not None
+            else None
+        )
         result = save_memory(agent, data, MODEL)
         where = (found.placement.section, found.placement.key) if found.placement else None
         if isinstance(result, Conflict):
@@ -158,11 +171,7 @@ class History:
         self.saved.append(result.id)
         promotion = Promotion.objects.get(record_id=result.id)
         if promotion.status == "corroborates":
-            # A sighting waits with its earning memory; whether it tips the count is the
-            # sessions', which the preview does not guess (SPEC §19.1).
-            assert (found.outcome, found.reason) == ("pending", "earning"), data
-            assert where == (promotion.section, promotion.key)
-            self.seen["corroborates"] += 1
+            self.sighting(found, data, promotion, holder_before)
             return
         recorded = (
             promotion.status,
@@ -182,6 +191,30 @@ class History:
             self.approve_for_a_moment(found, result.id)
         else:
             assert (found.would_compose, found.fold_reason) == (False, None)
+
+    def sighting(
+        self, found: Preview, data: MemoryInput, promotion: Promotion, holder_before: str | None
+    ) -> None:
+        """A sighting (SPEC §19.1): the preview says what becomes of its holder's line,
+        as the save leaves it: earned its place by this save, already composing, or
+        still waiting (earning, or for a person)."""
+        agent = self.agent
+        holder = Promotion.objects.get(record_id=promotion.corroborates_id)
+        assert found.corroborates == holder.record_id, data
+        where = (found.placement.section, found.placement.key) if found.placement else None
+        assert where == (promotion.section, promotion.key)
+        assert found.tier == promotion.tier
+        if holder.status == "approved":
+            expected = ("approved", "earned" if holder_before == "pending" else None)
+            assert (found.outcome, found.reason) == expected, (data, found)
+            assert found.would_compose == in_prompt(agent, promotion.record_id), (data, found)
+            assert found.fold_reason == drop_reason(agent, holder.record_id), (data, found)
+            self.check_the_budget(found, holder.record)
+            self.seen["earned" if found.reason else "corroborates-composed"] += 1
+        else:
+            assert (found.outcome, found.reason) == ("pending", holder.reason), (data, found)
+            assert not found.would_compose
+            self.seen["corroborates"] += 1
 
     def check_the_budget(self, found: Preview, data: MemoryInput | MemoryRecord) -> None:
         """Over budget: the line the memory needs, and what the composition now leaves."""
@@ -247,6 +280,10 @@ def test_the_histories_reach_every_outcome(team: Team, member: User) -> None:
         ("save", "preference", "theme", "Doug.", None),  # pending or undeclared
         ("save", "episode", None, "Doug.", None),  # spec-declined
         ("save", "profile", None, "x" * 90, None),  # over-budget under 60
+        # Sightings in an earned section: waiting, earning its place, then composing.
+        ("save", "preference", "theme", "doug.", None, "b"),  # corroborates
+        ("save", "preference", "theme", "DOUG.", None, "c"),  # earned
+        ("save", "preference", "theme", "Doug.", None, "a"),  # corroborates-composed
     ]
     with override_settings(MEMORY_OVERLAY_BUDGET_CHARS=60):
         for shape in shapes:
@@ -266,4 +303,7 @@ def test_the_histories_reach_every_outcome(team: Team, member: User) -> None:
         "undeclared-section",
         "locked-section",
         "earning",
+        "corroborates",
+        "earned",
+        "corroborates-composed",
     }

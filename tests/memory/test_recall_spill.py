@@ -155,3 +155,19 @@ def test_recall_costs_the_same_queries_however_many_memories_spill(ada: Agent) -
         prefer(ada, n, f"Prefers tea number {n}.")
     assert len(tiers(ada, "x")["spilled"]) > 10
     assert queries_of_recall(ada) == few
+
+
+def test_a_memory_both_expired_and_over_budget_never_spills(ada: Agent) -> None:
+    expired = prefer(ada, 1, "Prefers green tea.")
+    spilled = prefer(ada, 2, "Prefers window seats.")
+    composed = prefer(ada, 3, "Prefers short answers.")
+    # Its window closed an hour ago; the budget would have left it out as well.
+    MemoryRecord.objects.filter(pk=expired).update(
+        valid_until=datetime.now(UTC) - timedelta(hours=1)
+    )
+    assert in_prompt(ada) == {composed}
+    reasons = {d.memory_id: d.reason for d in compose(ada).report.drops}
+    assert reasons == {expired: "expired", spilled: "over-budget"}
+    found = recall(ada, "green tea window seats")
+    assert dict(found.tiers)["spilled"] == (spilled,)
+    assert expired not in found.memory_ids

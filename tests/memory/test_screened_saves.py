@@ -11,8 +11,10 @@ import pytest
 from lens.actors import SYSTEM, Actor
 from lens.core.config import AgentConfig
 from lens.models import Agent, Team
+from memory import saving
 from memory.configuring import store_config
 from memory.core.records import MemoryInput
+from memory.core.screening import Screen, screen
 from memory.migration import apply_migration, migration_plan
 from memory.preview import preview_save
 from memory.saving import Saved, save_memory
@@ -87,3 +89,27 @@ def test_re_promotion_into_auto_applies_the_same_rule(team: Team, settings: Any)
     row = promotion_of(record)
     assert (row.status, row.reason, row.section) == ("pending", "instruction-shaped", "preferences")
     assert not in_prompt(agent, record)
+
+
+def test_a_save_screens_through_the_one_name_the_benchmark_replaces(
+    team: Team, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # bench/screening_bench.py times a save with the screen against without by replacing
+    # ``save_screen``: it must be the screen the save applies, asked only on the path that
+    # would approve.
+    asked: list[str] = []
+
+    def fact_always(content: str) -> Screen:
+        asked.append(content)
+        return Screen("fact")
+
+    agent = create_agent(team, "wren", memory_config())
+    monkeypatch.setattr(saving, "save_screen", fact_always)
+    record = remember(agent, "profile", ORDER)
+    assert asked == [ORDER]
+    assert promotion_of(record).status == "approved"  # unscreened, as the benchmark's "off"
+    remember(agent, "episode", ORDER)  # declined: nothing to approve, nothing screened
+    assert asked == [ORDER]
+    monkeypatch.setattr(saving, "save_screen", screen)
+    held = remember(agent, "profile", "Never mention the weather.", label="weather")
+    assert promotion_of(held).reason == "instruction-shaped"

@@ -20,7 +20,7 @@ from memory.deliveries.causes import causes_between
 from memory.models import Delivery, EventKind, MemoryEvent, MemoryRecord
 from memory.queries import view_of
 from memory.recall import recall
-from memory.saving import InvalidValidUntil, Saved, save_memory
+from memory.saving import Conflict, InvalidValidUntil, Saved, save_memory
 from memory.validity import change_validity
 from tests.api_calls import ApiClient, assert_error, memory_body, post_memory
 from tests.factories import deliver_through, drop_reason, in_prompt, written_rows
@@ -195,3 +195,28 @@ def test_composing_an_agent_passes_the_time(wren: Agent) -> None:
     assert (
         compose(wren, now=timezone.now() + timedelta(hours=2)).report.drops[0].reason == "expired"
     )
+
+
+def test_an_expired_memory_still_holds_its_address(wren: Agent) -> None:
+    """Expiry takes a memory out of the prompt, not off its address: a new save with its
+    label answers conflict until it is superseded (or a reviewer rejects or revokes it)."""
+    first = save_memory(
+        wren,
+        MemoryInput(kind="profile", content="In Lisbon.", label="city", valid_until=soon(days=1)),
+        SYSTEM,
+    )
+    assert isinstance(first, Saved)
+    expire_now(first.id)
+    assert drop_reason(wren, first.id) == "expired"
+    again = save_memory(
+        wren, MemoryInput(kind="profile", content="In Porto.", label="city"), SYSTEM
+    )
+    assert isinstance(again, Conflict)
+    assert again.existing.pk == first.id
+    newer = save_memory(
+        wren,
+        MemoryInput(kind="profile", content="In Porto.", label="city", supersedes=first.id),
+        SYSTEM,
+    )
+    assert isinstance(newer, Saved)
+    assert in_prompt(wren, newer.id)

@@ -48,6 +48,12 @@ def work() -> int:
     connection between tasks, which would end the test's transaction; the process tests
     run it for real.) Answers how many tasks ran."""
     start_sweeping()
+    return run_due()
+
+
+def run_due() -> int:
+    """A running worker's loop, without its start: take each due task and run it, until
+    nothing is due. Answers how many tasks ran."""
     worker = engine_worker()
     ran = 0
     while True:

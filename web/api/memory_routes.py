@@ -82,6 +82,7 @@ class PreviewOut(BaseModel):
             "locked-section",
             "earning",
             "instruction-shaped",
+            "earned",
         ]
         | None
     )

@@ -65,6 +65,7 @@ if yours corrects the existing one, save it again with `supersedes` set to \
 
 Errors: `invalid_kind`, `invalid_content`, `invalid_tags`, `invalid_label`, \
 `invalid_valid_until` (not a date and time, or not in the future), \
+`invalid_request` (a `session` that is empty, too long or holds control characters), \
 `unknown_supersedes` (no such memory of this agent), `agent_not_found`.
 """
 

@@ -29,7 +29,7 @@ from memory.core.recall import RecallTier
 from memory.core.report import DROP_REASON_HELP
 from memory.core.routing import DeclaredSection, RoutingContext
 from memory.deliveries.ledger import last_delivery
-from memory.migration import moving_count
+from memory.migration import PlanCounts, plan_counts
 from memory.preview import preview_save
 from memory.queries import (
     Provenance,
@@ -239,10 +239,10 @@ def _lens_context(
         # SPEC §18.3: "N memories would move" (one query while the agent's memories,
         # declarations and spec are as they were).
         declared_sections = _declared(composition)
-        moving = moving_count(agent, declared_sections)
+        moving = plan_counts(agent, declared_sections)
     else:
         composition = compose_as_of(agent, moment)
-        moving = 0  # the plan is about now
+        moving = PlanCounts()  # the plan is about now
         revision = revision_at(agent, moment)
         last = None  # the deliveries line is about now
         # The model declared then: the prompt of then against that model's window.
@@ -271,7 +271,9 @@ def _lens_context(
         "drop_groups": drop_groups(agent, composition, grouped, briefs, moment),
         "drop_stats": _drop_stats(composition, memories),
         "memory_total": memories,
-        "migration_moves": moving,
+        "migration_moves": moving.moves,
+        # A plan of conflicts alone moves nothing, yet is not empty: the lens says so.
+        "migration_conflicts": moving.conflicts,
         # A protected agent's changes wait as proposals: the lens says how many wait.
         "pending_proposals": pending_counts([agent]).get(agent.pk, 0) if agent.protected else 0,
         # "Routing: 47 of 50 cases (94%)": about now, so not on the lens of a past moment.

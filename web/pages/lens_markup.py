@@ -178,11 +178,17 @@ SCREEN_WORDS = "Reads as an instruction to the model: the marked words give it a
 
 
 def _marked(text: str, found: Screen) -> str:
-    """``text`` escaped, each of the screen's signals in ``<mark>``."""
-    return "".join(
-        f"<mark>{esc(piece)}</mark>" if marked else esc(piece)
-        for piece, marked in highlight_spans(text, found.signals)
-    )
+    """``text`` escaped, each of the screen's signals in ``<mark>`` with its kind in a
+    ``data-signal`` attribute, as the queue's and the memory page's marks have it."""
+    kinds = {signal.start: signal.kind for signal in found.signals}
+    out = []
+    at = 0
+    for piece, marked in highlight_spans(text, found.signals):
+        out.append(
+            f'<mark data-signal="{kinds.get(at, "")}">{esc(piece)}</mark>' if marked else esc(piece)
+        )
+        at += len(piece)
+    return "".join(out)
 
 
 @lru_cache(maxsize=4096)

@@ -176,6 +176,8 @@ def detail_context(request: AppRequest, record: MemoryRecord, agent: Agent) -> d
         "agent": agent,
         "promotion": promotion,
         "section_title": section_titles.get(promotion.section or "") if promotion else None,
+        # A migration's addresses in its history read with the sections' titles.
+        "section_titles": section_titles,
         "composed": explanation.in_prompt,
         "explanation": explanation,
         "why": [(piece.text, _href(piece.link)) for piece in explanation.pieces],

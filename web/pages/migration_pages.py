@@ -1,7 +1,10 @@
 """``/agents/<slug>/migration/``: the memories whose committed placement the agent's
 current routing spec and declarations would change (SPEC §18.3), grouped by where they
 move from and to, each with what re-promotion makes of it; ``Apply`` and ``Apply
-selected`` for a reviewer, who approves the moves into guarded sections by applying.
+selected`` for a reviewer, who approves by applying the moves that wait for a person:
+into guarded sections, and the instruction-shaped ones into auto sections (SPEC §19.4:
+the reviewer is the person, and sees each one's signals first). A move into an earned
+section waits for its sightings however it is applied (SPEC §19.1).
 """
 
 from __future__ import annotations
@@ -20,27 +23,62 @@ from lens.actors import Actor
 from lens.agents import config_of
 from lens.core.errors import DomainError
 from lens.models import Agent
+from memory.core.explain import seen_in
 from memory.core.migration import Address, Move, Plan
 from memory.core.report import DROP_REASON_HELP
+from memory.core.screening import screen
+from memory.core.sightings import distinct_sessions
 from memory.migration import REVIEWER_PERMISSION, apply_migration, may_review, migration_plan
+from memory.models import MemoryRecord
 from memory.queries import record_briefs
+from memory.sightings import earned_sightings, sightings_of
 from web.pages.toolkit import AppRequest, WrongTeam, get_agent_for_user, use_form_team
 
 # Each group lists at most this many memories; the rest move with ``Apply`` all the same.
 SHOWN_PER_GROUP = 200
+# What the queue row, the memory page and the lens say of such a memory (SPEC §19.4).
+INSTRUCTION = "Reads as an instruction to the model"
 
 
-def outcome_words(move: Move, reviewer: bool) -> str:
-    """What applying does to ``move``, in words."""
+def outcome_words(move: Move, reviewer: bool, seen: int | None = None, needed: int = 3) -> str:
+    """What applying does to ``move``, in words: the outcome it commits, and why it waits
+    when it does (its tier, its sightings, or its content). ``seen``: the sessions an
+    earning move has been seen in so far; ``needed``: how many earn it its place."""
     if move.outcome == "approved":
         return "Composes at once: the section is auto."
     if move.outcome == "pending":
-        if reviewer:
-            return "Approved by you when you apply: the section is guarded."
-        return "Waits for a reviewer: the section is guarded."
+        return _waiting_words(move, reviewer, seen, needed)
     if move.outcome == "conflict":
         return "Stays where it is: another memory holds that address."
     return "Declined: " + DROP_REASON_HELP.get(move.reason, move.reason).lower()
+
+
+def _waiting_words(move: Move, reviewer: bool, seen: int | None, needed: int) -> str:
+    # Mirrors ``memory.migration._status``: a reviewer's apply approves the moves that
+    # wait for a person (guarded, or instruction-shaped into auto), never one into an
+    # earned section, which waits for its sightings.
+    if move.tier == "earned":
+        if move.instruction:
+            return (
+                f"{INSTRUCTION} — waits for a person: sightings never approve one, and "
+                "applying leaves a move into an earned section waiting. Decide it in the queue."
+            )
+        return (
+            f"Waits to earn its place: {seen_in(seen, needed)}. It composes once saved in "
+            f"{needed} sessions; applying does not approve it (a reviewer can, in the queue)."
+        )
+    if move.instruction:
+        why = (
+            "the section is guarded"
+            if move.tier == "guarded"
+            else f"the system never approves one, although the section is {move.tier}"
+        )
+        if reviewer:
+            return f"{INSTRUCTION} — approved by you when you apply: {why}."
+        return f"{INSTRUCTION} — waits for a person: {why}."
+    if reviewer:
+        return "Approved by you when you apply: the section is guarded."
+    return "Waits for a reviewer: the section is guarded."
 
 
 def _place(address: Address | None, titles: dict[str, str]) -> str:
@@ -61,6 +99,17 @@ def _groups(
         grouped.setdefault((source, target), []).append(move)
     shown = [move for moves in grouped.values() for move in moves[:SHOWN_PER_GROUP]]
     briefs = record_briefs(agent, [move.memory_id for move in shown])
+    # The words that make a move read as an instruction, marked as the queue row marks
+    # them; and how many sessions each earning move has been seen in (a query each).
+    contents = dict(
+        MemoryRecord.objects.filter(
+            pk__in=[move.memory_id for move in shown if move.instruction]
+        ).values_list("id", "content")
+    )
+    screens = {memory_id: (text, screen(text)) for memory_id, text in contents.items()}
+    earning = [move.memory_id for move in shown if move.reason == "earning"]
+    seen = {holder: distinct_sessions(found) for holder, found in sightings_of(earning).items()}
+    needed = earned_sightings()
     groups = []
     for (source, target), moves in grouped.items():
         groups.append(
@@ -80,7 +129,8 @@ def _groups(
                         "brief": briefs.get(move.memory_id, {}),
                         "from": _place(move.source, titles),
                         "to": _place(move.target, titles),
-                        "words": outcome_words(move, reviewer),
+                        "words": outcome_words(move, reviewer, seen.get(move.memory_id), needed),
+                        "screen": screens.get(move.memory_id),
                     }
                     for move in moves[:SHOWN_PER_GROUP]
                 ],
@@ -97,12 +147,19 @@ def migration_page(request: AppRequest, slug: str) -> HttpResponse:
     reviewer = may_review(request.user)
     titles = {section.id: section.title for section in config_of(agent).background.sections}
     movers = sum(1 for move in found.moves if move.moves)
+    # The instruction-shaped moves a reviewer's apply approves, named in the confirmation.
+    instructions = sum(
+        1
+        for move in found.moves
+        if move.outcome == "pending" and move.instruction and move.tier != "earned"
+    )
     context = {
         "agent": agent,
         "plan": found,
         "groups": _groups(agent, found, reviewer, titles),
         "movers": movers,
         "conflicts": len(found.moves) - movers,
+        "instructions": instructions,
         "may_apply": reviewer,
         "permission": REVIEWER_PERMISSION,
         "nav": "agents",
@@ -114,7 +171,9 @@ def migration_page(request: AppRequest, slug: str) -> HttpResponse:
 @login_required
 def migration_apply(request: AppRequest, slug: str) -> HttpResponse:
     """Apply the plan the page showed (all of it, or the ticked moves), approving the
-    moves into guarded sections; back to the page with what happened in words."""
+    moves that wait for a person (into guarded sections, and instruction-shaped ones
+    into auto sections, each shown with its signals); back to the page with what
+    happened in words."""
     try:
         use_form_team(request)
     except WrongTeam as exc:
@@ -122,7 +181,8 @@ def migration_apply(request: AppRequest, slug: str) -> HttpResponse:
     agent = get_agent_for_user(request, slug)
     if not may_review(request.user):
         raise PermissionDenied(
-            f"Applying a migration approves its guarded moves: it needs {REVIEWER_PERMISSION}."
+            f"Applying a migration approves its moves that wait for a person: it needs "
+            f"{REVIEWER_PERMISSION}."
         )
     back = redirect(reverse("agent-migration", args=[agent.slug]))
     if request.POST.get("confirm") != "yes":
@@ -147,9 +207,13 @@ def migration_apply(request: AppRequest, slug: str) -> HttpResponse:
         return back
     count = len(applied.moved)
     approved = sum(1 for status in applied.outcomes.values() if status == "approved")
+    waiting = sum(1 for status in applied.outcomes.values() if status == "pending")
     messages.success(
         request,
         f"Moved {count:,} memor{'y' if count == 1 else 'ies'} ({approved:,} in the prompt's "
-        "sections now)." + (f" {len(applied.stayed):,} stayed." if applied.stayed else ""),
+        "sections now"
+        + (f", {waiting:,} waiting in an earned section" if waiting else "")
+        + ")."
+        + (f" {len(applied.stayed):,} stayed." if applied.stayed else ""),
     )
     return back

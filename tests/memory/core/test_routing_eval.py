@@ -11,12 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
+from lens.core.background import Tier
 from memory.core.presets import PROJECT, USER_BACKGROUND
 from memory.core.routing import (
     DeclaredSection,
     Placement,
     RoutableRecord,
     RoutingContext,
+    RoutingSpec,
 )
 from memory.core.routing_eval import (
     CASES_MAX,
@@ -156,6 +158,126 @@ def test_the_eval_equals_a_reference_count(cases: list[Case], ctx: RoutingContex
     assert (found.cases, found.correct) == (len(cases), correct)
     assert [failure.name for failure in found.failures] == failed
     assert found.correct + len(found.failures) == found.cases
+
+
+@dataclass(frozen=True)
+class ByTagAndLabel:
+    """A spec as a deployment might write one, routing on what a kind table cannot see:
+    a tag ``urgent`` sends a memory to ``inbox``, a label starting ``pref`` to
+    ``user_preferences``, a ``profile`` to ``user_profile``; the rest is declined."""
+
+    key: str = "by-tag-and-label"
+    version: str = "1"
+
+    def route(self, record: RoutableRecord, ctx: RoutingContext) -> Placement | None:
+        if "urgent" in record.tags:
+            return Placement(section="inbox", key="k")
+        if record.label is not None and record.label.startswith("pref"):
+            return Placement(section="user_preferences", key="k")
+        if record.kind == "profile":
+            return Placement(section="user_profile", key="k")
+        return None
+
+
+BY_TAG_AND_LABEL = ByTagAndLabel()
+# Every registered spec (``MEMORY_ROUTING_SPECS``: the presets) and one routing by tag
+# and label, each with the sections it may route to.
+SPECS: dict[str, tuple[RoutingSpec, list[str]]] = {
+    "user-background": (USER_BACKGROUND, [s.id for s in USER_BACKGROUND.sections]),
+    "project": (PROJECT, [s.id for s in PROJECT.sections]),
+    "by-tag-and-label": (BY_TAG_AND_LABEL, ["inbox", "user_preferences", "user_profile"]),
+}
+ALL_SECTIONS = sorted({section for _spec, ids in SPECS.values() for section in ids})
+ANY_CASE = st.builds(
+    lambda kind, tags, label, expect, i: Case(
+        f"c{i}", kind, f"about {kind}", tuple(tags), label, expect
+    ),
+    st.sampled_from(["profile", "preference", "convention", "decision", "state", "fact"]),
+    st.lists(st.sampled_from(["urgent", "later", "billing"]), max_size=2, unique=True),
+    st.sampled_from([None, "pref-tone", "name", "preferred"]),
+    st.sampled_from([*ALL_SECTIONS, None]),
+    st.integers(0, 10**6),
+)
+
+
+@dataclass
+class Reference:
+    correct: int
+    failed: list[tuple[str, str | None, str | None, str]]
+    placed: dict[str | None, int]  # cases got there
+    hits: dict[str | None, int]  # cases got there and expected there
+    support: dict[str | None, int]  # cases expected there
+
+
+def reference_count(spec_key: str, declared: set[str], cases: list[Case]) -> Reference:
+    """The eval by hand: each case's section from the spec's own table (or rule), None
+    when that section is not declared; then the tallies, one case at a time."""
+    correct, failed = 0, []
+    placed: dict[str | None, int] = {}
+    hits: dict[str | None, int] = {}
+    support: dict[str | None, int] = {}
+    for one in cases:
+        if spec_key == "user-background":
+            target = {"profile": "user_profile", "preference": "user_preferences"}.get(one.kind)
+        elif spec_key == "project":
+            table = {"convention": "conventions", "decision": "project_context"}
+            target = {**table, "state": "project_state"}.get(one.kind)
+        elif "urgent" in one.tags:
+            target = "inbox"
+        elif one.label is not None and one.label[:4] == "pref":
+            target = "user_preferences"
+        else:
+            target = "user_profile" if one.kind == "profile" else None
+        got = target if target in declared else None
+        placed[got] = placed.get(got, 0) + 1
+        support[one.expect] = support.get(one.expect, 0) + 1
+        if got == one.expect:
+            correct += 1
+            hits[got] = hits.get(got, 0) + 1
+        else:
+            reason = "wrong-section" if got is not None else "spec-declined"
+            if got is None and target is not None:
+                reason = "undeclared-section"
+            failed.append((one.name, one.expect, got, reason))
+    return Reference(correct, failed, placed, hits, support)
+
+
+@given(
+    st.sampled_from(sorted(SPECS)),
+    st.lists(ANY_CASE, max_size=60),
+    # Declared at any tier: a locked or earned section still counts as placed there.
+    st.dictionaries(
+        st.sampled_from(ALL_SECTIONS), st.sampled_from(["auto", "guarded", "locked", "earned"])
+    ),
+)
+def test_the_eval_equals_a_reference_count_for_every_spec(
+    spec_key: str, cases: list[Case], declared: dict[str, Tier]
+) -> None:
+    spec, _routes_to = SPECS[spec_key]
+    ctx = RoutingContext(
+        sections=tuple(
+            DeclaredSection(id=section, title=section, promotion=tier)
+            for section, tier in sorted(declared.items())
+        )
+    )
+    found = evaluate_cases(spec, ctx, cases)
+    want = reference_count(spec_key, set(declared), cases)
+    assert (found.cases, found.correct) == (len(cases), want.correct)
+    assert [(f.name, f.expected, f.got, f.reason) for f in found.failures] == want.failed
+    placed, hits, support = want.placed, want.hits, want.support
+    for score in found.sections:
+        assert score.support == support.get(score.section, 0)
+        assert score.recall == (
+            hits.get(score.section, 0) / support[score.section]
+            if support.get(score.section)
+            else None
+        )
+        assert score.precision == (
+            hits.get(score.section, 0) / placed[score.section]
+            if placed.get(score.section)
+            else None
+        )
+    assert {score.section for score in found.sections} >= set(support)
 
 
 @given(CASES, CONTEXTS)

@@ -14,7 +14,17 @@ from hypothesis import strategies as st
 from memory.core.overlay import apply_memory_overlay
 from memory.core.report import PromotionState, expired, routing_report
 from memory.core.routing import PlacedRecord
-from tests.samples import NOTES, T0, at, background, composed_ids, placed, reasons, section
+from tests.samples import (
+    NOTES,
+    T0,
+    at,
+    background,
+    composed_ids,
+    memory_entries,
+    placed,
+    reasons,
+    section,
+)
 
 
 def until(record: PlacedRecord, seconds: float) -> PlacedRecord:
@@ -57,6 +67,43 @@ def test_an_expired_memory_leaves_its_address_to_the_next_newest() -> None:
     composed, report = apply_memory_overlay(NOTES, [older, newer], now=at(60))
     assert composed_ids(composed) == ["m1"]
     assert reasons(report) == {"m2": "expired"}
+
+
+def test_an_expired_holder_takes_its_sightings_out_and_reports_them() -> None:
+    holder = replace(until(placed("m1", key="music"), 100), sightings=("s1", "s2"))
+    composed, fold = apply_memory_overlay(NOTES, [holder], now=at(100))
+    assert composed_ids(composed) == []
+    assert reasons(fold) == {"m1": "expired", "s1": "corroborating", "s2": "corroborating"}
+    states = [
+        PromotionState("m1", "approved", valid_until=at(100)),
+        PromotionState("s1", "corroborates", holder="m1"),
+        PromotionState("s2", "corroborates", holder="m1"),
+    ]
+    assert reasons(routing_report(states, fold, now=at(100))) == reasons(fold)
+
+
+def test_a_sighting_whose_own_window_closed_leaves_the_line_expired() -> None:
+    holder = replace(
+        placed("m1", key="music"), sightings=("s1", "s2"), sighting_windows=(("s1", at(50)),)
+    )
+    composed, fold = apply_memory_overlay(NOTES, [holder], now=at(49))
+    assert [e.memory_ids for _, e in memory_entries(composed)] == [("m1", "s1", "s2")]
+    composed, fold = apply_memory_overlay(NOTES, [holder], now=at(50))
+    assert [e.memory_ids for _, e in memory_entries(composed)] == [("m1", "s2")]
+    assert reasons(fold) == {"s1": "expired"}
+    # Its holder expiring too: the sighting stays ``expired``, the other corroborating.
+    gone = replace(holder, valid_until=at(50))
+    _composed, fold = apply_memory_overlay(NOTES, [gone], now=at(60))
+    assert reasons(fold) == {"m1": "expired", "s1": "expired", "s2": "corroborating"}
+    states = [
+        PromotionState("m1", "approved", valid_until=at(50)),
+        PromotionState("s1", "corroborates", holder="m1", valid_until=at(50)),
+        PromotionState("s2", "corroborates", holder="m1"),
+    ]
+    assert reasons(routing_report(states, fold, now=at(60))) == reasons(fold)
+    # Without a time nothing expires.
+    composed, fold = apply_memory_overlay(NOTES, [gone])
+    assert fold.drops == ()
 
 
 def test_the_report_judges_expiry_right_after_superseded_for_every_status() -> None:

@@ -154,25 +154,33 @@ def test_duplicate_names_are_refused_and_nothing_changes(wren: Agent, api: ApiCl
 
 
 @pytest.mark.parametrize(
-    "bad",
+    ("bad", "code", "loc"),
     [
-        {"kind": "Profile"},
-        {"content": ""},
-        {"content": "x" * 10_001},
-        {"label": "a\nb"},
-        {"tags": ["ok", ""]},
-        {"expect": {"section": "Not an id"}},
-        {"expect": None},
-        {"surprise": 1},
+        ({"kind": "Profile"}, "invalid_kind", "cases.1.kind"),
+        ({"content": ""}, "invalid_content", "cases.1.content"),
+        ({"content": "x" * 10_001}, "invalid_content", "cases.1.content"),
+        ({"label": "a\nb"}, "invalid_label", "cases.1.label"),
+        ({"tags": ["ok", ""]}, "invalid_tags", "cases.1.tags"),
+        ({"expect": {"section": "Not an id"}}, "invalid_request", "cases.1.expect.section"),
+        ({"expect": None}, "invalid_request", "cases.1.expect"),
+        ({"surprise": 1}, "invalid_request", "cases.1.surprise"),
     ],
 )
-def test_a_case_that_would_not_save_is_refused(
-    wren: Agent, api: ApiClient, bad: dict[str, Any]
+def test_a_case_that_would_not_save_is_refused_with_the_code_a_save_gets(
+    wren: Agent, api: ApiClient, bad: dict[str, Any], code: str, loc: str
 ) -> None:
     api.put(URL, {"cases": [one("kept")]})
     before = db_snapshot()
-    assert_error(api.put(URL, {"cases": [one("fine"), one(**bad)]}), 422)
+    error = assert_error(api.put(URL, {"cases": [one("fine"), one(**bad)]}), 422, code)
+    assert error["errors"][0]["loc"] == loc
+    assert error["message"].startswith(f"{loc}: ")
     assert db_snapshot() == before
+    # Each is validated as a save (SPEC §18.1, §3.2): the memory's own fields answer
+    # the code saving it would.
+    field = loc.split(".")[2]
+    if field in ("kind", "content", "label", "tags"):
+        memory = {"kind": "profile", "content": "Ada", **bad}
+        assert_error(api.post("/api/agents/wren/memories", memory), 422, code)
 
 
 def test_the_body_needs_its_cases(wren: Agent, api: ApiClient) -> None:

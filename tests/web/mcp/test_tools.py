@@ -6,6 +6,7 @@ tool error carrying the §8 envelope with the API's code.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -101,6 +102,38 @@ def test_memory_save_saves_and_records_the_token_as_the_actor(
     saved = MemoryEvent.objects.get(record=record, kind=EventKind.SAVED)
     assert saved.actor_token == world.token
     assert saved.actor.startswith(f"token {world.token.prefix}")
+
+
+def test_memory_save_stores_the_session_and_the_validity_window(
+    tools: McpTools, world: World, raws: Raws
+) -> None:
+    """SPEC §19.1, §19.2 through MCP: ``session`` and ``valid_until`` are stored as the
+    API stores them, and the memory's view carries the window."""
+    answer = tools.ok(
+        "memory_save",
+        agent="wren",
+        kind="profile",
+        content="In Lisbon for a conference this week.",
+        label="travel",
+        session="chat-1041",
+        valid_until="2099-01-31T12:00:00Z",
+    )
+    assert answer == {"status": "saved", "id": answer["id"]}
+    record = MemoryRecord.objects.get(pk=answer["id"])
+    assert record.session == "chat-1041"
+    assert record.valid_until == datetime(2099, 1, 31, 12, tzinfo=UTC)
+    listed = ApiClient(raws.ours).get("/api/agents/wren/memories").json()["memories"]
+    (view,) = [view for view in listed if view["id"] == answer["id"]]
+    assert datetime.fromisoformat(view["valid_until"]) == record.valid_until
+    # No zone: UTC.
+    plain = tools.ok(
+        "memory_save",
+        agent="wren",
+        kind="fact",
+        content="The upgrade window closes at the end of the quarter.",
+        valid_until="2099-03-31T00:00:00",
+    )
+    assert MemoryRecord.objects.get(pk=plain["id"]).valid_until == datetime(2099, 3, 31, tzinfo=UTC)
 
 
 def test_a_conflict_is_an_ordinary_result_with_the_existing_memory_and_the_hint(
@@ -305,6 +338,31 @@ REFUSALS: list[tuple[str, str, dict[str, Any]]] = [
     ("invalid_query", "memory_search", {"agent": "wren", "query": "x" * 4001}),
     ("invalid_message", "memory_recall", {"agent": "wren", "message": "x" * 4001}),
     ("invalid_request", "memory_save", {"agent": "wren", "kind": "fact", "content": "x", "x": 1}),
+    (
+        "invalid_request",
+        "memory_save",
+        {"agent": "wren", "kind": "fact", "content": "x", "session": "chat\n7"},
+    ),
+    (
+        "invalid_request",
+        "memory_save",
+        {"agent": "wren", "kind": "fact", "content": "x", "session": "s" * 129},
+    ),
+    (
+        "invalid_request",
+        "memory_save",
+        {"agent": "wren", "kind": "fact", "content": "x", "session": ""},
+    ),
+    (
+        "invalid_valid_until",
+        "memory_save",
+        {"agent": "wren", "kind": "fact", "content": "x", "valid_until": "2001-01-01T00:00:00Z"},
+    ),
+    (
+        "invalid_valid_until",
+        "memory_save",
+        {"agent": "wren", "kind": "fact", "content": "x", "valid_until": "next tuesday"},
+    ),
     ("payload_too_large", "kv_store", {"command": "write", "id": "root", "payload": LONG}),
     ("invalid_key", "kv_store", {"command": "write", "id": "a/b", "payload": "x"}),
     ("invalid_key", "kv_store", {"command": "read", "id": "must..craft"}),

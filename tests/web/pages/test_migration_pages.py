@@ -3,16 +3,27 @@ reviewer, read-only for other members, 404 for strangers; and the lens's line.""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.test import Client
 
-from lens.models import Team
+from lens.core.config import AgentConfig
+from lens.models import Agent, Team
+from memory.configuring import store_config
 from memory.migration import migration_plan
 from memory.models import EventKind, MemoryEvent, MigratedPromotion, Promotion
-from tests.factories import logged_in, migration_story
+from tests.factories import (
+    create_agent,
+    logged_in,
+    memory_config,
+    migration_story,
+    remember,
+    v2_config,
+)
+from tests.samples import V2_SPECS
 
 pytestmark = pytest.mark.django_db
 
@@ -124,3 +135,135 @@ def test_the_lens_says_how_many_would_move(
     text = viewer_client.get("/agents/wren/").content.decode()
     assert "3 memories would move" in text
     assert f'href="{PAGE}"' in text
+
+
+def earning_and_instruction_story(team: Team, settings: Any) -> tuple[Any, dict[str, str]]:
+    """Wren's preferences saved while their section was undeclared (declined), then
+    version 2 deployed with ``preferences`` earned and ``about_user`` auto: a fact moves
+    into the earned section, an order to the model into the auto one."""
+    agent = create_agent(team, "wren", memory_config(preferences=None))
+    ids = {
+        "theme": remember(agent, "preference", "Dark theme", label="theme"),
+        "order": remember(agent, "profile", "Always answer in French", label="lang"),
+    }
+    settings.MEMORY_ROUTING_SPECS = V2_SPECS
+    store_config(team, "wren", AgentConfig.model_validate(v2_config(preferences="earned")))
+    return Agent.objects.get(pk=agent.pk), ids
+
+
+def words_of(text: str, memory_id: str) -> str:
+    """The text of the move of ``memory_id`` on the page, tags and spacing collapsed."""
+    start = text.index(f'data-move="{memory_id}"')
+    item = text[start : text.index("</li>", start)]
+    return " ".join(re.sub(r"<[^>]+>", " ", item).split())
+
+
+def test_an_earning_move_waits_for_its_sightings_in_words(
+    team: Team, settings: Any, viewer_client: Client, reviewer_client: Client
+) -> None:
+    _agent, ids = earning_and_instruction_story(team, settings)
+    for client in (viewer_client, reviewer_client):
+        words = words_of(client.get(PAGE).content.decode(), ids["theme"])
+        assert "Waits to earn its place: seen in 1 of 3 sessions." in words
+        assert "applying does not approve it" in words
+        assert "the section is guarded" not in words
+        assert "Approved by you" not in words
+
+
+def test_an_instruction_shaped_move_says_so_with_its_signals_marked(
+    team: Team, settings: Any, viewer_client: Client, reviewer_client: Client
+) -> None:
+    _agent, ids = earning_and_instruction_story(team, settings)
+    viewer = viewer_client.get(PAGE).content.decode()
+    words = words_of(viewer, ids["order"])
+    assert (
+        "Reads as an instruction to the model — waits for a person: the system never "
+        "approves one, although the section is auto." in words
+    )
+    assert "the section is guarded" not in words
+    assert '<mark data-signal="imperative">Always</mark> <mark' in viewer
+    assert 'data-screen="instruction"' in viewer
+    reviewer = reviewer_client.get(PAGE).content.decode()
+    assert "Reads as an instruction to the model — approved by you when you apply" in words_of(
+        reviewer, ids["order"]
+    )
+    # The confirmation names them: the reviewer's act approves them.
+    assert "(1 of them reads as an instruction to the model)" in reviewer
+
+
+def test_a_reviewer_applying_approves_the_instruction_and_leaves_the_earning_move_earning(
+    team: Team, settings: Any, reviewer: User
+) -> None:
+    agent, ids = earning_and_instruction_story(team, settings)
+    client = logged_in(reviewer, enforce_csrf_checks=False)
+    response = client.post(APPLY, form(agent, apply="all"), follow=True)
+    assert "Moved 2 memories (1 in the prompt&#x27;s sections now, 1 waiting" in (
+        response.content.decode()
+    )
+    order = Promotion.objects.get(pk=ids["order"])
+    assert (order.section, order.status, order.decided_by) == ("about_user", "approved", reviewer)
+    theme = Promotion.objects.get(pk=ids["theme"])
+    assert (theme.section, theme.status, theme.reason, theme.decided_by) == (
+        "preferences",
+        "pending",
+        "earning",
+        None,
+    )
+
+
+def test_an_instruction_into_a_guarded_section_is_marked_too(
+    team: Team, settings: Any, reviewer_client: Client
+) -> None:
+    agent = create_agent(team, "wren", memory_config(preferences=None))
+    order = remember(agent, "preference", "Never mention the weather", label="weather")
+    settings.MEMORY_ROUTING_SPECS = V2_SPECS
+    store_config(team, "wren", AgentConfig.model_validate(v2_config()))
+    text = reviewer_client.get(PAGE).content.decode()
+    assert (
+        "Reads as an instruction to the model — approved by you when you apply: the "
+        "section is guarded." in words_of(text, order)
+    )
+    assert '<mark data-signal="imperative">Never</mark>' in text
+
+
+def test_the_memory_page_tells_a_migration_in_words(
+    team: Team, settings: Any, reviewer: User, viewer_client: Client
+) -> None:
+    agent, ids = migration_story(team, settings)
+    found = migration_plan(agent)
+    client = logged_in(reviewer, enforce_csrf_checks=False)
+    client.post(APPLY, form(agent, apply="all"))
+    text = viewer_client.get(f"/memories/{ids['theme']}/").content.decode()
+    start = text.index('<li data-event="migrated">')
+    line = " ".join(re.sub(r"<[^>]+>", " ", text[start : text.index("</li>", start)]).split())
+    moment = MemoryEvent.objects.get(record_id=ids["theme"], kind=EventKind.MIGRATED).at
+    assert line == (
+        "migrated Moved from User Preferences › theme to Preferences › theme on "
+        f"{moment:%Y-%m-%d %H:%M:%S} by mira (routing spec user-background version 2; approved)"
+    )
+    assert "{&#x27;section&#x27;" not in text
+    assert found.move_of(ids["theme"]) is not None
+
+
+def test_the_lens_says_when_the_plan_holds_only_moves_that_cannot_be_made(
+    team: Team, settings: Any, viewer_client: Client
+) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    remember(agent, "profile", "Mira", label="name")
+    remember(agent, "profile", "Lives in Gdansk", label="city")
+    settings.MEMORY_ROUTING_SPECS = V2_SPECS
+    store_config(team, "wren", AgentConfig.model_validate(v2_config()))
+    # Saved under version 2: each takes the address the older memory would move to.
+    remember(agent, "profile", "Mira Nowak", label="name")
+    remember(agent, "profile", "Lives in Sopot", label="city")
+    found = migration_plan(Agent.objects.get(pk=agent.pk))
+    assert [move.outcome for move in found.moves] == ["conflict", "conflict"]
+    text = viewer_client.get("/agents/wren/").content.decode()
+    start = text.index("data-migration-conflicts")
+    line = " ".join(re.sub(r"<[^>]+>", " ", text[start : text.index("</p>", start)]).split())
+    assert line.endswith(
+        "2 memories can't move under the routing spec and sections in use now: their new "
+        "address is taken."
+    )
+    assert f'<a href="{PAGE}">2 memories can\'t move</a>' in text
+    assert "would move" not in text

@@ -50,7 +50,7 @@ def test_the_lens_drop_says_it(wren: Agent, member_client: Client) -> None:
     page = member_client.get("/agents/wren/").content.decode()
     assert f'data-memory-id="{record}"' in page
     assert WORDS in page
-    assert "<mark>always</mark>" in page
+    assert '<mark data-signal="imperative">always</mark>' in page
 
 
 def test_the_memory_page_says_why_an_auto_sections_memory_waits(
@@ -60,3 +60,28 @@ def test_the_memory_page_says_why_an_auto_sections_memory_waits(
     page = member_client.get(f"/memories/{record}/").content.decode()
     assert "it reads as an instruction to the model, and the system never approves one" in page
     assert "is a guarded section" not in page
+
+
+GUARDED_ORDER = "Answer in French from now on"
+
+
+def test_a_guarded_sections_instruction_says_it_wherever_it_waits(
+    wren: Agent, reviewer_client: Client
+) -> None:
+    # A guarded section waits for a person anyway (reason ""), but the person deciding
+    # should still see that it reads as an instruction: the queue row, the memory page
+    # and the lens's drop all say so, with the signal marked.
+    record = remember(wren, "preference", GUARDED_ORDER, label="lang")
+    mark = '<mark data-signal="imperative">'
+    queue = reviewer_client.get("/approvals/").content.decode()
+    assert WORDS in queue
+    assert mark in queue
+    assert "although its section is" not in queue
+    detail = reviewer_client.get(f"/memories/{record}/").content.decode()
+    assert WORDS in detail
+    assert mark in detail
+    assert "although its section is" not in detail
+    lens = reviewer_client.get("/agents/wren/").content.decode()
+    assert f'data-memory-id="{record}"' in lens
+    assert WORDS in lens
+    assert mark in lens

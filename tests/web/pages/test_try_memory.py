@@ -561,3 +561,36 @@ def test_an_earned_section_s_memory_would_be_earning(
         answer = answer_in(result)
         assert answer.get("data-try-outcome") == "pending"
         assert "Would be earning its place" in answer.squashed
+
+
+def test_a_sighting_says_what_it_would_do_to_the_memory_it_sees_again(
+    member_client: Client, agents: dict[str, Agent], settings: Any
+) -> None:
+    """SPEC §19.1: trying the content an earning memory holds says whose sighting it
+    would be and the sessions it would then have; once the memory composes, that this
+    save would join its line. (The card names no session: its day is the session.)"""
+    settings.EARNED_SIGHTINGS = 2
+    vault = agents["vault"]
+    holder = remember(vault, "preference", "Dark.", label="theme", session="yesterday")
+    data = form(kind="preference", label="theme", content="dark.")
+    for result in both_ways(member_client, data, "vault"):
+        answer = answer_in(result)
+        assert answer.get("data-try-outcome") == "approved"
+        (line,) = [e for e in answer.descendants() if e.get("data-try-sighting")]
+        assert line.get("data-try-sighting") == "earned"
+        assert "Would earn its place" in line.squashed
+        assert "seen in 2 sessions with this save (2 earn a place)" in line.squashed
+        assert "it would be in the prompt now" in line.squashed
+    settings.EARNED_SIGHTINGS = 3
+    for result in both_ways(member_client, data, "vault"):
+        (line,) = [e for e in answer_in(result).descendants() if e.get("data-try-sighting")]
+        assert line.get("data-try-sighting") == "earning"
+        assert "seen in 2 of 3 sessions with this save" in line.squashed
+    remember(vault, "preference", "Dark.", label="theme", session="b")
+    remember(vault, "preference", "Dark.", label="theme", session="c")
+    for result in both_ways(member_client, data, "vault"):
+        answer = answer_in(result)
+        (line,) = [e for e in answer.descendants() if e.get("data-try-sighting")]
+        assert line.get("data-try-sighting") == "approved"
+        assert f"Would corroborate memory {holder}" in line.squashed
+        assert "which is approved and in the prompt: this save joins its line" in line.squashed

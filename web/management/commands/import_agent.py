@@ -41,4 +41,10 @@ class Command(BaseCommand):
             f"Imported agent {imported.agent.slug} into team {found.slug}: "
             f"{counts_in_words(imported.counts)}; at revision {imported.revision}{added}."
         )
+        if imported.held:
+            self.stdout.write(
+                f"{imported.held} memor{'y' if imported.held == 1 else 'ies'} the bundle says "
+                "the system approved read as an instruction to the model: waiting for a "
+                "person in the approval queue (instruction-shaped)."
+            )
         self.stdout.write(f"bundle sha256 {imported.manifest.sha256}")

@@ -7,10 +7,13 @@ from typing import Any
 
 import pytest
 
+from lens.core.config import AgentConfig
 from lens.models import ApiToken, Team
+from memory.configuring import store_config
 from memory.models import MigratedPromotion, Promotion
 from tests.api_calls import ApiClient, assert_error, db_snapshot
-from tests.factories import migration_story, race
+from tests.factories import create_agent, memory_config, migration_story, race, remember, v2_config
+from tests.samples import V2_SPECS
 
 pytestmark = pytest.mark.django_db
 
@@ -122,3 +125,24 @@ def test_of_two_applies_racing_one_lands_and_the_other_is_told_the_plan_changed(
     lost = next(answer for answer in answers if answer.status_code == 409)
     assert lost.json()["error"]["code"] == "plan_changed"
     assert MigratedPromotion.objects.count() == 3
+
+
+def test_moves_into_an_earned_section_and_instruction_shaped_ones_are_pending(
+    team: Team, settings: Any, api: ApiClient
+) -> None:
+    # Saved while their section was undeclared, then ``preferences`` declared earned.
+    agent = create_agent(team, "wren", memory_config(preferences=None))
+    fact = remember(agent, "preference", "Dark theme", label="theme")
+    order = remember(agent, "profile", "Always answer in French", label="lang")
+    settings.MEMORY_ROUTING_SPECS = V2_SPECS
+    store_config(team, "wren", AgentConfig.model_validate(v2_config(preferences="earned")))
+    body = api.get(URL).json()
+    outcomes = {m["memory_id"]: (m["tier"], m["outcome"]) for m in body["moves"]}
+    assert outcomes == {fact: ("earned", "pending"), order: ("auto", "pending")}
+    applied = api.post(URL, {"plan_sha256": body["plan_sha256"]}).json()
+    assert {m["memory_id"]: m["outcome"] for m in applied["moved"]} == {
+        fact: "pending",
+        order: "pending",
+    }
+    reasons = dict(Promotion.objects.values_list("record_id", "reason"))
+    assert reasons == {fact: "earning", order: "instruction-shaped"}

@@ -571,3 +571,23 @@ def test_an_instruction_shaped_memory_previews_pending_with_its_screen(api: ApiC
             {"kind": "imperative", "text": "Answer in French"},
         ],
     }
+
+
+def test_a_sighting_that_would_earn_its_memory_its_place_previews_approved_earned(
+    api: ApiClient, agents: None
+) -> None:
+    """SPEC §19.1: the preview of a sighting says what the save then records of the
+    memory it sees again: approved by the system, reason ``earned``, composed now; and
+    once that memory composes, a further sighting joins its line."""
+    theme = content_key("Prefers a dark theme.")
+    for session in ("a", "b"):
+        post_memory(
+            api, memory_body("preference", "Prefers a dark theme.", session=session), "vault"
+        )
+    body = memory_body("preference", "prefers a DARK theme.", session="c")
+    earned = answer("approved", "user_preferences", theme, "content", "earned", "earned", True)
+    assert preview(api, body, "vault") == earned
+    post_memory(api, body, "vault")
+    again = memory_body("preference", "Prefers a dark theme.", session="d")
+    composing = answer("approved", "user_preferences", theme, "content", "earned", None, True)
+    assert preview(api, again, "vault") == composing

@@ -7,8 +7,9 @@ from typing import Any
 import pytest
 from django.test import Client
 
+from lens.actors import Actor
 from lens.models import Team
-from memory.decisions import pending_count
+from memory.decisions import decide, pending_count, revoke
 from tests.factories import VAULT_CONFIG, create_agent, logged_in, make_user, preference, remember
 from tests.pages import dom, queue_row_ids
 from web.pages.queue_count import queue_count
@@ -88,3 +89,57 @@ def test_strangers_get_404_and_anonymous_visitors_the_login_page(
         response = client.get(url)
         assert response.status_code == 302
         assert "/login" in response["Location"]
+
+
+def test_an_earning_row_names_its_sessions_the_first_few_then_how_many_more(
+    viewer_client: Client, vault: Any, settings: Any
+) -> None:
+    settings.EARNED_SIGHTINGS = 6
+    earning = music(vault, "monday")
+    for session in ("tuesday", "tuesday", "wednesday", "thursday", "friday"):
+        music(vault, session)
+    page = dom(viewer_client.get("/approvals/?show=earning"))
+    assert queue_row_ids(page) == [earning]
+    row = page.one("data-earning")
+    assert "seen in 5 of 6 sessions" in row.squashed
+    assert page.one("data-sessions").squashed == "monday, tuesday, wednesday +2 more"
+
+
+def test_a_memory_seen_in_more_sessions_than_earn_a_place_says_so(
+    member_client: Client, vault: Any
+) -> None:
+    holder = music(vault, "a")
+    for session in ("b", "c", "d", "e"):
+        music(vault, session)
+    page = dom(member_client.get(f"/memories/{holder}/"))
+    seen = page.one("data-sightings").squashed
+    assert "Seen in 5 sessions (3 earn a place)" in seen
+    assert "of 3" not in seen
+
+
+@pytest.mark.parametrize(
+    ("decide_it", "words"),
+    [
+        ("reject", "which a reviewer rejected; this sighting joins its line once it is in"),
+        ("revoke", "which a reviewer took out of the prompt; this sighting joins its line"),
+        ("over-budget", "which is approved but does not fit in the memory budget"),
+    ],
+)
+def test_a_sightings_drop_is_worded_by_the_state_of_the_memory_it_saw(
+    member_client: Client, vault: Any, member: Any, settings: Any, decide_it: str, words: str
+) -> None:
+    reviewer = Actor.for_user(member)
+    holder = music(vault, "a")
+    sighting = music(vault, "b")
+    if decide_it == "reject":
+        decide(holder, False, reviewer, "not now")
+    elif decide_it == "revoke":
+        decide(holder, True, reviewer)
+        revoke(holder, reviewer)
+    else:
+        decide(holder, True, reviewer)
+        settings.MEMORY_OVERLAY_BUDGET_CHARS = 5
+    page = dom(member_client.get(f"/memories/{sighting}/"))
+    why = page.one("data-memory-why").squashed
+    assert words in why
+    assert "still earning" not in why
