@@ -19,6 +19,7 @@ from lens.actors import Actor
 from lens.core.errors import DomainError
 from lens.models import Agent, Team
 from lens.tracing import AGENT, DECISION, MEMORY_ID, TEAM, Attributes, span
+from memory.core.records import is_record_id
 from memory.events import write_events
 from memory.models import EventKind, Promotion, PromotionStatus, new_event
 from memory.saving import holder_of
@@ -580,13 +581,18 @@ def check_decision(agent: Agent, record_id: str, decision: str) -> Promotion:
     several does), NotApproved, NotReopenable, or AddressNowTaken (reopening where
     another record holds the address now, as undoing a rejection does).
     """
+    # Anything that is no record id names no memory: not found, with no query at all (as
+    # the approvals page's decide answers it).
     promotion = (
         Promotion.objects.select_related("record", "decided_by", "agent")
         .filter(agent=agent, record_id=record_id)
         .first()
+        if is_record_id(record_id)
+        else None
     )
     if promotion is None:
-        raise NoSuchPromotion(f"No memory {record_id!r} here.")
+        shown = record_id if len(record_id) <= 40 else record_id[:40] + "…"
+        raise NoSuchPromotion(f"No memory {shown!r} here.")
     allowed, only = _ALLOWED[decision]
     if promotion.status not in allowed:
         notice = notice_for(promotion)

@@ -6,14 +6,16 @@ It writes nothing: no row, event, audit line or outbox message.
 ``now`` composes the agent's memories as they are now twice with the one composer
 (``memory.composition``): with its declarations, and with the change applied.
 
-``replay`` re-composes each of the last deliveries as of its moment (SPEC §14, as
-``memory.as_of`` does: the revision in force then, each record saved by then with the
-status its events had left it in) with the change applied to that moment: a config, an
-order or a spec applies at every moment; a decision moves the memory's status then when
-the decision moves that status (``memory.core.what_if.decided``); a memory saved later
-stays absent. Everything is read once for the whole window — the revisions in force,
-the events, the placed records — and the deliveries are walked in time order, so a
-replay is a fixed number of queries whatever ``last`` is. Only the prompt's text is
+``replay`` re-composes each of the last deliveries as of its moment with the change
+applied to that moment. The past is the one ``memory.as_of`` reconstructs
+(``memory.as_of.Past``, which ``compose_as_of`` asks too): the revision in force then,
+each record saved by then with the status its events had left it in, at the placement
+it held then (across migrations), with the validity window it had then. A config, an
+order or a spec applies at every moment; a decision moves the memory's status then
+when the decision moves that status (``memory.core.what_if.decided``); a memory saved
+later stays absent. Everything is read once for the whole window — the revisions in
+force, the events, the placed records — and the deliveries are walked in time order,
+so a replay is a fixed number of queries whatever ``last`` is. Only the prompt's text is
 composed (no routing report), once per distinct input: consecutive deliveries of the
 same revision and the same approved memories compose once. Token ids are counted per
 block between headings and memoised, as the stability card counts them per line
@@ -41,7 +43,7 @@ from lens.core.token_counts import token_ids
 from lens.core.token_prefix import heading_segments, shared_tokens
 from lens.models import Agent, Revision
 from lens.revisions import stored_config
-from memory.as_of import STATUS_AFTER
+from memory.as_of import Past
 from memory.composed import current, keeps
 from memory.composition import Memories, compose_from, memories_of
 from memory.core.composition import Composition
@@ -71,8 +73,6 @@ from memory.core.what_if import (
 from memory.decisions import check_decision
 from memory.models import (
     Delivery,
-    MemoryEvent,
-    MigratedPromotion,
     Promotion,
     PromotionStatus,
     StoredComposition,
@@ -186,7 +186,13 @@ def _now(agent: Agent, config: AgentConfig, change: Change) -> tuple[Composition
     placed, unreadable = memories.placed, memories.unreadable
     moved = next((s.status for s in states if s.memory_id == change.memory_id), None)
     if moved == PromotionStatus.APPROVED:
-        found = placed_of(Promotion.objects.filter(agent=agent, record_id=change.memory_id))
+        # The memory, and its sightings (SPEC §19.1), which compose with it once it does.
+        found = placed_of(
+            Promotion.objects.filter(agent=agent).filter(
+                Q(record_id=change.memory_id)
+                | Q(corroborates_id=change.memory_id, status=PromotionStatus.CORROBORATES)
+            )
+        )
         placed = [*placed, *found.of(agent.pk)]
         unreadable = unreadable | found.unreadable.get(agent.pk, set())
     else:
@@ -239,27 +245,50 @@ class _Delivered:
 
 def replay(agent: Agent, change: Change, last: int) -> Replay:
     """``change`` replayed over ``agent``'s last ``last`` deliveries (a fixed number of
-    queries: the deliveries, the revisions in force, the events and the placed records)."""
+    queries: the deliveries, the revisions in force, the events and the placed records).
+
+    A delivery that held a memory erased since (SPEC §15) cannot be composed again as it
+    was: the erased words are gone, and the past ``memory.as_of`` gives leaves the
+    memory out at every moment. Such a delivery is compared with its composition as of
+    its moment without the change (and so are its neighbours' cached prefixes), so an
+    erasure is never counted as the change's doing."""
     delivered = _last_deliveries(agent, last)
     if not delivered:
         return Replay(0, 0, None, None, None)
     first, newest = delivered[0].at, delivered[-1].at
-    configs = _Configs(agent, first, newest, change)
     walk = _Walk(agent, first, newest, change)
-    texts = _Texts(agent, change, walk.placed)
-    replayed = [texts.of(*configs.at(moment.at), walk.until(moment.at)) for moment in delivered]
+    configs = _Configs(agent, first, newest, change, in_force=walk.erasures)
+    texts = _Texts(agent, change)
+    replayed: list[_Key] = []
+    # Where an erasure took words out of what was delivered, and beside it: each
+    # delivery as of its moment.
+    held: dict[int, tuple[tuple[Hashable, AgentConfig | None], list[PlacedRecord]]] = {}
+    erased: set[int] = set()
+    for i, moment in enumerate(delivered):
+        replayed.append(texts.of(*configs.at(moment.at), walk.until(moment.at)))
+        if walk.erasures:
+            held[i] = (configs.in_force(moment.at), walk.as_delivered(moment.at))
+            if walk.held_erased(moment.at):
+                erased.add(i)
+    redone = {
+        i: texts.of(*held[i][0], held[i][1], delivered=True)
+        for i in sorted({j for i in erased for j in (i - 1, i, i + 1)} & held.keys())
+    }
     ids = _memo_ids()
     tokens = [texts.tokens(key, ids) for key in replayed]
     return Replay(
         deliveries=len(delivered),
         changed=sum(
-            texts.sha256(key) != moment.prompt_sha256
-            for key, moment in zip(replayed, delivered, strict=True)
+            texts.sha256(key) != (texts.sha256(redone[i]) if i in erased else moment.prompt_sha256)
+            for i, (key, moment) in enumerate(zip(replayed, delivered, strict=True))
         ),
         tokens_delta_mean=mean(
-            [n - moment.tokens for n, moment in zip(tokens, delivered, strict=True)]
+            [
+                n - (texts.tokens(redone[i], ids) if i in erased else moment.tokens)
+                for i, (n, moment) in enumerate(zip(tokens, delivered, strict=True))
+            ]
         ),
-        prefix_tokens_mean_before=mean(_recorded_prefixes(delivered, ids)),
+        prefix_tokens_mean_before=mean(_recorded_prefixes(delivered, ids, texts, erased, redone)),
         prefix_tokens_mean_after=mean(
             _prefixes([texts.text(key) for key in replayed], ids, texts.cut)
         ),
@@ -284,13 +313,17 @@ def _last_deliveries(agent: Agent, last: int) -> list[_Delivered]:
 
 class _Configs:
     """The declarations in force at each moment of the window, moments asked in time
-    order (two queries; none for a config change, which applies at every moment)."""
+    order (two queries; none for a config change, which applies at every moment,
+    unless ``in_force``: deliveries are composed again as they were)."""
 
-    def __init__(self, agent: Agent, first: datetime, newest: datetime, change: Change) -> None:
+    def __init__(
+        self, agent: Agent, first: datetime, newest: datetime, change: Change, *, in_force: bool
+    ) -> None:
         self.agent = agent
         self.revisions: list[Revision] = []
         self.index = 0
-        if isinstance(change, ConfigChange):
+        self.everywhere = isinstance(change, ConfigChange)
+        if self.everywhere and not in_force:
             return
         rows = Revision.objects.filter(agent=agent).select_related("config")
         base = rows.filter(created_at__lte=first).order_by("-number").first()
@@ -300,8 +333,13 @@ class _Configs:
         self.revisions = [base, *later] if base is not None else []
 
     def at(self, moment: datetime) -> tuple[Hashable, AgentConfig | None]:
+        """The key of the config the change applies to at ``moment`` and the config
+        (None: the change's own, the same at every moment)."""
+        return ("", None) if self.everywhere else self.in_force(moment)
+
+    def in_force(self, moment: datetime) -> tuple[Hashable, AgentConfig | None]:
         """The key of the config in force at ``moment`` and the config (None: the
-        change's own, the same at every moment)."""
+        agent's as stored, when it has no revision)."""
         if not self.revisions:
             return "", None
         while (
@@ -313,127 +351,75 @@ class _Configs:
         return revision.config_id, stored_config(revision)
 
 
-# A placement a record held: its live row's (the record id), or the n-th one a migration
-# replaced (the id and n).
-_Held = str | tuple[str, int]
-
-
 class _Walk:
-    """Each record's status as the agent's events left it, walked forward in time: the
-    approved, placed records at each moment asked (in time order), with the decision of
-    the change applied to its memory's status then."""
+    """The approved, placed records at each moment asked (in time order), as
+    ``memory.as_of.Past`` reconstructs them (statuses, placements across migrations,
+    validity windows as they stood then), with the change applied: its decision to its
+    memory's status then, a migration's moves at every moment."""
 
     def __init__(self, agent: Agent, first: datetime, newest: datetime, change: Change) -> None:
-        # The placements a migration replaced after the window began (SPEC §18.3): a
-        # record held each until its ``migrated_at``, as ``memory.as_of`` reads them.
-        migrated = list(
-            MigratedPromotion.objects.filter(agent=agent, migrated_at__gt=first)
-            .order_by("migrated_at", "id")
-            .values_list("record_id", "migrated_at", "section", "key", "key_source")
-        )
-        self.moves = change.moves if isinstance(change, MovesChange) else {}
-        moved = {row[0] for row in migrated} | set(self.moves)
-        found = placed_of(
-            Promotion.objects.filter(agent=agent).filter(
-                Q(section__isnull=False) | Q(record_id__in=list(moved))
-            )
-        )
-        everyone = {p.id: p for p in found.of(agent.pk)}
-        # Keyed by id, or by (id, n) for the n-th placement a migration replaced.
-        self.placed: dict[_Held, PlacedRecord] = {
-            rid: p for rid, p in everyone.items() if p.section is not None
-        }
-        self.history: dict[str, list[tuple[datetime, _Held | None]]] = {}
-        for n, (rid, at, section, key, source) in enumerate(migrated):
-            record = everyone.get(rid)
-            if record is None:
-                continue  # unreadable: it composes at no moment
-            held: _Held | None = None
-            if section is not None and key is not None:
-                held = (rid, n)
-                key_source: KeySource = "label" if source == "label" else "content"
-                self.placed[held] = replace(record, section=section, key=key, key_source=key_source)
-            self.history.setdefault(rid, []).append((at, held))
-        self.created = {rid: p.created_at for rid, p in everyone.items()}
-        self.windows = {rid: p.valid_until for rid, p in everyone.items() if p.valid_until}
-        for rid, move in self.moves.items():
-            if rid in everyone and _lands(move):
-                self.placed[(rid, -1)] = _at_target(everyone[rid], move)
-        # An erased memory is dropped at every moment (``memory.as_of``).
-        self.erased = set(
-            Promotion.objects.filter(agent=agent, status=PromotionStatus.ERASED).values_list(
-                "record_id", flat=True
-            )
-        )
-        self.events = list(
-            MemoryEvent.objects.filter(agent=agent, at__lte=newest, kind__in=list(STATUS_AFTER))
-            .order_by("at", "id")
-            .values_list("at", "record_id", "kind")
-        )
-        self.index = 0
-        self.statuses: dict[str, str] = {}
-        self.approved: set[str] = set()  # placed records approved now
+        moves = change.moves if isinstance(change, MovesChange) else {}
+        self.past = Past(agent, first, newest, states=False, also=moves)
         self.decision = change if isinstance(change, DecisionChange) else None
+        everyone = self.past.everyone
+        # Each moved memory where the move puts it (a move that lands nowhere: absent).
+        self.moved = {rid for rid in moves if rid in everyone}
+        self.targets = {
+            rid: _at_target(everyone[rid], move)
+            for rid, move in moves.items()
+            if rid in everyone and _lands(move)
+        }
+        # Whether a memory saved in the window was erased since.
+        self.erasures = bool(self.past.erased)
 
-    def until(self, moment: datetime) -> frozenset[_Held]:
-        """The placed records approved at ``moment``, the change's decision applied."""
-        events = self.events
-        while self.index < len(events) and events[self.index][0] <= moment:
-            _at, record_id, kind = events[self.index]
-            self.index += 1
-            status = PromotionStatus.ERASED if record_id in self.erased else STATUS_AFTER[kind]
-            self.statuses[record_id] = status
-            if status == PromotionStatus.APPROVED and record_id in self.created:
-                self.approved.add(record_id)
-            else:
-                self.approved.discard(record_id)
-        approved = self.approved
+    def as_delivered(self, moment: datetime) -> list[PlacedRecord]:
+        """The placed records at ``moment`` (the last asked of ``until``) as of then,
+        without the change."""
+        return self.past.placed(moment, open_only=True)
+
+    def held_erased(self, moment: datetime) -> bool:
+        """Whether a memory approved at ``moment`` has been erased since."""
+        return self.past.held_erased(moment)
+
+    def until(self, moment: datetime) -> list[PlacedRecord]:
+        """The placed records composing at ``moment`` (windows open then), the change
+        applied."""
+        past = self.past
+        past.advance(moment)
+        approved: set[str] | frozenset[str] = past.approved
         decision = self.decision
-        if decision is not None and decision.memory_id in self.created:
-            then = self.statuses.get(decision.memory_id)
+        if decision is not None:
+            then = past.statuses.get(decision.memory_id)
             moved = decided(then, decision) if then is not None else None
             if moved == PromotionStatus.APPROVED:
                 approved = approved | {decision.memory_id}
             elif moved is not None:
                 approved = approved - {decision.memory_id}
-        if self.moves:  # a migration's moves: their new status at every moment
-            approved = {rid for rid in approved if rid not in self.moves} | {
-                rid for rid in self.moves if (rid, -1) in self.placed
-            }
-        created = self.created
-        windows = self.windows
-        # Saved by then (a status at the moment is the record's first event's, at its
-        # save), and not expired then (SPEC §19.2: by its window as it stands now).
-        return frozenset(
-            held
-            for rid in approved
-            if created[rid] <= moment
-            and not expired(windows.get(rid), moment)
-            and (held := self._held(rid, moment)) is not None
-        )
-
-    def _held(self, record_id: str, moment: datetime) -> _Held | None:
-        """The placement ``record_id`` held at ``moment``: the first a migration replaced
-        after it, else its live row's (None: it had none then); a moved one's, where
-        the change moves it."""
-        if record_id in self.moves:
-            return (record_id, -1)
-        for at, held in self.history.get(record_id, ()):
-            if at > moment:
-                return held
-        return record_id if record_id in self.placed else None
+        if not self.moved:
+            return past.placed(moment, approved, open_only=True)
+        # A migration's moves: their new status and placement at every moment.
+        placed = past.placed(moment, approved - self.moved, open_only=True)
+        for rid, target in self.targets.items():
+            if past.created[rid] <= moment:
+                record = past.then(rid, moment, target)
+                if record is not None and not expired(record.valid_until, moment):
+                    placed.append(record)
+        return placed
 
 
-_Key = tuple[Hashable, frozenset[_Held]]
+# The config in force, the placed records (by identity), and whether the change is left
+# out (a delivery as of its moment).
+_Key = tuple[Hashable, frozenset[int], bool]
 
 
 class _Texts:
-    """Replayed prompts by their inputs (the config in force, the approved records):
-    each distinct input composed once, its text hashed and counted once."""
+    """Replayed prompts by their inputs (the config in force, the placed records):
+    each distinct input composed once, its text hashed and counted once. Records are
+    told apart by identity: ``memory.as_of.Past`` gives the same object for a record
+    each time it stood the same (the walk holds them all for the replay's length)."""
 
-    def __init__(self, agent: Agent, change: Change, records: dict[_Held, PlacedRecord]) -> None:
+    def __init__(self, agent: Agent, change: Change) -> None:
         self.change = change
-        self.records = records
         self.texts: dict[_Key, str] = {}
         self.counted: dict[_Key, int] = {}
         self.hashed: dict[_Key, str] = {}
@@ -442,10 +428,21 @@ class _Texts:
         # An agent with no revision at all (rows that never validated): as stored.
         self.fallback = config_of(agent)
 
-    def of(self, key: Hashable, config: AgentConfig | None, approved: frozenset[_Held]) -> _Key:
-        found = (key, approved)
+    def of(
+        self,
+        key: Hashable,
+        config: AgentConfig | None,
+        placed: list[PlacedRecord],
+        *,
+        delivered: bool = False,
+    ) -> _Key:
+        """The replayed prompt of ``placed`` under ``config`` (keyed ``key``) with the
+        change applied; ``delivered``: without it, as of then."""
+        found = (key, frozenset(map(id, placed)), delivered)
         if found not in self.texts:
-            self.texts[found] = self._compose(config or self.fallback, approved)
+            config = config or self.fallback
+            declared = config if delivered else self._declared(config)
+            self.texts[found] = self._compose(declared, placed)
         return found
 
     def _declared(self, config: AgentConfig) -> AgentConfig:
@@ -456,11 +453,10 @@ class _Texts:
             found = self.declared[id(config)] = (config, changed_config(config, self.change))
         return found[1]
 
-    def _compose(self, config: AgentConfig, approved: frozenset[_Held]) -> str:
-        declared = self._declared(config)
+    def _compose(self, declared: AgentConfig, placed: list[PlacedRecord]) -> str:
         background, _fold = apply_memory_overlay(
             declared.background,
-            [self.records[rid] for rid in approved],
+            placed,
             get_spec(declared.routing_spec),
             settings.MEMORY_OVERLAY_BUDGET_CHARS,
         )
@@ -511,11 +507,21 @@ def _prefixes(
 
 
 def _recorded_prefixes(
-    delivered: list[_Delivered], ids: Callable[[str], Sequence[int]]
+    delivered: list[_Delivered],
+    ids: Callable[[str], Sequence[int]],
+    texts: _Texts,
+    erased: set[int],
+    redone: Mapping[int, _Key],
 ) -> list[int]:
     """Each delivery's recorded prefix after the first; a delivery recorded before the
-    figures were kept is measured against the one before it from the stored prompts."""
-    missing = [i for i in range(1, len(delivered)) if delivered[i].prefix_tokens is None]
+    figures were kept is measured against the one before it from the stored prompts,
+    and a pair one of which held a memory erased since (``erased``) between the two as
+    of their moments (``redone``)."""
+    missing = [
+        i
+        for i in range(1, len(delivered))
+        if delivered[i].prefix_tokens is None and not {i - 1, i} & erased
+    ]
     prompts: dict[int, str] = {}
     if missing:
         wanted = {delivered[i].composition_id for i in missing}
@@ -525,7 +531,10 @@ def _recorded_prefixes(
     found = []
     for i in range(1, len(delivered)):
         recorded = delivered[i].prefix_tokens
-        if recorded is None:
+        if {i - 1, i} & erased:
+            a, b = texts.text(redone[i - 1]), texts.text(redone[i])
+            recorded = shared_tokens(texts.cut(a), texts.cut(b), ids)
+        elif recorded is None:
             a = prompts[delivered[i - 1].composition_id]
             b = prompts[delivered[i].composition_id]
             recorded = shared_tokens(heading_segments(a), heading_segments(b), ids)

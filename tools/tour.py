@@ -292,6 +292,8 @@ def stops() -> list[Stop]:
     found += [
         Stop("revisions", f"/agents/{wren.slug}/revisions/"),
         Stop("revision", f"/agents/{wren.slug}/revisions/6/"),
+        # Restore's confirmation: what restoring the first revision would do.
+        Stop("revision-restore", f"/agents/{wren.slug}/revisions/1/restore/"),
     ]
     section = SectionDeclaration.objects.filter(agent=wren).order_by("pk").first()
     # Settings › Webhooks: the list (with its form), an endpoint whose tries fail in a

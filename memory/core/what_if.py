@@ -19,6 +19,7 @@ from typing import Literal, get_args
 from lens.core.background import Background
 from lens.core.config import AgentConfig
 from memory.core.composition import Composition
+from memory.core.explain import SHORT_WORDS
 
 Decision = Literal["approve", "reject", "revoke", "reopen"]
 DECISIONS: tuple[Decision, ...] = get_args(Decision)
@@ -225,6 +226,22 @@ def mean(values: Sequence[float]) -> float | None:
 # --- in words ------------------------------------------------------------------------
 
 
+def fate_word(fate: str) -> str:
+    """A fate in a page's words: "in the prompt", or the reason said short."""
+    return "in the prompt" if fate == COMPOSED else SHORT_WORDS.get(fate, fate)
+
+
+@dataclass(frozen=True)
+class FateWords:
+    memory_id: str
+    before: str
+    after: str
+
+
+def fate_words(fate: MemoryFate) -> FateWords:
+    return FateWords(fate.memory_id, fate_word(fate.before), fate_word(fate.after))
+
+
 def _memories(n: int) -> str:
     return f"{n} memor{'y' if n == 1 else 'ies'}"
 
@@ -256,3 +273,19 @@ def effect_phrases(found: WhatIf, subject: str | None = None) -> list[str]:
     else:
         phrases.append("no prompt delivered yet")
     return phrases
+
+
+def stability_sentence(found: WhatIf) -> str:
+    """The Cache stability card's line (SPEC §18.2): "would have changed 12 of the last
+    50 prompts; cached prefix 3,210 → 1,004 tokens" — the mean prefix between
+    consecutive prompts as delivered and as replayed, whole tokens with thousands
+    separators."""
+    replay = found.replay
+    if not replay.deliveries:
+        return "no prompt delivered yet"
+    plural = "s" if replay.deliveries != 1 else ""
+    said = f"would have changed {replay.changed:,} of the last {replay.deliveries:,} prompt{plural}"
+    before, after = replay.prefix_tokens_mean_before, replay.prefix_tokens_mean_after
+    if before is None or after is None:  # one delivery: no pair to share a prefix
+        return said
+    return f"{said}; cached prefix {round(before):,} \u2192 {round(after):,} tokens"

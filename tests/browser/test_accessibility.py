@@ -96,6 +96,7 @@ def test_the_tour_visits_every_kind_of_page(db: None) -> None:
         "lens-past",
         "revisions",
         "revision",
+        "revision-restore",
         "webhooks",
         "webhook",
         "webhook-failing",

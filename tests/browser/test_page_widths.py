@@ -55,6 +55,7 @@ def demo_pages() -> list[str]:
         f"/deliveries/{wren_deliveries[-1]}/live/",
         "/agents/wren/revisions/",
         "/agents/wren/revisions/1/",
+        "/agents/wren/revisions/1/restore/",
         "/settings/webhooks/",
         *(f"/settings/webhooks/{pk}/" for pk in Endpoint.objects.values_list("pk", flat=True)),
     ]

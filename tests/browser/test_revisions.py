@@ -55,10 +55,13 @@ def test_history_compare_and_restore_from_the_lens(live_server: Any, page: Any) 
     assert "+You are Wren, brief." in prompt_diff
     assert page.locator("[data-diff-words]").inner_text() == "Persona changed"
 
-    # Back to the list, and restore revision 2.
+    # Back to the list, and restore revision 2: its confirmation says what it would do.
     page.locator('[data-step="list"]').click()
     page.wait_for_url(f"{base}/agents/wren/revisions/")
-    page.locator('tr[data-revision-number="2"]').get_by_role("button", name="Restore").click()
+    page.locator('tr[data-revision-number="2"]').get_by_role("link", name="Restore").click()
+    page.wait_for_url(f"{base}/agents/wren/revisions/2/restore/?from=list")
+    assert "If restoring:" in page.locator("[data-what-if]").inner_text()
+    page.get_by_role("button", name="Confirm restore").click()
     page.wait_for_url(f"{base}/agents/wren/revisions/?team=acme")
     assert "Restored revision 2 as revision 4." in page.locator(".flash").inner_text()
     top = page.locator("tr[data-revision-number]").first
@@ -66,7 +69,7 @@ def test_history_compare_and_restore_from_the_lens(live_server: Any, page: Any) 
     assert top.locator("[data-via]").inner_text() == "restore"
     assert top.locator("[data-actor]").inner_text() == "eda"
     assert top.locator("[data-in-force]").count() == 1
-    assert top.get_by_role("button", name="Restore").count() == 0
+    assert top.get_by_role("link", name="Restore").count() == 0
 
     page.goto(f"{base}/agents/wren/")
     assert (

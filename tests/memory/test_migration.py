@@ -485,3 +485,25 @@ def test_the_plans_what_if_is_the_prompt_applying_it_makes(
     assert predicted.now.after.prompt_sha256 == sha256_hex(after.prompt.text)
     assert predicted.now.after.tokens == after.tokens.total
     assert predicted.replay.deliveries == 1
+
+
+def test_the_plans_what_if_replays_a_memory_it_places_from_nowhere(
+    team: Team, reviewer: User
+) -> None:
+    """A preference saved while the agent named no routing spec (placed nowhere), then
+    a spec named: applying the plan as a reviewer places it, and the replay composes it
+    there in every delivery made since it was saved, as a move applies at every
+    moment."""
+    agent = create_agent(team, "wren", memory_config(routing_spec=None))
+    theme = remember(agent, "preference", "Dark theme", label="theme")
+    assert Promotion.objects.get(record_id=theme).section is None
+    deliver(get_agent(team, "wren"), TOKEN)
+    deliver(get_agent(team, "wren"), TOKEN)
+    store_config(team, "wren", AgentConfig.model_validate(memory_config()))
+    deliver(get_agent(team, "wren"), TOKEN)
+    found = migration_plan(get_agent(team, "wren"))
+    assert [move.memory_id for move in found.moves] == [theme]
+    predicted = what_if(get_agent(team, "wren"), plan_change(found, approve_guarded=True), 50)
+    assert [(f.memory_id, f.after) for f in predicted.now.memories] == [(theme, "composed")]
+    assert predicted.replay.deliveries == 3
+    assert predicted.replay.changed == 3

@@ -5,14 +5,17 @@ from __future__ import annotations
 
 import copy
 import itertools
+import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
-from hypothesis import HealthCheck, given, settings
+from django.utils import timezone
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from lens.actors import Actor
@@ -20,6 +23,7 @@ from lens.agents import config_of, get_agent
 from lens.core.config import AgentConfig
 from lens.core.errors import DomainError, InvalidInput
 from lens.models import Agent, Team
+from memory.as_of import compose_as_of
 from memory.composition import compose
 from memory.configuring import store_config
 from memory.core.deliveries import sha256_hex
@@ -35,9 +39,12 @@ from memory.core.what_if import (
 )
 from memory.decisions import decide, reopen, revoke
 from memory.deliveries.ledger import deliver
+from memory.erasure import erase_memory
+from memory.migration import apply_migration, migration_plan
 from memory.models import Delivery, Promotion, PromotionStatus
 from memory.registry import UnknownRoutingSpec
 from memory.saving import Saved, save_memory
+from memory.validity import change_validity
 from memory.what_if import config_change, decision_change, what_if
 from tests.api_calls import db_snapshot
 from tests.factories import create_agent, memory_config, remember
@@ -390,35 +397,98 @@ def test_the_replay_reads_a_fixed_number_of_queries(
 # --- empty changes over random histories ----------------------------------------------
 
 _agents = itertools.count()
-OPS = ("fact", "preference", "approve", "reject", "revoke", "reopen", "revise", "deliver")
+OPS = (
+    "deliver",
+    "deliver",
+    "fact",
+    "preference",
+    "expiring",
+    "sight",
+    "approve",
+    "reject",
+    "revoke",
+    "reopen",
+    "revise",
+    "migrate",
+    "window",
+    "wait",
+    "erase",
+    "deliver",
+)
+# The tiers a revision gives the preferences section (None: not declared, so the
+# memories placed there decline, and a migration moves them out and back in).
+TIERS = (None, "guarded", "auto", "earned")
 
 
-def _random_history(team: Team, steps: list[tuple[str, int]]) -> Agent:
+class _Gate:
+    """The moment every window set to close soon closes at, and a delivery is never
+    made close to it: a delivery composes a moment before its ``delivered_at``, so a
+    window closing in between would be open in its prompt and closed as of its time
+    (the limit ``memory.as_of`` states)."""
+
+    MARGIN = timedelta(milliseconds=250)
+
+    def __init__(self) -> None:
+        self.at: datetime | None = None
+
+    def soon(self) -> datetime:
+        if self.at is None or self.at - timezone.now() < self.MARGIN:
+            self.passed()
+            self.at = timezone.now() + 2 * self.MARGIN
+        return self.at
+
+    def passed(self) -> None:
+        """Wait until the windows have closed."""
+        if self.at is not None:
+            time.sleep(max(0.0, (self.at - timezone.now()).total_seconds()) + 0.01)
+            self.at = None
+
+    def clear(self) -> None:
+        if self.at is not None and self.at - timezone.now() < self.MARGIN:
+            self.passed()
+
+
+def _random_history(team: Team, steps: list[tuple[str, int]]) -> tuple[Agent, bool]:
+    """The agent after ``steps``, and whether a window closed while a delivery was being
+    made (a machine slowed down past the gate's margin): the limit ``memory.as_of``
+    states, where no replay can match the delivery."""
     slug = f"w{next(_agents)}"
-    config = memory_config()
-    create_agent(team, slug, config)
+    create_agent(team, slug, memory_config())
+    # Delivered first: what a first delivery loads once takes longer than a margin.
+    deliver(get_agent(team, slug), RUNTIME)
     reviewer = Actor(label="alice")
     saved: list[str] = []
+    gate = _Gate()
+    straddled = False
 
-    def pick(status: str, n: int) -> str | None:
+    def pick(status: str | None, n: int) -> str | None:
+        rows = Promotion.objects.filter(record_id__in=saved)
+        rows = rows.exclude(status=PromotionStatus.ERASED) if status is None else rows
         found = list(
-            Promotion.objects.filter(record_id__in=saved, status=status)
+            (rows if status is None else rows.filter(status=status))
             .order_by("record_id")
             .values_list("record_id", flat=True)
         )
         return found[n % len(found)] if found else None
 
+    def save(kind: str, content: str, label: str, **more: Any) -> None:
+        result = save_memory(
+            get_agent(team, slug),
+            MemoryInput(kind=kind, content=content, label=label, **more),
+            RUNTIME,
+        )
+        if isinstance(result, Saved):
+            saved.append(result.id)
+
     for op, n in [*steps, ("deliver", 0)]:
         agent = get_agent(team, slug)
         if op in ("fact", "preference"):
             kind = "profile" if op == "fact" else "preference"
-            result = save_memory(
-                agent,
-                MemoryInput(kind=kind, content=f"{op} {n}", label=f"{op[:4]}{n}-{len(saved)}"),
-                RUNTIME,
-            )
-            if isinstance(result, Saved):
-                saved.append(result.id)
+            save(kind, f"{op} {n}", f"{op[:4]}{n}-{len(saved)}")
+        elif op == "expiring":
+            save("profile", f"Away {n}", f"away{n}-{len(saved)}", valid_until=gate.soon())
+        elif op == "sight":  # seen again in a session: a sighting in an earned section
+            save("preference", "Likes jazz.", "music", session=f"s{n % 4}")
         elif op in ("approve", "reject") and (rid := pick(PromotionStatus.PENDING, n)):
             decide(rid, op == "approve", reviewer)
         elif op == "revoke" and (rid := pick(PromotionStatus.APPROVED, n)):
@@ -426,23 +496,63 @@ def _random_history(team: Team, steps: list[tuple[str, int]]) -> Agent:
         elif op == "reopen" and (rid := pick(PromotionStatus.REJECTED, n)):
             reopen(rid, reviewer)
         elif op == "revise":
-            changed = memory_config(persona=f"You are Wren, take {n}.")
+            changed = memory_config(TIERS[n % len(TIERS)], persona=f"You are Wren, take {n}.")
             store_config(team, slug, AgentConfig.model_validate(changed))
+        elif op == "migrate" and (plan := migration_plan(agent)).moves:
+            apply_migration(agent, plan.sha256, actor=reviewer, approve_guarded=n % 2 == 0)
+        elif op == "window" and (rid := pick(None, n)):
+            # A reviewer sets, moves or clears a window.
+            until = (None, gate.soon(), timezone.now() + timedelta(days=n + 1))[n % 3]
+            change_validity(rid, until, reviewer)
+        elif op == "wait":
+            gate.passed()
+        elif op == "erase" and (rid := pick(None, n)):
+            erase_memory(rid, reviewer, "Asked to forget it.")
         elif op == "deliver":
+            gate.clear()
+            started = timezone.now()
             deliver(agent, RUNTIME)
-    return get_agent(team, slug)
+            straddled |= gate.at is not None and started <= gate.at <= timezone.now()
+    return get_agent(team, slug), straddled
 
 
 @settings(
-    max_examples=15,
+    max_examples=30,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
-@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 9)), min_size=1, max_size=20))
+@given(st.lists(st.tuples(st.sampled_from(OPS), st.integers(0, 9)), min_size=1, max_size=24))
+# A window closing between two deliveries, cleared by a reviewer afterwards.
+@example([("fact", 0), ("expiring", 0), ("deliver", 0), ("wait", 0), ("deliver", 0), ("window", 3)])
+# One moved later, after it had closed.
+@example([("expiring", 0), ("deliver", 0), ("wait", 0), ("deliver", 0), ("window", 2)])
+# A delivered memory erased.
+@example([("fact", 1), ("deliver", 0), ("fact", 2), ("deliver", 0), ("erase", 0)])
+# Preferences dropped, migrated out, declared again and migrated back.
+@example(
+    [
+        ("preference", 1),
+        ("approve", 0),
+        ("deliver", 0),
+        ("revise", 0),
+        ("migrate", 0),
+        ("deliver", 0),
+        ("revise", 1),
+        ("migrate", 0),
+        ("deliver", 0),
+    ]
+)
+# Sightings in three sessions earn a memory its place.
+@example([("revise", 3), ("sight", 0), ("deliver", 0), ("sight", 1), ("sight", 2), ("deliver", 0)])
 def test_an_empty_change_replays_every_delivery_as_delivered(
     team: Team, steps: list[tuple[str, int]]
 ) -> None:
-    agent = _random_history(team, steps)
+    """Whatever happened between deliveries — saves, decisions, revisions, windows set,
+    moved, cleared and closing, migrations, erasures, sightings earning a memory its
+    place — an empty change reports nothing changed."""
+    agent, straddled = _random_history(team, steps)
+    if straddled:
+        return  # nothing to compare this time (never on a machine that keeps up)
     config = config_of(agent)
     for change in (
         SpecChange(config.routing_spec),
@@ -463,3 +573,55 @@ def test_without_deliveries_the_replay_is_empty(team: Team) -> None:
     found = what_if(fresh(agent), DecisionChange(pending, "approve"), 50)
     assert found.replay == Replay(0, 0, None, None, None)
     assert effect_phrases(found, pending)[-1] == "no prompt delivered yet"
+
+
+def test_the_replay_judges_each_window_as_it_stood_then_as_as_of_does(
+    team: Team, decider: Actor
+) -> None:
+    """A memory expiring between two deliveries, its window later cleared by a reviewer:
+    the replay of an empty change is every delivered prompt, as ``compose_as_of`` is."""
+    agent = create_agent(team, "wren", memory_config())
+    remember(agent, "profile", "Mira", label="name")
+    closes = timezone.now() + timedelta(milliseconds=300)
+    saved = save_memory(
+        fresh(agent),
+        MemoryInput(kind="profile", content="In Lisbon.", label="city", valid_until=closes),
+        RUNTIME,
+    )
+    assert isinstance(saved, Saved)
+    delivered(agent)
+    time.sleep(max(0.0, (closes - timezone.now()).total_seconds()) + 0.05)
+    delivered(agent)  # the window has closed: out of this prompt
+    change_validity(saved.id, None, decider)  # then cleared: it composes again now
+    rows = list(Delivery.objects.filter(agent=agent).order_by("delivered_at"))
+    for row in rows:
+        as_of = compose_as_of(fresh(agent), row.delivered_at)
+        assert sha256_hex(as_of.prompt.text) == row.composition.prompt_sha256
+    config = config_of(fresh(agent))
+    for change in (
+        SpecChange(config.routing_spec),
+        OrderChange(tuple(section.id for section in config.background.sections)),
+    ):
+        found = what_if(fresh(agent), change, 50)
+        assert found.replay.deliveries == 2
+        assert found.replay.changed == 0
+        assert found.replay.tokens_delta_mean == 0
+        assert found.replay.prefix_tokens_mean_after == found.replay.prefix_tokens_mean_before
+
+
+def test_a_memory_erased_since_its_delivery_is_not_the_changes_doing(
+    team: Team, decider: Actor
+) -> None:
+    agent = create_agent(team, "wren", memory_config())
+    name = remember(agent, "profile", "Mira", label="name")
+    delivered(agent)
+    pending = remember(agent, "preference", "Tea.", label="drink")
+    delivered(agent)
+    erase_memory(name, decider, "Asked to forget it.")
+    delivered(agent)
+    empty = what_if(fresh(agent), SpecChange("user-background"), 50)
+    assert (empty.replay.changed, empty.replay.tokens_delta_mean) == (0, 0)
+    assert empty.replay.prefix_tokens_mean_after == empty.replay.prefix_tokens_mean_before
+    # A real change still counts where it would have made a difference.
+    approving = what_if(fresh(agent), DecisionChange(pending, "approve"), 50)
+    assert approving.replay.changed == 2

@@ -51,6 +51,7 @@ COSTLY_PAGES = [
     "/agents/wren/stability/",
     "/agents/wren/revisions/1/",
     "/agents/wren/revisions/1/config.diff",
+    "/agents/wren/revisions/1/restore/",
     "/deliveries/{delivery}/diff/",
     "/deliveries/{delivery}/diff/download/",
     "/deliveries/{delivery}/live/",

@@ -14,7 +14,6 @@ without previewing stays possible: the step is a button beside Save.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -23,8 +22,7 @@ from django.template.response import TemplateResponse
 from lens.agents import config_of, with_config
 from lens.core.config import AgentConfig
 from lens.models import Agent
-from memory.core.explain import SHORT_WORDS
-from memory.core.what_if import COMPOSED, ConfigChange, MemoryFate, effect_phrases
+from memory.core.what_if import ConfigChange, effect_phrases, fate_words
 from memory.what_if import LAST_DEFAULT, what_if
 
 PREVIEW_FIELD = "_preview"
@@ -88,18 +86,3 @@ def preview_response(
             "protected": current.protected,
         },
     )
-
-
-def fate_word(fate: str) -> str:
-    return "in the prompt" if fate == COMPOSED else SHORT_WORDS.get(fate, fate)
-
-
-@dataclass(frozen=True)
-class FateWords:
-    memory_id: str
-    before: str
-    after: str
-
-
-def fate_words(fate: MemoryFate) -> FateWords:
-    return FateWords(fate.memory_id, fate_word(fate.before), fate_word(fate.after))

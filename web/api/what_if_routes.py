@@ -31,10 +31,15 @@ class WhatIfParams(BaseModel):
     last: int = Field(LAST_DEFAULT, ge=1, le=LAST_MAX)
 
 
+# An id longer than any record's is still asked about (and not found, 404, as deciding
+# on it is), up to a bound that keeps a body small.
+MEMORY_ID_MAX = 200
+
+
 class DecideIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    memory_id: StrictStr = Field(min_length=1, max_length=32)
+    memory_id: StrictStr = Field(min_length=1, max_length=MEMORY_ID_MAX)
     decision: StrictStr
 
 

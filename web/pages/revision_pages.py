@@ -1,6 +1,7 @@
 """Revision pages (SPEC §14): an agent's history of declarations, newest first, with a
 form to compare any two revisions and ``Restore`` on the older ones; one revision with
-what it changed and its diff against another; the diffs as files.
+what it changed and its diff against another; the diffs as files. ``Restore`` opens a
+confirmation that says what restoring would do (SPEC §18.2) before anything changes.
 
 Restoring changes the agent's declarations, which people otherwise change in the admin
 with Django's ``lens.change_agent`` permission: the same permission restores here.
@@ -19,9 +20,10 @@ from django.http import Http404, HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils.http import content_disposition_header, urlencode
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods
 
 from lens.actors import Actor
+from lens.agents import get_agent
 from lens.core.change_words import in_words, titled, token_delta
 from lens.core.diffs import diff_excerpt
 from lens.core.errors import DomainError
@@ -34,7 +36,9 @@ from lens.revisions import (
     summaries_then,
 )
 from memory.configuring import restore_revision
+from memory.core.what_if import ConfigChange, WhatIf, effect_phrases, fate_words
 from memory.revision_diffs import RevisionDiff, revision_diff
+from memory.what_if import LAST_DEFAULT, what_if
 from web.costly import costly
 from web.pages.toolkit import (
     PAGE_SIZE,
@@ -264,12 +268,18 @@ def revision_diff_download(request: AppRequest, slug: str, number: int, part: st
     return response
 
 
-@require_POST
+@require_http_methods(["GET", "POST"])
 @login_required
 def revision_restore(request: AppRequest, slug: str, number: int) -> HttpResponse:
-    """Make revision ``number``'s config the agent's again, as a new revision; back to
-    the list with what happened in words. Needs ``lens.change_agent``: anyone else is
-    refused (403) with nothing changed."""
+    """GET: the restore confirmation, with what restoring revision ``number`` would do
+    (SPEC §18.2): the token change now, the memories whose fate changes, how many of
+    the last prompts would change and the cached prefix before and after; Confirm
+    restore posts here, Cancel goes back. POST: make its config the agent's again, as a
+    new revision (on a protected agent, a proposal another reviewer publishes); back to
+    the list with what happened in words. Posting needs ``lens.change_agent``: anyone
+    else is refused (403) with nothing changed."""
+    if request.method == "GET":
+        return _restore_confirmation(request, slug, number)
     try:
         team = use_form_team(request)
     except WrongTeam as exc:
@@ -303,6 +313,46 @@ def revision_restore(request: AppRequest, slug: str, number: int) -> HttpRespons
                 f"Restored revision {revision.number} as revision {restored.recorded.number}.",
             )
     return redirect(_revisions_url(agent, **{TEAM_FIELD: team.slug}))
+
+
+# Memories whose fate changes, listed by id on the confirmation; more are counted.
+FATES_SHOWN = 20
+
+
+@costly  # the what-if replays the last deliveries; confirming it is not costly
+def _restore_confirmation(request: AppRequest, slug: str, number: int) -> HttpResponse:
+    """The confirmation step: nothing changes until Confirm restore is posted. Any
+    member sees it (404 for anyone else); the button is for those who may restore."""
+    agent = get_agent_for_user(request, slug)
+    revision = _found(agent, number)
+    newest, in_force = _in_force(agent)
+    refused = ""
+    found: WhatIf | None = None
+    try:
+        # Its config as the change, replayed over the last deliveries; no diff drawn.
+        current = get_agent(agent.team, agent.slug)
+        found = what_if(current, ConfigChange(stored_config(revision)), LAST_DEFAULT, diff=False)
+    except DomainError as exc:  # e.g. its routing spec is no longer offered
+        refused = exc.message
+    fates = found.now.memories if found is not None else ()
+    from_list = request.GET.get("from") == "list"
+    context = {
+        "agent": agent,
+        "revision": revision,
+        "newest": newest,
+        "declares_in_force": revision.config_id == in_force,
+        "what": "restoring",
+        "found": found,
+        "phrases": effect_phrases(found) if found is not None else [],
+        "refused": refused,
+        "fates": [fate_words(fate) for fate in fates[:FATES_SHOWN]],
+        "fates_more": max(0, len(fates) - FATES_SHOWN),
+        "may_restore": may_restore(request.user),
+        "restore_permission": RESTORE_PERMISSION,
+        "cancel": _revisions_url(agent) if from_list else _revision_url(agent, revision.number),
+        "nav": "agents",
+    }
+    return render(request, "lens/agent_revision_restore.html", context)
 
 
 def _nothing_restored(number: int, newest: int) -> str:

@@ -6,6 +6,7 @@ costs no more queries for it, and each request measures one change."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.decorators import login_required
@@ -25,6 +26,7 @@ from memory.core.what_if import (
     OrderChange,
     WhatIf,
     effect_phrases,
+    stability_sentence,
 )
 from memory.migration import may_review, migration_plan, plan_change
 from memory.what_if import LAST_DEFAULT, what_if
@@ -45,11 +47,13 @@ def _answer(
     *,
     nav: str = "agents",
     decided: str | None = None,
+    phrase: Callable[[WhatIf], str] | None = None,
     **extra: Any,
 ) -> HttpResponse:
     """The change's effect over the last deliveries (or why it cannot be made) as a line:
     htmx swaps it into its row; a followed link gets a page around it. ``decided``: the
-    memory a decision is about, said apart in the phrases."""
+    memory a decision is about, said apart in the phrases; ``phrase``: the view's own
+    sentence in place of the phrases (the Cache stability card's)."""
     refused = ""
     found: WhatIf | None = None
     try:
@@ -62,7 +66,8 @@ def _answer(
         "subject": subject,
         "agent": agent,
         "found": found,
-        "phrases": effect_phrases(found, decided) if found else [],
+        "phrases": effect_phrases(found, decided) if found and phrase is None else [],
+        "sentence": phrase(found) if found and phrase is not None else "",
         "refused": refused,
         "nav": nav,
         **extra,
@@ -139,7 +144,13 @@ def order_what_if(request: AppRequest, slug: str) -> HttpResponse:
     agent = get_agent_for_user(request, slug)
     order = tuple(request.GET.get("order", "").split(","))[:ORDER_MAX]
     return _answer(
-        request, agent, OrderChange(order), "applying", "this order", order=",".join(order)
+        request,
+        agent,
+        OrderChange(order),
+        "applying",
+        "this order",
+        phrase=stability_sentence,
+        order=",".join(order),
     )
 
 

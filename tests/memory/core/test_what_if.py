@@ -18,18 +18,26 @@ from memory.core.overlay import apply_memory_overlay
 from memory.core.report import PromotionState, routing_report
 from memory.core.routing import PlacedRecord
 from memory.core.what_if import (
+    COMPOSED,
     DECISIONS,
     LEAVES,
     MOVES_FROM,
     DecisionChange,
+    MemoryFate,
+    Now,
     OrderChange,
+    PromptFigures,
+    Replay,
     SpecChange,
+    WhatIf,
     changed_config,
     decided,
+    effect_phrases,
     fate_changes,
     fates_of,
     in_order,
     order_problem,
+    stability_sentence,
 )
 
 ids = st.lists(st.from_regex(r"[a-z][a-z0-9]{0,5}", fullmatch=True), unique=True, max_size=8)
@@ -153,3 +161,55 @@ def test_fates_differ_exactly_where_a_memory_moves_in_or_out(
     assert {fate.memory_id for fate in changes} == {m for m in was if was[m] != now[m]}
     assert all(fate.memory_id == f"m{n}" for fate in changes)
     assert bool(changes) == (moved[n] != statuses[n])
+
+
+# --- in words ------------------------------------------------------------------------
+
+
+def _found(
+    changed: int,
+    deliveries: int,
+    before: float | None,
+    after: float | None,
+    fates: tuple[MemoryFate, ...] = (),
+    tokens: tuple[int, int] = (100, 100),
+) -> WhatIf:
+    figures = [PromptFigures(n, "0" * 64) for n in tokens]
+    return WhatIf(
+        Now(figures[0], figures[1], "", fates),
+        Replay(deliveries, changed, 0.0 if deliveries else None, before, after),
+    )
+
+
+def test_the_stability_card_says_it_as_the_spec_does() -> None:
+    assert stability_sentence(_found(12, 50, 3210.4, 1004.0)) == (
+        "would have changed 12 of the last 50 prompts; cached prefix 3,210 → 1,004 tokens"
+    )
+    # One delivery has no pair to share a prefix; none has nothing to replay.
+    assert stability_sentence(_found(1, 1, None, None)) == (
+        "would have changed 1 of the last 1 prompt"
+    )
+    assert stability_sentence(_found(0, 0, None, None)) == "no prompt delivered yet"
+
+
+def test_a_queue_rows_phrases_say_what_enters_and_what_stays_out() -> None:
+    fates = (
+        MemoryFate("m1", "awaiting-approval", "awaiting-approval"),
+        MemoryFate("m2", "over-budget", COMPOSED),
+        MemoryFate("m3", "reconciled", COMPOSED),
+        MemoryFate("m4", COMPOSED, "over-budget"),
+    )
+    found = _found(12, 50, 10.0, 10.0, fates, (1000, 2018))
+    assert effect_phrases(found, "m1") == [
+        "+1,018 tokens",
+        "stays out (awaiting-approval)",
+        "pushes out 1 memory",
+        "brings in 2 memories",
+        "12 of the last 50 prompts would change",
+    ]
+    fewer = _found(1, 1, None, None, fates[3:], (50, 22))
+    assert effect_phrases(fewer) == [
+        "\u221228 tokens",
+        "pushes out 1 memory",
+        "1 of the last 1 prompt would change",
+    ]

@@ -74,7 +74,8 @@ def numbers(page: Dom) -> list[int]:
 
 
 def restore_forms(page: Dom) -> list[int]:
-    return [int(str(e.get("data-restore-form"))) for e in page.all("data-restore-form")]
+    """The revisions a page offers to restore: each a link to its confirmation."""
+    return [int(str(e.get("data-restore-link"))) for e in page.all("data-restore-link")]
 
 
 def snapshot(agent: Agent) -> list[tuple[int, str, str, str]]:
@@ -466,7 +467,7 @@ def test_an_editor_restores_an_older_revision_as_a_new_one(
     same = page.one("data-same-as-in-force")
     assert same.ancestor("tr") is page.one("data-revision-number", "2")
     assert same.squashed == "Declares what is in force"
-    assert page.one("data-restore-form", "2").ancestor("tr") is same.ancestor("tr")
+    assert page.one("data-restore-link", "2").ancestor("tr") is same.ancestor("tr")
     two = dom(editor_client.get(f"{LIST}2/"))
     assert restore_forms(two) == [2]
     assert two.one("data-same-as-in-force").squashed == (
@@ -545,7 +546,7 @@ def test_a_restore_without_its_csrf_token_is_refused(team: Team, history: Agent)
 
 
 def test_the_restore_form_carries_its_token_and_team(editor_client: Client, history: Agent) -> None:
-    page = dom(editor_client.get(LIST))
+    page = dom(editor_client.get(f"{LIST}2/restore/"))
     form = page.one("data-restore-form", "2")
     assert form.get("method") == "post"
     assert form.get("action") == f"{LIST}2/restore/"
@@ -575,7 +576,8 @@ def test_restoring_an_unknown_revision_is_404(editor_client: Client, history: Ag
     before = snapshot(history)
     assert restore(editor_client, 9).status_code == 404
     assert editor_client.post(f"{LIST}0/restore/", {"team": "acme"}).status_code == 404
-    assert editor_client.get(f"{LIST}1/restore/").status_code == 405
+    assert editor_client.get(f"{LIST}9/restore/").status_code == 404
+    assert editor_client.put(f"{LIST}1/restore/").status_code == 405
     assert snapshot(history) == before
 
 

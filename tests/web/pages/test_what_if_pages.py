@@ -5,6 +5,7 @@ followed as a link), for members only, writing nothing; the queue stays query-fl
 from __future__ import annotations
 
 import copy
+import re
 from typing import Any
 
 import pytest
@@ -22,6 +23,8 @@ from memory.decisions import decide
 from memory.deliveries.ledger import deliver
 from tests.api_calls import db_snapshot
 from tests.factories import (
+    VAULT_CONFIG,
+    approvals_config,
     create_agent,
     grant,
     logged_in,
@@ -214,9 +217,16 @@ def test_the_stability_order_line_measures_the_order_it_is_given(
     member_client: Client, wren: Agent
 ) -> None:
     good = "/agents/wren/stability/what-if/?order=user_preferences,user_profile"
-    line = dom(member_client.get(good, headers=HTMX)).one("data-what-if")
-    assert "If applying:" in line.squashed
-    assert "Cached prefix" in line.squashed
+    answer = dom(member_client.get(good, headers=HTMX))
+    # In the card's words (SPEC §18.2): "would have changed 12 of the last 50 prompts;
+    # cached prefix 3,210 → 1,004 tokens".
+    said = answer.one("data-what-if-sentence").squashed
+    assert re.fullmatch(
+        r"This order would have changed \d+ of the last 3 prompts; "
+        r"cached prefix [\d,]+ → [\d,]+ tokens",
+        said,
+    ), said
+    assert answer.all("data-what-if-prefix") == []
     bad = "/agents/wren/stability/what-if/?order=user_profile"
     refused = dom(member_client.get(bad, headers=HTMX)).one("data-what-if-refused")
     assert "leaves out user_preferences" in refused.squashed
@@ -261,3 +271,47 @@ def test_the_migration_page_loads_what_applying_the_plan_would_do(
     anonymous = Client().get(path)
     assert anonymous.status_code == 302
     assert anonymous["Location"].startswith("/accounts/login/")
+
+
+# --- a queue row's phrases, in words -------------------------------------------------
+
+
+def row_line(client: Client, record_id: str) -> str:
+    return dom(client.get(url(record_id), headers=HTMX)).one("data-what-if").squashed
+
+
+def test_a_row_says_the_memories_its_approval_pushes_out(
+    member_client: Client, team: Team, settings: Any
+) -> None:
+    """Room for one line: approving the newer memory pushes the older one out."""
+    settings.MEMORY_OVERLAY_BUDGET_CHARS = 20
+    agent = create_agent(team, "wren", memory_config())
+    remember(agent, "profile", "Mira", label="name")
+    deliver(get_agent(team, "wren"), Actor(label="runtime"))
+    theme = remember(agent, "preference", "Dark.", label="theme")
+    said = row_line(member_client, theme)
+    assert "pushes out 1 memory" in said, said
+    assert "1 of the last 1 prompt would change" not in said  # saved after it
+
+
+def test_a_row_says_when_its_memory_stays_out_and_why(member_client: Client, team: Team) -> None:
+    """An authored entry holds the address: approving it changes its status only."""
+    agent = create_agent(team, "wren", approvals_config())
+    theme = remember(agent, "preference", "Dark theme.", label="theme")
+    said = row_line(member_client, theme)
+    assert "stays out (authored-wins)" in said, said
+    assert "same tokens" in said
+
+
+def test_a_row_says_the_memories_its_approval_brings_in(
+    member_client: Client, team: Team, settings: Any
+) -> None:
+    """An earning memory seen twice since: approved by a reviewer, its sightings compose
+    with it."""
+    settings.EARNED_SIGHTINGS = 4
+    vault = create_agent(team, "vault", VAULT_CONFIG)
+    holder = remember(vault, "preference", "Likes jazz.", label="music", session="a")
+    remember(vault, "preference", "Likes jazz.", label="music", session="b")
+    remember(vault, "preference", "likes  JAZZ.", label="music", session="c")
+    said = row_line(member_client, holder)
+    assert "brings in 2 memories" in said, said

@@ -109,6 +109,12 @@ def test_other_kinds(api: ApiClient, wren_ids: dict[str, str]) -> None:
         ({"config": {**memory_config(), "routing_spec": "nope"}}, 422, "unknown_routing_spec"),
         ({"decide": {"memory_id": "x", "decision": "undo"}}, 422, "invalid_request"),
         ({"decide": {"memory_id": "0000000000000000zz", "decision": "approve"}}, 404, None),
+        # Not found whatever its length or shape, as deciding on it is, up to a bound.
+        ({"decide": {"memory_id": "x" * 33, "decision": "approve"}}, 404, None),
+        ({"decide": {"memory_id": "0" * 200, "decision": "revoke"}}, 404, None),
+        ({"decide": {"memory_id": "no such/memory?", "decision": "reopen"}}, 404, None),
+        ({"decide": {"memory_id": "x" * 201, "decision": "approve"}}, 422, "invalid_request"),
+        ({"decide": {"memory_id": "", "decision": "approve"}}, 422, "invalid_request"),
     ],
 )
 def test_refusals(
@@ -117,6 +123,17 @@ def test_refusals(
     error = assert_error(api.post(URL, body), status, code)
     if status == 404:
         assert error["code"] == "promotion_not_found"
+
+
+def test_an_unknown_long_id_is_not_found_as_the_decide_page_answers_it(
+    api: ApiClient, member_client: Any, wren_ids: dict[str, str]
+) -> None:
+    """The page that decides answers an id it does not know with 404, whatever its
+    length; asking what deciding would do answers the same."""
+    long_id = "0hou" + "z" * 60
+    assert member_client.post(f"/approvals/{long_id}/decide/", {"team": "acme"}).status_code == 404
+    body = {"decide": {"memory_id": long_id, "decision": "approve"}}
+    assert assert_error(api.post(URL, body), 404)["code"] == "promotion_not_found"
 
 
 def test_an_invalid_background_gets_puts_code(api: ApiClient, wren_ids: dict[str, str]) -> None:
