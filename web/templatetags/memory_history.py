@@ -1,9 +1,11 @@
-"""A memory's history in words: the events whose details are addresses (a migration's
-``from`` and ``to``, SPEC §18.3) read as a sentence, not as the stored JSON."""
+"""A memory's history in words: the events whose details are addresses or moments (a
+migration's ``from`` and ``to``, SPEC §18.3; a validity change's, §19.2) read as a
+sentence, not as the stored JSON."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import UTC, datetime
 from typing import Any
 
 from django import template
@@ -52,3 +54,31 @@ def migration_note(detail: Any) -> str:
     if outcome := detail.get("outcome"):
         parts.append(_OUTCOME_WORDS.get(str(outcome), str(outcome)))
     return "; ".join(parts)
+
+
+def _moment_words(value: Any) -> str:
+    """ "2026-12-09 22:41 UTC" for a stored ISO 8601 moment; the text as stored when it
+    does not parse (a hand-edited row costs its own wording, not the page)."""
+    try:
+        moment = datetime.fromisoformat(str(value))
+    except ValueError:
+        return str(value)
+    if moment.tzinfo is not None:
+        moment = moment.astimezone(UTC)
+    return f"{moment:%Y-%m-%d %H:%M} UTC"
+
+
+@register.filter
+def validity_words(detail: Any) -> str:
+    """ "Valid until set to …", "… moved from A to B" or "… cleared (was A)": a
+    ``validity`` event's detail (SPEC §19.2), whose ``from`` and ``to`` are moments or
+    null."""
+    detail = detail if isinstance(detail, Mapping) else {}
+    before, after = detail.get("from"), detail.get("to")
+    if before and after:
+        return f"Valid until moved from {_moment_words(before)} to {_moment_words(after)}"
+    if after:
+        return f"Valid until set to {_moment_words(after)}"
+    if before:
+        return f"Valid until cleared (was {_moment_words(before)})"
+    return "Valid until unchanged"

@@ -62,6 +62,14 @@ def test_a_reviewer_sets_moves_and_clears_the_window(reviewer_client: Client, wr
     shown = dom(reviewer_client.get(f"/memories/{record}/"))
     (fact,) = [e for e in shown.elements if "data-valid-until" in e.attrs]
     assert "no end set" in fact.squashed
+    # The history tells each change in words, never as the stored JSON.
+    told = [e.squashed for e in shown.elements if "data-validity" in e.attrs]
+    first_words = f"{first.astimezone(UTC):%Y-%m-%d %H:%M} UTC"
+    assert told[0].startswith(f"Valid until set to {first_words} on ")
+    assert told[1].startswith(f"Valid until moved from {first_words} to ")
+    assert told[2].startswith("Valid until cleared (was ")
+    assert all(line.endswith("by mira") for line in told)
+    assert "from: None" not in reviewer_client.get(f"/memories/{record}/").content.decode()
 
 
 @pytest.mark.parametrize(
