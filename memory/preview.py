@@ -175,15 +175,7 @@ def _fold_holder(agent: Agent, routed: Routed, holder_id: str) -> Fold:
     if not found:
         return Fold(None, None, None)  # pragma: no cover - a holder that no longer reads
     holder = replace(found[0], sightings=(*found[0].sightings, CANDIDATE_ID))
-    budget = settings.MEMORY_OVERLAY_BUDGET_CHARS
-    _background, report = apply_memory_overlay(
-        config_of(agent).background, [*placed, holder], routed.spec, budget, now=timezone.now()
-    )
-    reason = next((d.reason for d in report.drops if d.memory_id == holder_id), None)
-    if reason != "over-budget":
-        return Fold(reason, None, None)
-    left = budget - report.stats.chars_used["background"]
-    return Fold(reason, entry_cost(holder, routed.spec), left)
+    return _judged(agent, routed, placed, holder)
 
 
 @dataclass(frozen=True)
@@ -216,12 +208,18 @@ def _fold(
         key_source=key_source,
         valid_until=valid_until,
     )
+    return _judged(agent, routed, placed, candidate)
+
+
+def _judged(agent: Agent, routed: Routed, placed: list[PlacedRecord], judged: PlacedRecord) -> Fold:
+    """Fold ``judged`` in among the agent's ``placed`` memories now, and say why it
+    stays out (None: it composes), with what it needs and what is left when over budget."""
     budget = settings.MEMORY_OVERLAY_BUDGET_CHARS
     _background, report = apply_memory_overlay(
-        config_of(agent).background, [*placed, candidate], routed.spec, budget, now=timezone.now()
+        config_of(agent).background, [*placed, judged], routed.spec, budget, now=timezone.now()
     )
-    reason = next((d.reason for d in report.drops if d.memory_id == CANDIDATE_ID), None)
+    reason = next((d.reason for d in report.drops if d.memory_id == judged.id), None)
     if reason != "over-budget":
         return Fold(reason, None, None)
     left = budget - report.stats.chars_used["background"]
-    return Fold(reason, entry_cost(candidate, routed.spec), left)
+    return Fold(reason, entry_cost(judged, routed.spec), left)
