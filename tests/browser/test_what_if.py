@@ -7,6 +7,8 @@ Cache stability card's line; the admin's "Preview the effect"."""
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -149,6 +151,18 @@ def set_up_deciding() -> int:
     return propose(team, "ada", changed, make_user("pia", team)).pk
 
 
+@contextmanager
+def viewed(browser: Any, width: int) -> Iterator[tuple[Any, list[str]]]:
+    """A page at ``width`` pixels and the console errors it logs; closed afterwards."""
+    context = browser.new_context(viewport={"width": width, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(20_000)
+    try:
+        yield page, watched(page)
+    finally:
+        context.close()
+
+
 def watched(page: Any) -> list[str]:
     errors: list[str] = []
     page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
@@ -191,11 +205,7 @@ def test_the_proposal_page_loads_what_publishing_would_do(
     live_server: Any, browser: Any, width: int
 ) -> None:
     proposal = set_up_deciding()
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    errors = watched(page)
-    try:
+    with viewed(browser, width) as (page, errors):
         base: str = live_server.url
         login(page, base, "rhea")
         page.goto(f"{base}/proposals/{proposal}/")
@@ -207,8 +217,6 @@ def test_the_proposal_page_loads_what_publishing_would_do(
         fits(page, width)
         page.screenshot(path=f"/tmp/what-if-proposal-{width}.png", full_page=True)
         assert errors == []
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("width", [1440, 390])
@@ -216,11 +224,7 @@ def test_restore_confirms_with_what_restoring_would_do(
     live_server: Any, browser: Any, width: int
 ) -> None:
     set_up_deciding()
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    errors = watched(page)
-    try:
+    with viewed(browser, width) as (page, errors):
         base: str = live_server.url
         login(page, base, "rhea")
         page.goto(f"{base}/agents/wren/revisions/")
@@ -241,8 +245,6 @@ def test_restore_confirms_with_what_restoring_would_do(
             == "4"
         )
         assert errors == []
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("width", [1440, 390])
@@ -250,11 +252,7 @@ def test_the_cache_stability_card_says_what_its_order_would_have_done(
     live_server: Any, browser: Any, width: int
 ) -> None:
     set_up_deciding()
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    errors = watched(page)
-    try:
+    with viewed(browser, width) as (page, errors):
         base: str = live_server.url
         login(page, base, "rhea")
         # On the lens: the card loads after the first paint, its line once in view.
@@ -273,8 +271,6 @@ def test_the_cache_stability_card_says_what_its_order_would_have_done(
         fits(page, width)
         page.screenshot(path=f"/tmp/what-if-stability-{width}.png", full_page=True)
         assert errors == []
-    finally:
-        context.close()
 
 
 @pytest.mark.parametrize("width", [1440, 390])
@@ -283,11 +279,7 @@ def test_the_admin_previews_the_effect_before_saving(
 ) -> None:
     set_up_deciding()
     agent = Agent.objects.get(slug="wren")
-    context = browser.new_context(viewport={"width": width, "height": 900})
-    page = context.new_page()
-    page.set_default_timeout(20_000)
-    errors = watched(page)
-    try:
+    with viewed(browser, width) as (page, errors):
         base: str = live_server.url
         login(page, base, "root")
         page.goto(f"{base}/admin/lens/agent/{agent.pk}/change/")
@@ -302,5 +294,3 @@ def test_the_admin_previews_the_effect_before_saving(
         page.screenshot(path=f"/tmp/what-if-admin-{width}.png", full_page=True)
         assert Revision.objects.filter(agent=agent).count() == 4  # nothing saved
         assert errors == []
-    finally:
-        context.close()

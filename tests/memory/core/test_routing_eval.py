@@ -388,6 +388,11 @@ def test_a_thousand_cases_are_scored_in_well_under_200_ms() -> None:
         for i in range(CASES_MAX)
     ]
     evaluate_cases(PROJECT, ctx, cases)
-    started = time.perf_counter()
-    evaluate_cases(PROJECT, ctx, cases)
-    assert time.perf_counter() - started < 0.2
+    # The best of five: a run that shares two cores with the rest of the suite can be
+    # paused for far longer than the eval takes (about 6 ms), which is not its cost.
+    timings = []
+    for _ in range(5):
+        started = time.perf_counter()
+        evaluate_cases(PROJECT, ctx, cases)
+        timings.append(time.perf_counter() - started)
+    assert min(timings) < 0.2
