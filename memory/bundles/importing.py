@@ -33,6 +33,7 @@ from typing import Any, TypeVar
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
+from django.utils import timezone
 
 from lens.actors import SYSTEM, Actor
 from lens.agents import check_slug, write_config
@@ -64,12 +65,14 @@ from memory.models import (
     HOLDING,
     CompositionMemory,
     Delivery,
+    EventKind,
     MemoryEvent,
     MemoryRecord,
     MigratedPromotion,
     Promotion,
     SearchDoc,
     StoredComposition,
+    new_event,
 )
 from memory.registry import UnknownRoutingSpec, check_spec_key
 from memory.routing_cases import import_cases
@@ -199,6 +202,7 @@ class _Import:
         # Memories the file says the system approved that read as instructions: they
         # come in waiting for a person (``_instructions_the_system_approved``).
         self.held = 0
+        self.held_rows: list[tuple[str, str | None]] = []  # (memory id, its section)
 
     def run(self, lines: Iterable[Numbered]) -> Imported:
         writers: dict[str, Callable[[Sequence[Numbered]], None]] = {
@@ -221,6 +225,7 @@ class _Import:
         assert agent is not None
         assert config is not None
         self._write_cases(agent)
+        self._held_events(agent)
         number, digest, recorded = self._declarations_revision(agent, config)
         append_one(
             self.team.pk,
@@ -378,7 +383,7 @@ class _Import:
         self._one_holder_per_address(items)
         self._holders_known(items)
         users = self._users(line.decided_by for _number, line in items)
-        held = self._instructions_the_system_approved(items)
+        held = self._instructions_the_system_approved(items, users)
         rows = []
         for _number, line in items:
             row = Promotion(
@@ -390,21 +395,25 @@ class _Import:
                 # The rule of SPEC §19.4, applied again: the system never approves a
                 # memory that reads as an instruction, whatever a file says it did.
                 row.status, row.reason, row.decided_at = "pending", INSTRUCTION_SHAPED, None
+                row.decided_by_id = None
+                self.held_rows.append((line.memory_id, line.section))
             rows.append(row)
         Promotion.objects.bulk_create(rows)
         self.held += len(held)
 
     def _instructions_the_system_approved(
-        self, items: Sequence[tuple[int, PromotionLine]]
+        self, items: Sequence[tuple[int, PromotionLine]], users: dict[str, int | None]
     ) -> set[str]:
-        """The memories of ``items`` whose line says approved with no person as decider
-        (the system approved them: an auto section, sightings, or a save before the
-        screen existed) and whose content reads as an instruction to the model. Their
-        content is read back (one query, none when no line qualifies) and screened."""
+        """The memories of ``items`` whose line says approved with no person of this
+        team as decider (the system approved them: an auto section, sightings, or a save
+        before the screen existed; or the file names someone who is no member here, so
+        the row would name nobody) and whose content reads as an instruction to the
+        model. Their content is read back (one query, none when no line qualifies) and
+        screened."""
         unnamed = [
             line.memory_id
             for _number, line in items
-            if line.status == "approved" and not line.decided_by
+            if line.status == "approved" and not (line.decided_by and users.get(line.decided_by))
         ]
         if not unnamed:
             return set()
@@ -468,6 +477,28 @@ class _Import:
             raise InvalidBundle(
                 repeat, "another pending or approved promotion already holds this address"
             )
+
+    def _held_events(self, agent: Agent) -> None:
+        """A ``queued`` event, now, for each memory held back by the screen: the file's
+        events say what happened where it came from; from the import on, its history
+        says it waits, so as of any later moment (and what-if's replay) it is pending
+        as its row is."""
+        if not self.held_rows:
+            return
+        now = timezone.now()
+        MemoryEvent.objects.bulk_create(
+            new_event(
+                memory_id,
+                agent.pk,
+                EventKind.QUEUED,
+                SYSTEM,
+                now,
+                section=section,
+                reason=INSTRUCTION_SHAPED,
+                via=Via.IMPORT.value,
+            )
+            for memory_id, section in self.held_rows
+        )
 
     def _events(self, batch: Sequence[Numbered]) -> None:
         agent = self._agent_row

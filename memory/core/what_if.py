@@ -281,8 +281,8 @@ def stability_sentence(found: WhatIf) -> str:
     consecutive prompts as delivered and as replayed, whole tokens with thousands
     separators."""
     replay = found.replay
-    if not replay.deliveries:
-        return "no prompt delivered yet"
+    if not replay.deliveries:  # follows its subject ("This order …"), as the rest does
+        return "would have changed no prompt: none delivered yet"
     plural = "s" if replay.deliveries != 1 else ""
     said = f"would have changed {replay.changed:,} of the last {replay.deliveries:,} prompt{plural}"
     before, after = replay.prefix_tokens_mean_before, replay.prefix_tokens_mean_after

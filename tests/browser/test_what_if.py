@@ -229,7 +229,7 @@ def test_restore_confirms_with_what_restoring_would_do(
         login(page, base, "rhea")
         page.goto(f"{base}/agents/wren/revisions/")
         page.locator('tr[data-revision-number="2"]').get_by_role("link", name="Restore").click()
-        page.wait_for_url(f"{base}/agents/wren/revisions/2/restore/?from=list")
+        page.wait_for_url(f"{base}/agents/wren/revisions/2/restore/?team=acme&from=list")
         text = squashed(page.locator("[data-what-if]"))
         assert text.startswith("If restoring: "), text
         assert "of the last 4 prompts would change" in text
@@ -239,7 +239,7 @@ def test_restore_confirms_with_what_restoring_would_do(
         page.screenshot(path=f"/tmp/what-if-restore-{width}.png", full_page=True)
         # Cancel goes back to the list, with nothing restored.
         page.get_by_role("link", name="Cancel").click()
-        page.wait_for_url(f"{base}/agents/wren/revisions/")
+        page.wait_for_url(f"{base}/agents/wren/revisions/?team=acme")
         assert (
             page.locator("tr[data-revision-number]").first.get_attribute("data-revision-number")
             == "4"

@@ -11,14 +11,19 @@ from pathlib import Path
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.utils import timezone
 
 from lens.actors import Actor
 from lens.agents import get_agent
 from lens.models import Agent, Membership, Team
+from memory.as_of import compose_as_of
 from memory.bundles.exporting import export_bundle
 from memory.bundles.importing import Imported, import_bundle
+from memory.core.what_if import SpecChange
 from memory.decisions import decide
-from memory.models import Promotion
+from memory.deliveries.ledger import deliver
+from memory.models import EventKind, MemoryEvent, Promotion
+from memory.what_if import what_if
 from tests.factories import create_agent, in_prompt, memory_config, promotion_of, remember
 
 pytestmark = pytest.mark.django_db
@@ -104,3 +109,42 @@ def test_import_agent_says_how_many_it_held(team: Team, other_team: Team, tmp_pa
         "1 memory the bundle says the system approved read as an instruction to the model: "
         "waiting for a person in the approval queue (instruction-shaped)."
     ) in out.getvalue()
+
+
+def test_an_instruction_approved_by_someone_who_is_no_member_here_comes_in_waiting(
+    team: Team, other_team: Team, reviewer: User, tmp_path: Path
+) -> None:
+    """The file names a person, but none of this team: the row would name nobody, so
+    the import holds it as it holds one the system approved."""
+    wren = create_agent(team, "wren", memory_config())
+    order = remember(wren, "profile", ORDER)
+    decide(order, True, Actor.for_user(reviewer))
+    imported = carried(wren, other_team, tmp_path)
+    assert imported.held == 1
+    row = promotion_of(order)
+    assert (row.status, row.reason, row.decided_by) == ("pending", "instruction-shaped", None)
+    assert not in_prompt(imported.agent, order)
+
+
+def test_a_held_memory_waits_as_of_any_moment_after_the_import(
+    team: Team, other_team: Team, tmp_path: Path
+) -> None:
+    """Its history gains a ``queued`` event at the import: as of now it is left out, as
+    the live prompt leaves it out, and what-if replays nothing the change did not do."""
+    wren = create_agent(team, "wren", memory_config())
+    legacy = remember(wren, "profile", ORDER)
+    Promotion.objects.filter(pk=legacy).update(status="approved", reason="", decided_at=None)
+    MemoryEvent.objects.filter(record_id=legacy, kind=EventKind.QUEUED).update(
+        kind=EventKind.PROMOTED
+    )
+    imported = carried(wren, other_team, tmp_path)
+    assert imported.held == 1
+    agent = get_agent(other_team, "wren")
+    as_of_now = compose_as_of(agent, timezone.now())
+    assert legacy not in {m for s in as_of_now.prompt.sections for m in s.memory_ids}
+    assert not in_prompt(agent, legacy)
+    (queued,) = MemoryEvent.objects.filter(record_id=legacy, kind=EventKind.QUEUED)
+    assert queued.detail["reason"] == "instruction-shaped"
+    deliver(agent, Actor(label="runtime"))
+    found = what_if(get_agent(other_team, "wren"), SpecChange(agent.routing_spec), 50)
+    assert (found.replay.deliveries, found.replay.changed) == (1, 0)

@@ -89,14 +89,43 @@ def _place(address: Address | None, titles: dict[str, str]) -> str:
     return f"{section} › {address.key}"
 
 
-def _groups(
-    agent: Agent, found: Plan, reviewer: bool, titles: dict[str, str]
-) -> list[dict[str, Any]]:
+def _approved_instruction(move: Move) -> bool:
+    """Whether a reviewer's apply approves ``move`` though it reads as an instruction
+    (it waits for a person, and not for sightings in an earned section)."""
+    return move.outcome == "pending" and move.instruction and move.tier != "earned"
+
+
+def _grouped(found: Plan) -> dict[tuple[str, str], list[Move]]:
+    """The plan's moves by (from, to) section, those a reviewer's apply would approve
+    though they read as an instruction first, so a group's shown part holds them."""
     grouped: dict[tuple[str, str], list[Move]] = {}
     for move in found.moves:
         source = move.source.section if move.source else ""
         target = move.target.section if move.target else ""
         grouped.setdefault((source, target), []).append(move)
+    return {
+        group: sorted(moves, key=lambda move: not _approved_instruction(move))
+        for group, moves in grouped.items()
+    }
+
+
+def unseen_instructions(found: Plan) -> set[str]:
+    """The moves the page does not show (past a group's first ``SHOWN_PER_GROUP``) that
+    a reviewer's apply would approve though they read as an instruction: Apply leaves
+    them for the next reading of the plan, where they show (SPEC §19.4: a person sees
+    what approves an instruction)."""
+    return {
+        move.memory_id
+        for moves in _grouped(found).values()
+        for move in moves[SHOWN_PER_GROUP:]
+        if _approved_instruction(move)
+    }
+
+
+def _groups(
+    agent: Agent, found: Plan, reviewer: bool, titles: dict[str, str]
+) -> list[dict[str, Any]]:
+    grouped = _grouped(found)
     shown = [move for moves in grouped.values() for move in moves[:SHOWN_PER_GROUP]]
     briefs = record_briefs(agent, [move.memory_id for move in shown])
     # The words that make a move read as an instruction, marked as the queue row marks
@@ -148,11 +177,8 @@ def migration_page(request: AppRequest, slug: str) -> HttpResponse:
     titles = {section.id: section.title for section in config_of(agent).background.sections}
     movers = sum(1 for move in found.moves if move.moves)
     # The instruction-shaped moves a reviewer's apply approves, named in the confirmation.
-    instructions = sum(
-        1
-        for move in found.moves
-        if move.outcome == "pending" and move.instruction and move.tier != "earned"
-    )
+    unseen = unseen_instructions(found)
+    instructions = sum(1 for move in found.moves if _approved_instruction(move)) - len(unseen)
     context = {
         "agent": agent,
         "plan": found,
@@ -189,15 +215,21 @@ def migration_apply(request: AppRequest, slug: str) -> HttpResponse:
         messages.error(request, "Nothing moved: tick the confirmation first.")
         return back
     chosen = None
+    plan = request.POST.get("plan", "")
+    unseen: set[str] = set()
     if request.POST.get("apply") == "selected":
         chosen = request.POST.getlist("memory")
         if not chosen:
             messages.error(request, "Nothing moved: no move was selected.")
             return back
+    else:
+        found = migration_plan(agent)
+        if found.sha256 == plan and (unseen := unseen_instructions(found)):
+            chosen = [move.memory_id for move in found.moves if move.memory_id not in unseen]
     try:
         applied = apply_migration(
             agent,
-            request.POST.get("plan", ""),
+            plan,
             chosen,
             actor=Actor.for_user(request.user),
             approve_guarded=True,
@@ -214,6 +246,12 @@ def migration_apply(request: AppRequest, slug: str) -> HttpResponse:
         "sections now"
         + (f", {waiting:,} waiting in an earned section" if waiting else "")
         + ")."
-        + (f" {len(applied.stayed):,} stayed." if applied.stayed else ""),
+        + (f" {len(applied.stayed):,} stayed." if applied.stayed else "")
+        + (
+            f" {len(unseen):,} that read as an instruction to the model were not shown, "
+            "so they did not move: they are listed now."
+            if unseen
+            else ""
+        ),
     )
     return back

@@ -349,7 +349,13 @@ def _restore_confirmation(request: AppRequest, slug: str, number: int) -> HttpRe
         "fates_more": max(0, len(fates) - FATES_SHOWN),
         "may_restore": may_restore(request.user),
         "restore_permission": RESTORE_PERMISSION,
-        "cancel": _revisions_url(agent) if from_list else _revision_url(agent, revision.number),
+        # The team named, as every link to the agent's pages does: a person in two
+        # teams whose agents share a slug goes back to the one they confirmed for.
+        "cancel": (
+            _revisions_url(agent, **{TEAM_FIELD: agent.team.slug})
+            if from_list
+            else f"{_revision_url(agent, revision.number)}?{urlencode({TEAM_FIELD: agent.team.slug})}"
+        ),
         "nav": "agents",
     }
     return render(request, "lens/agent_revision_restore.html", context)

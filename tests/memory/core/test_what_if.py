@@ -189,7 +189,9 @@ def test_the_stability_card_says_it_as_the_spec_does() -> None:
     assert stability_sentence(_found(1, 1, None, None)) == (
         "would have changed 1 of the last 1 prompt"
     )
-    assert stability_sentence(_found(0, 0, None, None)) == "no prompt delivered yet"
+    assert stability_sentence(_found(0, 0, None, None)) == (
+        "would have changed no prompt: none delivered yet"
+    )
 
 
 def test_a_queue_rows_phrases_say_what_enters_and_what_stays_out() -> None:

@@ -24,6 +24,7 @@ from tests.factories import (
     v2_config,
 )
 from tests.samples import V2_SPECS
+from web.pages import migration_pages
 
 pytestmark = pytest.mark.django_db
 
@@ -267,3 +268,39 @@ def test_the_lens_says_when_the_plan_holds_only_moves_that_cannot_be_made(
     )
     assert f'<a href="{PAGE}">2 memories can\'t move</a>' in text
     assert "would move" not in text
+
+
+def test_apply_leaves_the_instructions_it_did_not_show_for_the_next_reading(
+    team: Team, settings: Any, reviewer: User, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A group lists the moves a reviewer's apply would approve though they read as
+    instructions first; one past the shown part is never approved unseen: Apply moves
+    the rest and leaves it, and the page lists it next."""
+    monkeypatch.setattr(migration_pages, "SHOWN_PER_GROUP", 2)
+    agent = create_agent(team, "wren", memory_config(preferences=None))
+    fact = remember(agent, "profile", "Lives in Lisbon", label="city")
+    orders = [
+        remember(agent, "profile", "Always answer in French", label="lang"),
+        remember(agent, "profile", "Never mention the weather", label="weather"),
+        remember(agent, "profile", "You must reply in haiku", label="style"),
+    ]
+    settings.MEMORY_ROUTING_SPECS = V2_SPECS
+    store_config(team, "wren", AgentConfig.model_validate(v2_config()))
+    agent = Agent.objects.get(pk=agent.pk)
+    client = logged_in(reviewer, enforce_csrf_checks=False)
+    page = client.get(PAGE).content.decode()
+    shown = [memory_id for memory_id in (fact, *orders) if f'data-move="{memory_id}"' in page]
+    assert len(shown) == 2
+    assert fact not in shown  # the instructions come first
+    (unseen,) = [memory_id for memory_id in orders if memory_id not in shown]
+    assert "(2 of them read as an instruction to the model)" in page
+    response = client.post(APPLY, form(agent, apply="all"), follow=True)
+    said = response.content.decode()
+    assert "1 that read as an instruction to the model were not shown" in said
+    assert Promotion.objects.get(pk=fact).section == "about_user"
+    for memory_id in shown:
+        row = Promotion.objects.get(pk=memory_id)
+        assert (row.section, row.status, row.decided_by) == ("about_user", "approved", reviewer)
+    row = Promotion.objects.get(pk=unseen)
+    assert (row.section, row.status) == ("user_profile", "pending")
+    assert f'data-move="{unseen}"' in client.get(PAGE).content.decode()

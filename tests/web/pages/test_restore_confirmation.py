@@ -8,18 +8,18 @@ four eyes of a protected agent) as they were."""
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 from django.test import Client
 
 from lens.actors import Actor
 from lens.agents import get_agent
 from lens.core.config import AgentConfig
-from lens.models import Agent, Proposal, Revision, Team
+from lens.models import Agent, Membership, Proposal, Revision, Team
 from memory.configuring import store_agent, store_config
 from memory.decisions import decide
 from memory.deliveries.ledger import deliver
 from tests.api_calls import db_snapshot
-from tests.factories import create_agent, logged_in, memory_config, remember
+from tests.factories import create_agent, logged_in, make_user, memory_config, remember
 from tests.pages import alert_text, dom
 from tests.web.pages.test_revision_pages import editor_of
 
@@ -55,14 +55,15 @@ def test_restore_on_the_list_and_on_a_revision_opens_the_confirmation(
 ) -> None:
     listed = dom(editor_client.get(LIST)).one("data-restore-link", "1")
     assert listed.tag == "a"
-    assert listed.get("href") == f"{CONFIRM}?from=list"
+    assert listed.get("href") == f"{CONFIRM}?team=acme&from=list"
     own = dom(editor_client.get(f"{LIST}1/")).one("data-restore-link", "1")
     [link] = [e for e in own.descendants() if e.tag == "a"]
-    assert link.get("href") == CONFIRM
+    assert link.get("href") == f"{CONFIRM}?team=acme"
     # Cancel goes back where Restore was pressed.
     back = dom(editor_client.get(f"{CONFIRM}?from=list")).one("data-restore-cancel")
-    assert back.get("href") == LIST
-    assert dom(editor_client.get(CONFIRM)).one("data-restore-cancel").get("href") == f"{LIST}1/"
+    assert back.get("href") == f"{LIST}?team=acme"
+    cancel = dom(editor_client.get(CONFIRM)).one("data-restore-cancel")
+    assert cancel.get("href") == f"{LIST}1/?team=acme"
 
 
 def test_the_confirmation_says_what_restoring_would_do_and_writes_nothing(
@@ -161,3 +162,29 @@ def test_a_viewer_of_another_team_with_the_permission_still_gets_404(
 ) -> None:
     outsider = logged_in(editor_of(other_team, "otto"))
     assert outsider.get(CONFIRM).status_code == 404
+
+
+def test_restore_keeps_to_the_team_whose_revision_was_shown(team: Team, other_team: Team) -> None:
+    """One person in two teams whose agents share a slug: Restore on the other team's
+    revision (a link opened from elsewhere, so that team is not remembered) confirms
+    and restores that team's agent, and Cancel goes back to it."""
+    person = make_user("eda", team)
+    Membership.objects.create(team=other_team, user=person)
+    person.user_permissions.add(Permission.objects.get(codename="change_agent"))
+    for owner, persona in ((team, "A"), (other_team, "B")):
+        create_agent(owner, "wren", memory_config())
+        store_config(owner, "wren", AgentConfig.model_validate(memory_config(persona=persona)))
+    client = logged_in(person)
+    client.get("/agents/?team=acme")  # the team this person works in
+    shown = client.get(f"{LIST}1/?team=globex", HTTP_SEC_FETCH_SITE="cross-site")
+    (link,) = [e for e in dom(shown).elements if e.tag == "a" and e.squashed == "Restore"]
+    confirmation = dom(client.get(str(link.get("href")), HTTP_SEC_FETCH_SITE="same-origin"))
+    (form,) = [e for e in confirmation.elements if "data-restore-form" in e.attrs]
+    (team_field,) = [e for e in form.descendants() if e.get("name") == "team"]
+    assert team_field.get("value") == "globex"
+    (cancel,) = [e for e in confirmation.elements if "data-restore-cancel" in e.attrs]
+    assert cancel.get("href") == f"{LIST}1/?team=globex"
+    before = {t.slug: Revision.objects.filter(agent__team=t).count() for t in (team, other_team)}
+    client.post(str(link.get("href")), {"team": "globex"})
+    after = {t.slug: Revision.objects.filter(agent__team=t).count() for t in (team, other_team)}
+    assert after == {"acme": before["acme"], "globex": before["globex"] + 1}
