@@ -23,6 +23,7 @@ from memory.core.records import MemoryInput
 from memory.deliveries.ledger import deliver
 from memory.saving import Saved, save_memory
 from tests.factories import create_agent, login, make_user, memory_config, propose
+from tests.web.pages.test_stability_pages import config as stability_config
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -103,36 +104,11 @@ def test_without_javascript_a_row_links_to_its_answer(live_server: Any, browser:
 
 # --- the proposal page, the restore confirmation, the Cache stability card, the admin --
 
-# The first Background section changes on every delivery: the Cache stability card
-# suggests putting it last, and a revision to restore is there too.
-STABLE_IDS = ("now", "prefs", "about")
-
-
-def stability_config(tick: int, **extra: Any) -> dict[str, Any]:
-    return {
-        "name": "Wren",
-        "persona": "You help. " * 30,
-        "background": {
-            "sections": [
-                {
-                    "id": section_id,
-                    "title": section_id.title(),
-                    "entries": [
-                        {
-                            "key": "k",
-                            "value": f"tick {tick}" if section_id == "now" else "same " * 30,
-                        }
-                    ],
-                }
-                for section_id in STABLE_IDS
-            ]
-        },
-        **extra,
-    }
-
 
 def set_up_deciding() -> int:
-    """Wren delivered four times, a revision each time (its "now" section changing);
+    """Wren delivered four times, a revision each time (its "now" section changing, so
+    the Cache stability card suggests putting it last, and a revision to restore is
+    there too);
     Ada protected, delivered twice, with Pia's proposal waiting. Rhea may change agents
     (so she may restore); root may use the admin. Answers the proposal's id."""
     team = Team.objects.create(slug="acme", name="Acme")
