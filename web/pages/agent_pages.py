@@ -43,7 +43,7 @@ from web.pages.drop_pages import drop_groups, drops_by_reason, shown_drops
 from web.pages.lens_markup import CONTEXT, expiry_marks, prompt_section_items
 from web.pages.memory_forms import TryMemoryForm
 from web.pages.routing_pages import lens_routing
-from web.pages.toolkit import AppRequest, current_team, get_agent_for_user
+from web.pages.toolkit import AppRequest, current_team, get_agent_for_user, utc_minute
 
 # How much of an unreadable ``?as_of=`` the lens says back.
 AS_OF_SHOWN = 80
@@ -352,7 +352,9 @@ def _tip(memory_ids: tuple[str, ...], found: dict[str, Provenance]) -> str:
         label = f" “{known.label}”" if known.label else ""
         tier = known.tier or "no"
         if known.approved_by is not None and known.approved_at is not None:
-            approved = f"Tier {tier} · approved by {known.approved_by} on {_utc(known.approved_at)}"
+            approved = (
+                f"Tier {tier} · approved by {known.approved_by} on {utc_minute(known.approved_at)}"
+            )
         elif known.status == "approved":
             approved = f"Approved automatically ({tier} tier)"
         else:
@@ -364,8 +366,4 @@ def _tip(memory_ids: tuple[str, ...], found: dict[str, Provenance]) -> str:
 def _saved(known: Provenance) -> str:
     if known.saved_at is None or known.saved_by is None:
         return "Saved (no record of when or by whom)"
-    return f"Saved {_utc(known.saved_at)} by {known.saved_by}"
-
-
-def _utc(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"Saved {utc_minute(known.saved_at)} by {known.saved_by}"

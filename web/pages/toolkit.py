@@ -7,6 +7,7 @@ This is the outer layer: it may import every package (tests/test_layers.py).
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
@@ -332,3 +333,8 @@ def render_list(
     # can bring back a cached bare fragment as the whole page.
     patch_vary_headers(response, ("HX-Request",))
     return response
+
+
+def utc_minute(moment: datetime) -> str:
+    """ "2026-12-09 22:41 UTC": a moment as pages write it in prose."""
+    return f"{moment.astimezone(UTC):%Y-%m-%d %H:%M} UTC"

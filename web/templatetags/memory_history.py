@@ -10,6 +10,8 @@ from typing import Any
 
 from django import template
 
+from web.pages.toolkit import utc_minute
+
 register = template.Library()
 
 # What a migration committed, in words (its ``outcome``).
@@ -63,9 +65,8 @@ def _moment_words(value: Any) -> str:
         moment = datetime.fromisoformat(str(value))
     except ValueError:
         return str(value)
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC)
-    return f"{moment:%Y-%m-%d %H:%M} UTC"
+    # Stored with their zone; one without is read as UTC, as the validity form reads it.
+    return utc_minute(moment if moment.tzinfo else moment.replace(tzinfo=UTC))
 
 
 @register.filter
