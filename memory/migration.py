@@ -19,7 +19,7 @@ it is applied.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -241,11 +241,14 @@ def apply_migration(
     *,
     actor: Actor,
     approve_guarded: bool = False,
+    leave: Callable[[Plan], Collection[str]] | None = None,
 ) -> Applied:
     """Apply the plan whose hash is ``plan_sha256`` (only the moves of ``memory_ids``,
     when given), in one transaction. ``approve_guarded``: the actor is a reviewer
     applying it at the page, and approves by that act the moves that wait for a person
-    (into guarded sections, and instruction-shaped ones into auto sections).
+    (into guarded sections, and instruction-shaped ones into auto sections). ``leave``:
+    with no ``memory_ids``, the memories of the plan as read here that stay where they
+    are (a page leaves what it did not show).
 
     Raises PlanChanged, NotInPlan, MoveNeedsAnother, TooManyMoves or
     MigrationNeedsReviewer; then nothing has changed.
@@ -262,6 +265,10 @@ def apply_migration(
             current = migration_plan(agent)
             if current.sha256 != plan_sha256:
                 raise PlanChanged(current.sha256)
+            if memory_ids is None and leave is not None and (left := set(leave(current))):
+                memory_ids = [
+                    move.memory_id for move in current.moves if move.memory_id not in left
+                ]
             chosen = _chosen(current, memory_ids)
             if len(chosen) > APPLY_MAX:
                 raise TooManyMoves(len(chosen))

@@ -215,28 +215,26 @@ def migration_apply(request: AppRequest, slug: str) -> HttpResponse:
         messages.error(request, "Nothing moved: tick the confirmation first.")
         return back
     chosen = None
-    plan = request.POST.get("plan", "")
-    unseen: set[str] = set()
     if request.POST.get("apply") == "selected":
         chosen = request.POST.getlist("memory")
         if not chosen:
             messages.error(request, "Nothing moved: no move was selected.")
             return back
-    else:
-        found = migration_plan(agent)
-        if found.sha256 == plan and (unseen := unseen_instructions(found)):
-            chosen = [move.memory_id for move in found.moves if move.memory_id not in unseen]
     try:
         applied = apply_migration(
             agent,
-            plan,
+            request.POST.get("plan", ""),
             chosen,
             actor=Actor.for_user(request.user),
             approve_guarded=True,
+            leave=unseen_instructions,
         )
     except DomainError as exc:
         messages.error(request, exc.message)
         return back
+    # Applying all, what stayed that it would have approved is what the page left out
+    # (applying some, the moves not ticked stay too).
+    unseen = [] if chosen else [move for move in applied.stayed if _approved_instruction(move)]
     count = len(applied.moved)
     approved = sum(1 for status in applied.outcomes.values() if status == "approved")
     waiting = sum(1 for status in applied.outcomes.values() if status == "pending")
